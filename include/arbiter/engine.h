@@ -1,0 +1,49 @@
+// The engine: the decision layer. One cycle takes the cluster state and the pending jobs and
+// returns a Plan. It performs no I/O, reads no clock (time is passed in; a clock for stage timings
+// may be injected) and draws no unseeded random number: the same inputs give the same plan.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "arbiter/model.h"
+#include "arbiter/plan.h"
+#include "arbiter/state.h"
+
+namespace arbiter {
+
+// Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
+// in [0, 1]; a job's key is the weighted sum, and jobs are taken in descending key order, ties by
+// submit time then id.
+struct OrderingWeights {
+  double priority_class = 10000;  // class value / largest class value
+  double queue_priority = 1000;   // queue priority / largest queue priority
+  double fair_share = 2000;       // 2^(-recent usage share / target share) of the job's queue
+  double age = 1000;              // waiting time / max_age, capped at 1
+  Millis max_age = 7 * 24 * 3600 * kMillisPerSecond;
+};
+
+struct EngineOptions {
+  OrderingWeights ordering;
+  // Candidate nodes scored per task once a feasible one is found in the best-fitting bucket.
+  int score_candidates = 8;
+  // Optional monotonic clock in microseconds, used only to time the stages of a cycle.
+  std::function<std::int64_t()> clock_micros;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options = {}) : options_(std::move(options)) {}
+
+  // One scheduling cycle. `state` serves as scratch space during the cycle and is returned
+  // exactly as it was given; the driver applies the plan afterwards (ClusterState::Apply).
+  Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const;
+
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  EngineOptions options_;
+};
+
+}  // namespace arbiter

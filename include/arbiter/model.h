@@ -1,0 +1,203 @@
+// The scheduling model: what a cluster, a queue, a priority class and a job are. Plain values,
+// no behaviour beyond small helpers; ClusterState (state.h) interns names into the ids used here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arbiter/quantity.h"
+
+namespace arbiter {
+
+using NodeId = std::uint32_t;
+using DomainId = std::uint32_t;
+using QueueId = std::uint32_t;
+using PriorityClassId = std::uint32_t;
+using GpuTypeId = std::uint32_t;
+using JobId = std::uint64_t;
+
+inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
+inline constexpr GpuTypeId kMaxGpuTypes = 64;
+
+// Label maps are ordered so that output and comparisons are deterministic.
+using Labels = std::map<std::string, std::string>;
+
+// A set of GPU types as a bit mask over GpuTypeId. Empty means "any type".
+class GpuTypeSet {
+ public:
+  constexpr GpuTypeSet() = default;
+  constexpr explicit GpuTypeSet(std::uint64_t bits) : bits_(bits) {}
+  static constexpr GpuTypeSet Of(GpuTypeId type) { return GpuTypeSet(std::uint64_t{1} << type); }
+
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr bool Contains(GpuTypeId type) const { return (bits_ >> type) & 1u; }
+  // True when a job with this set accepts `type` (an empty set accepts every type).
+  constexpr bool Accepts(GpuTypeId type) const { return empty() || Contains(type); }
+  constexpr void Add(GpuTypeId type) { bits_ |= std::uint64_t{1} << type; }
+  constexpr std::uint64_t bits() const { return bits_; }
+  friend constexpr bool operator==(GpuTypeSet, GpuTypeSet) = default;
+
+ private:
+  std::uint64_t bits_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Nodes and topology.
+
+enum class TaintEffect : std::uint8_t {
+  kNoSchedule,        // tasks without a matching toleration never land here
+  kPreferNoSchedule,  // tasks without a toleration land here only when nothing else fits
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+};
+
+struct Toleration {
+  enum class Op : std::uint8_t { kEqual, kExists };
+  std::string key;  // empty key with kExists tolerates every taint
+  Op op = Op::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // unset: tolerates every effect
+
+  bool Tolerates(const Taint& taint) const;
+};
+
+struct DeviceSpec {
+  std::string type;  // GPU model name, e.g. "A100-80G"
+  GpuMemMiB memory{0};
+  std::uint32_t nvlink_group = 0;  // devices of a node with the same group share NVLink
+};
+
+struct NodeSpec {
+  std::string name;
+  std::vector<DeviceSpec> devices;
+  MilliCpu cpu{0};
+  MemMiB memory{0};
+  Labels labels;
+  std::vector<Taint> taints;
+  // Name of the node's domain at each topology level above "node", outermost first
+  // (e.g. {"spine-0", "leaf-3"} for levels spine > leaf > node > nvlink).
+  std::vector<std::string> domains;
+  bool cordoned = false;
+};
+
+// Topology levels, outermost first. The last two are always "node" and "nvlink" (a group of
+// devices inside a node that share NVLink); levels above them are the operator's (spine, leaf,
+// rack, block ...). Level indices grow towards the devices.
+struct Topology {
+  std::vector<std::string> levels{"node", "nvlink"};
+
+  int node_level() const { return static_cast<int>(levels.size()) - 2; }
+  int nvlink_level() const { return static_cast<int>(levels.size()) - 1; }
+  // Index of a level by name, or -1.
+  int LevelIndex(const std::string& name) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Queues and priority classes.
+
+// Limits of one quota resource, in milli-GPU. The resource is either a GPU type name or "gpu"
+// (all GPU types together). A resource that no queue of the tree declares is not limited.
+struct QuotaSpec {
+  MilliGpu nominal{0};                    // guaranteed to this queue (its subtree)
+  std::optional<MilliGpu> borrowing_limit;  // most it may use above nominal; unset: unlimited
+  std::optional<MilliGpu> lending_limit;    // most of its unused nominal others may use; unset: all
+  std::optional<MilliGpu> max;              // hard cap on its usage; unset: none
+};
+
+inline constexpr const char* kAllGpusResource = "gpu";
+
+struct QueueSpec {
+  std::string name;
+  std::string parent;  // empty: a root of the queue tree
+  std::map<std::string, QuotaSpec> quota;
+  std::int32_t weight = 1;    // share of the parent's capacity for fair share
+  std::int32_t priority = 0;  // queue priority, an ordering factor
+  bool preemptable = true;    // may work in this queue be evicted at all
+};
+
+struct PriorityClassSpec {
+  std::string name;
+  std::int32_t value = 0;
+  bool preemptible = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Jobs.
+
+// What one task asks for. `gpu` is either 0, a share of one device (1..999), or whole devices
+// (a multiple of 1000). `gpu_memory` is per device: the least memory a whole device must have, or
+// the memory a shared task takes from its device.
+struct TaskRequest {
+  MilliGpu gpu{0};
+  GpuMemMiB gpu_memory{0};
+  MilliCpu cpu{0};
+  MemMiB memory{0};
+
+  bool shared() const { return gpu.value() > 0 && gpu.value() < kMilliPerGpu; }
+  std::int64_t whole_gpus() const { return gpu.value() / kMilliPerGpu; }
+};
+
+struct TaskGroup {
+  std::string name;
+  std::int32_t count = 1;
+  TaskRequest request;
+};
+
+enum class ConstraintMode : std::uint8_t { kNone, kPreferred, kRequired };
+
+// Keep all tasks of the job inside one domain of `level` (an index into Topology::levels).
+struct TopologyConstraint {
+  int level = -1;
+  ConstraintMode mode = ConstraintMode::kNone;
+};
+
+// Place this job's tasks in a domain of `level` that holds (affinity) or does not hold
+// (anti-affinity) a running task of a job whose labels include all of `match`.
+struct AffinityTerm {
+  Labels match;
+  int level = -1;
+  bool anti = false;
+  bool required = true;  // false: preferred, dropped when the job cannot be placed with it
+};
+
+struct Job {
+  JobId id = 0;
+  std::string name;
+  std::string user;
+  QueueId queue = 0;
+  PriorityClassId priority_class = 0;
+  std::vector<TaskGroup> groups;  // a gang: every task of every group is placed, or none
+  GpuTypeSet gpu_types;           // acceptable GPU types, in no order; empty: any
+  TopologyConstraint topology;
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
+  Labels labels;
+  std::vector<AffinityTerm> affinity;
+  Millis submit_time = 0;
+  Millis runtime_estimate = 0;     // 0: unknown
+  Millis checkpoint_interval = 0;  // 0: never checkpoints
+
+  std::int64_t task_count() const;
+  MilliGpu total_gpu() const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The cluster as configured.
+
+struct ClusterSpec {
+  Topology topology;
+  std::vector<NodeSpec> nodes;
+  std::vector<QueueSpec> queues;
+  std::vector<PriorityClassSpec> priority_classes;
+  // Half-life of the recent usage that drives the fair-share factor.
+  Millis fair_share_half_life = 24 * 3600 * kMillisPerSecond;
+};
+
+}  // namespace arbiter

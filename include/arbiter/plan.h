@@ -1,0 +1,112 @@
+// The Plan: what one scheduling cycle decided. Binds name node and device indices; every job
+// not placed carries a structured reason saying which stage said no and why.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arbiter/model.h"
+
+namespace arbiter {
+
+// A share of one device given to a task: the whole device (1000 milli) or part of it.
+struct DeviceShare {
+  std::uint32_t device = 0;  // index into the node's devices
+  MilliGpu gpu{0};
+  GpuMemMiB memory{0};
+};
+
+struct TaskAllocation {
+  std::uint32_t group = 0;  // index into Job::groups
+  std::uint32_t index = 0;  // task index within the group
+  NodeId node = 0;
+  MilliCpu cpu{0};
+  MemMiB memory{0};
+  std::vector<DeviceShare> devices;
+};
+
+// Where every task of a job runs. A job's GPU tasks all use one GPU type.
+struct Allocation {
+  GpuTypeId gpu_type = kNone;  // kNone for a job without GPUs
+  std::vector<TaskAllocation> tasks;
+};
+
+// The stage of the cycle that decided a job could not be placed.
+enum class Stage : std::uint8_t { kValidate, kQuota, kFilter, kPlace };
+
+// Why a node, a queue or the topology could not take a job. Node causes come first, in the order
+// the filter checks them; a node is counted under the first cause it fails.
+enum class Cause : std::uint8_t {
+  kNodeUnhealthy,
+  kNodeCordoned,
+  kUntoleratedTaint,
+  kNodeSelector,
+  kGpuType,
+  kGpuMemory,
+  kInsufficientGpu,
+  kInsufficientCpu,
+  kInsufficientMemory,
+  kAffinity,
+  kAntiAffinity,
+  // Beyond single nodes.
+  kTopology,  // nodes fit tasks one by one but no domain of the required level holds the gang
+  kGang,      // nodes fit tasks one by one but not all of the gang's tasks at once
+  kQuotaMax,
+  kQuotaBorrowingLimit,
+  kQuotaCohort,  // the queue would borrow, and its cohort has no unused quota to lend
+  kInvalid,      // the job itself is malformed
+};
+inline constexpr int kCauseCount = static_cast<int>(Cause::kInvalid) + 1;
+
+const char* CauseName(Cause cause);
+const char* StageName(Stage stage);
+
+// Whether waiting can help. Mirrors Kubernetes' Unschedulable / UnschedulableAndUnresolvable:
+// kWait may fit once capacity or quota frees up; kNever cannot fit on the cluster as configured.
+enum class Verdict : std::uint8_t { kWait, kNever };
+
+struct CauseCount {
+  Cause cause;
+  std::int32_t nodes = 0;
+};
+
+struct Reason {
+  Stage stage = Stage::kPlace;
+  Verdict verdict = Verdict::kWait;
+  Cause cause = Cause::kInsufficientGpu;  // the main cause
+  std::int32_t nodes_total = 0;           // nodes the filter considered (filter / place stages)
+  std::vector<CauseCount> node_counts;    // nodes per first failing cause, largest first
+  std::string detail;                     // names the queue, level or field concerned
+
+  // E.g. "filter: 0/128 nodes fit: 96 insufficient GPU, 32 untolerated taint".
+  std::string Describe() const;
+};
+
+struct Bind {
+  JobId job = 0;
+  std::uint32_t pending_index = 0;  // index of the job in the pending list given to the engine
+  Allocation allocation;
+};
+
+struct Unplaced {
+  JobId job = 0;
+  std::uint32_t pending_index = 0;
+  Reason reason;
+};
+
+// Work and time of one named stage of the cycle. Time is 0 when the engine was given no clock.
+struct StageTiming {
+  const char* stage = "";
+  std::int64_t calls = 0;
+  std::int64_t micros = 0;
+};
+
+struct Plan {
+  Millis now = 0;
+  std::vector<Bind> binds;
+  std::vector<Unplaced> unplaced;
+  std::vector<StageTiming> timings;
+};
+
+}  // namespace arbiter

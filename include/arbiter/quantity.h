@@ -1,0 +1,56 @@
+// Integer quantities in strong types. Capacity arithmetic never uses floating point: a GPU is
+// 1000 milli-GPU, CPU is counted in milli-cores, memory in MiB.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+
+namespace arbiter {
+
+template <typename Tag>
+class Quantity {
+ public:
+  constexpr Quantity() = default;
+  constexpr explicit Quantity(std::int64_t value) : value_(value) {}
+
+  constexpr std::int64_t value() const { return value_; }
+
+  constexpr Quantity& operator+=(Quantity other) {
+    value_ += other.value_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity other) {
+    value_ -= other.value_;
+    return *this;
+  }
+  friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.value_ + b.value_); }
+  friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.value_ - b.value_); }
+  friend constexpr Quantity operator*(Quantity a, std::int64_t n) { return Quantity(a.value_ * n); }
+  friend constexpr Quantity operator*(std::int64_t n, Quantity a) { return Quantity(a.value_ * n); }
+  friend constexpr auto operator<=>(Quantity, Quantity) = default;
+
+ private:
+  std::int64_t value_ = 0;
+};
+
+struct MilliGpuTag {};
+struct GpuMemMiBTag {};
+struct MilliCpuTag {};
+struct MemMiBTag {};
+
+// 1000 = one whole GPU device. A task asks either for a share of one device (1..999) or for a
+// number of whole devices (a multiple of 1000).
+using MilliGpu = Quantity<MilliGpuTag>;
+using GpuMemMiB = Quantity<GpuMemMiBTag>;
+using MilliCpu = Quantity<MilliCpuTag>;
+using MemMiB = Quantity<MemMiBTag>;
+
+inline constexpr std::int64_t kMilliPerGpu = 1000;
+inline constexpr MilliGpu kWholeGpu{kMilliPerGpu};
+
+// Time is counted in milliseconds since the driver's epoch (virtual in the simulator, Unix time
+// in the server). The engine never reads a clock: time is always passed in.
+using Millis = std::int64_t;
+inline constexpr Millis kMillisPerSecond = 1000;
+
+}  // namespace arbiter

@@ -1,0 +1,220 @@
+// ClusterState: the resource-management layer. Nodes, devices, topology domains, running jobs,
+// queue usage, and the indexes that answer "where does a task of this shape fit" without a scan
+// of every node. It changes only through Bind / Unbind (applying a plan, a job ending) and driver
+// events (cordon, health); CheckInvariants() verifies that every count matches the allocations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "arbiter/model.h"
+#include "arbiter/plan.h"
+#include "arbiter/status.h"
+
+namespace arbiter {
+
+// A fixed-size set of small integers (node or device indices) with ordered iteration, so that
+// every search over it visits candidates in index order, whatever the history of the set.
+class IndexSet {
+ public:
+  IndexSet() = default;
+  explicit IndexSet(std::size_t size) : words_((size + 63) / 64, 0) {}
+
+  void Insert(std::uint32_t i) { words_[i >> 6] |= std::uint64_t{1} << (i & 63); }
+  void Erase(std::uint32_t i) { words_[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
+  bool Contains(std::uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1u; }
+  // The smallest member in [from, end), or `end` when there is none.
+  std::uint32_t Next(std::uint32_t from, std::uint32_t end) const;
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
+struct DeviceState {
+  GpuTypeId type = 0;
+  GpuMemMiB memory{0};
+  std::uint32_t nvlink_group = 0;
+  MilliGpu free{kMilliPerGpu};
+  GpuMemMiB memory_free{0};
+};
+
+struct NodeState {
+  std::string name;
+  Labels labels;
+  std::vector<Taint> taints;
+  MilliCpu cpu{0};
+  MilliCpu cpu_free{0};
+  MemMiB memory{0};
+  MemMiB memory_free{0};
+  bool cordoned = false;
+  bool healthy = true;
+  std::vector<DeviceState> devices;
+  std::uint32_t first_device = 0;  // global index of devices[0]
+  std::vector<DomainId> domains;   // the node's domain at each level above "node"
+  GpuTypeSet gpu_types;
+  std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
+  std::uint32_t tasks = 0;          // tasks running here
+};
+
+// A topology domain above the node level. Nodes are stored so that every domain is a contiguous
+// range of node ids.
+struct Domain {
+  int level = 0;
+  std::string name;
+  DomainId parent = kNone;
+  NodeId first_node = 0;
+  NodeId end_node = 0;
+};
+
+struct QueueInfo {
+  QueueSpec spec;
+  QueueId id = 0;
+  QueueId parent = kNone;
+  std::vector<QueueId> children;
+  int depth = 0;
+};
+
+// Limits of one quota resource of one queue, resolved from the QueueSpecs (milli-GPU).
+struct QuotaLimits {
+  bool limited = false;        // false: no queue of this tree declares the resource
+  std::int64_t nominal = 0;    // own nominal plus the children's (the subtree's guarantee)
+  std::int64_t borrowing_limit = -1;  // -1: unlimited
+  std::int64_t lending_limit = -1;    // -1: lends all unused nominal
+  std::int64_t max = -1;              // -1: none
+};
+
+struct RunningJob {
+  Job job;
+  Allocation allocation;
+  Millis start_time = 0;
+  Millis last_checkpoint = 0;  // start_time until the job reports a checkpoint
+};
+
+class ClusterState {
+ public:
+  // Builds the state from a configuration, checking it: unique names, known parents and GPU
+  // types, no cycles in the queue tree, topology paths that match the levels.
+  static Result<ClusterState> Create(const ClusterSpec& spec);
+
+  // ---- Configuration, interned ----
+  const Topology& topology() const { return topology_; }
+  std::size_t gpu_type_count() const { return gpu_types_.size(); }
+  const std::string& gpu_type_name(GpuTypeId type) const { return gpu_types_[type]; }
+  std::optional<GpuTypeId> FindGpuType(const std::string& name) const;
+  std::size_t queue_count() const { return queues_.size(); }
+  const QueueInfo& queue(QueueId id) const { return queues_[id]; }
+  std::optional<QueueId> FindQueue(const std::string& name) const;
+  std::size_t priority_class_count() const { return classes_.size(); }
+  const PriorityClassSpec& priority_class(PriorityClassId id) const { return classes_[id]; }
+  std::optional<PriorityClassId> FindPriorityClass(const std::string& name) const;
+  Millis fair_share_half_life() const { return fair_share_half_life_; }
+
+  // ---- Nodes and topology ----
+  std::size_t node_count() const { return nodes_.size(); }
+  const NodeState& node(NodeId id) const { return nodes_[id]; }
+  std::optional<NodeId> FindNode(const std::string& name) const;
+  std::size_t device_count() const { return device_count_; }
+  std::uint32_t max_devices_per_node() const { return max_devices_; }
+  std::size_t domain_count() const { return domains_.size(); }
+  const Domain& domain(DomainId id) const { return domains_[id]; }
+  // Domains of one level (a level above "node"), in node order.
+  const std::vector<DomainId>& domains_at(int level) const { return domains_by_level_[level]; }
+
+  // ---- Free-capacity indexes (all over healthy and unhealthy nodes alike) ----
+  // Nodes with exactly `count` fully free devices of `type` (count >= 1).
+  const IndexSet& NodesWithFreeDevices(GpuTypeId type, std::uint32_t count) const {
+    return whole_index_[type * (max_devices_ + 1) + count];
+  }
+  // Devices (global index) of `type` partly used, whose free share lies in bucket `bucket`.
+  static constexpr int kShareBuckets = 16;
+  static int ShareBucket(std::int64_t free_milli) { return static_cast<int>((free_milli - 1) * kShareBuckets / kMilliPerGpu); }
+  const IndexSet& DevicesWithFreeShare(GpuTypeId type, int bucket) const {
+    return share_index_[type * kShareBuckets + bucket];
+  }
+  // Node owning a global device index.
+  NodeId DeviceNode(std::uint32_t global_device) const { return device_node_[global_device]; }
+  // Fully free devices and free milli-GPU of `type` within a domain.
+  std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const { return domain_free_devices_[d * gpu_types_.size() + type]; }
+  std::int64_t DomainFreeMilli(DomainId d, GpuTypeId type) const { return domain_free_milli_[d * gpu_types_.size() + type]; }
+  // Fully free devices of `type` on a node.
+  std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const { return node_free_devices_[n * gpu_types_.size() + type]; }
+
+  // ---- Queues ----
+  // Quota resources: 0 is "all GPUs", 1 + t is GPU type t.
+  std::size_t quota_resource_count() const { return 1 + gpu_types_.size(); }
+  const QuotaLimits& quota(QueueId q, std::size_t resource) const { return limits_[q * quota_resource_count() + resource]; }
+  // Milli-GPU in use by the queue's subtree.
+  std::int64_t usage(QueueId q, std::size_t resource) const { return usage_[q * quota_resource_count() + resource]; }
+  // GPU-milli-milliseconds of recent use, decayed with the fair-share half-life, as of the last
+  // call to AccrueUsage.
+  double recent_usage(QueueId q) const { return recent_usage_[q]; }
+
+  // ---- Running jobs ----
+  const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
+  const RunningJob* FindRunning(JobId id) const;
+
+  // ---- Mutation ----
+  // Starts a job on the given allocation: checks that the allocation matches the job's request
+  // and fits the free capacity, then takes it. On error nothing changes.
+  Status Bind(const Job& job, const Allocation& allocation, Millis now);
+  // Applies every bind of a plan made for `pending`; stops at the first error.
+  Status Apply(const Plan& plan, std::span<const Job> pending);
+  // Ends a running job (finished, failed, evicted), freeing its allocation.
+  Status Unbind(JobId job, Millis now);
+  Status SetCordoned(NodeId node, bool cordoned);
+  Status SetHealthy(NodeId node, bool healthy);
+  Status RecordCheckpoint(JobId job, Millis at);
+  // Folds the usage since the last call into the decayed recent usage of every queue.
+  void AccrueUsage(Millis now);
+
+  // ---- Low-level capacity, for the engine's scratch work within one cycle ----
+  // Take or give back one task's resources and charge the queue tree. No checks beyond asserts:
+  // the caller has checked the fit. Every Take is matched by a Give before the cycle ends.
+  void TakeTask(const TaskAllocation& task);
+  void GiveTask(const TaskAllocation& task);
+  void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
+
+  // Recomputes every derived count from the running jobs and compares: no device or node over
+  // allocated, free counts, indexes, domain sums and queue usage all match.
+  Status CheckInvariants() const;
+
+ private:
+  ClusterState() = default;
+  void IndexDevice(NodeId n, std::uint32_t d, bool insert);
+  void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
+  Status CheckFits(const Job& job, const Allocation& allocation) const;
+
+  Topology topology_;
+  std::vector<std::string> gpu_types_;
+  std::vector<QueueInfo> queues_;
+  std::vector<PriorityClassSpec> classes_;
+  Millis fair_share_half_life_ = 0;
+  std::unordered_map<std::string, NodeId> node_by_name_;
+
+  std::vector<NodeState> nodes_;
+  std::vector<NodeId> device_node_;
+  std::size_t device_count_ = 0;
+  std::uint32_t max_devices_ = 0;
+  std::vector<Domain> domains_;
+  std::vector<std::vector<DomainId>> domains_by_level_;
+
+  std::vector<IndexSet> whole_index_;
+  std::vector<IndexSet> share_index_;
+  std::vector<std::int64_t> domain_free_devices_;
+  std::vector<std::int64_t> domain_free_milli_;
+  std::vector<std::uint32_t> node_free_devices_;
+
+  std::vector<QuotaLimits> limits_;
+  std::vector<std::int64_t> usage_;
+  std::vector<double> recent_usage_;
+  Millis last_accrual_ = 0;
+  bool accrued_ = false;
+
+  std::unordered_map<JobId, RunningJob> running_;
+};
+
+}  // namespace arbiter

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Arbiter needs to build and test. Idempotent: installs only what is
+# missing, so a machine that has everything is left untouched (and no network is needed).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make pkg-config
+  libfmt-dev libcli11-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
