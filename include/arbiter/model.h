@@ -150,12 +150,12 @@ struct TaskGroup {
   TaskRequest request;
 };
 
-enum class ConstraintMode : std::uint8_t { kNone, kPreferred, kRequired };
+enum class ConstraintMode : std::uint8_t { kUnconstrained, kPreferred, kRequired };
 
 // Keep all tasks of the job inside one domain of `level` (an index into Topology::levels).
 struct TopologyConstraint {
   int level = -1;
-  ConstraintMode mode = ConstraintMode::kNone;
+  ConstraintMode mode = ConstraintMode::kUnconstrained;
 };
 
 // Place this job's tasks in a domain of `level` that holds (affinity) or does not hold

@@ -105,7 +105,7 @@ struct StageTiming {
 struct Plan {
   Millis now = 0;
   std::vector<Bind> binds;
-  std::vector<Unplaced> unplaced;
+  std::vector<Unplaced> unplaced;  // in the order the cycle took them
   std::vector<StageTiming> timings;
 };
 

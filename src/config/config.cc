@@ -1,0 +1,441 @@
+// The cluster file: topology levels, scheduler options, priority classes, nodes and the queue tree.
+
+#include "config/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/reader.h"
+
+namespace arbiter::config {
+namespace {
+
+using internal::Entries;
+using internal::Entry;
+using internal::Map;
+using internal::UnknownName;
+using internal::Value;
+
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int32_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+// Bounds that keep a typo ("count: 80000000") from exhausting memory.
+constexpr std::int64_t kMaxNodes = 1 << 20;
+constexpr std::int64_t kMaxDevicesPerNode = 1024;
+
+// A node name or domain name with placeholders: {i} is the node's index within its entry, {i/N}
+// that index divided by N, {i%N} its remainder by N.
+class NameTemplate {
+ public:
+  explicit NameTemplate(const Value& value) {
+    std::string text = value.NonEmptyString();
+    std::string literal;
+    for (std::size_t pos = 0; pos < text.size(); ++pos) {
+      char c = text[pos];
+      if (c == '}') value.Fail(fmt::format("unmatched '}}' in '{}'", text));
+      if (c != '{') {
+        literal += c;
+        continue;
+      }
+      std::size_t close = text.find('}', pos);
+      if (close == std::string::npos) value.Fail(fmt::format("unclosed '{{' in '{}'", text));
+      std::string inner = text.substr(pos + 1, close - pos - 1);
+      Part part{std::move(literal), Op::kIndex, 1};
+      literal.clear();
+      if (inner != "i") {
+        bool ok = inner.size() > 2 && inner[0] == 'i' && (inner[1] == '/' || inner[1] == '%');
+        const char* first = inner.data() + 2;
+        const char* last = inner.data() + inner.size();
+        if (ok) {
+          auto [end, ec] = std::from_chars(first, last, part.n);
+          ok = ec == std::errc() && end == last && part.n >= 1;
+        }
+        if (!ok) {
+          value.Fail(fmt::format(
+              "unknown placeholder '{{{}}}' in '{}' (expected {{i}}, {{i/N}} or {{i%N}}, N >= 1)",
+              inner, text));
+        }
+        part.op = inner[1] == '/' ? Op::kDiv : Op::kMod;
+      }
+      parts_.push_back(std::move(part));
+      pos = close;
+    }
+    tail_ = std::move(literal);
+  }
+
+  bool has_placeholder() const { return !parts_.empty(); }
+
+  std::string Expand(std::int64_t index) const {
+    std::string out;
+    for (const Part& p : parts_) {
+      out += p.literal;
+      std::int64_t v = p.op == Op::kDiv ? index / p.n : p.op == Op::kMod ? index % p.n : index;
+      out += std::to_string(v);
+    }
+    out += tail_;
+    return out;
+  }
+
+ private:
+  enum class Op { kIndex, kDiv, kMod };
+  struct Part {
+    std::string literal;  // text before the placeholder
+    Op op;
+    std::int64_t n;
+  };
+  std::vector<Part> parts_;
+  std::string tail_;
+};
+
+// Index of `name` in `names`, or -1.
+int IndexOf(const std::vector<std::string>& names, const std::string& name) {
+  auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+class ClusterLoader {
+ public:
+  ClusterConfig Load(const Value& root) {
+    if (!root.node().IsMap()) {
+      root.Fail("expected a mapping with fields topology, scheduler, priority_classes, queues, "
+                "nodes");
+    }
+    Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes"});
+    // Nodes come before queues: quota resources name the GPU models found on nodes.
+    if (const Value* v = m.Find("topology")) LoadTopology(*v);
+    if (const Value* v = m.Find("scheduler")) LoadScheduler(*v);
+    LoadPriorityClasses(m.Get("priority_classes"));
+    LoadNodes(m.Get("nodes"));
+    LoadQueues(m.Get("queues"));
+    return std::move(out_);
+  }
+
+ private:
+  void LoadTopology(const Value& value) {
+    Map m(value, {"levels"});
+    if (const Value* levels = m.Find("levels")) {
+      for (const Value& item : levels->Items()) {
+        std::string level = item.NonEmptyString();
+        if (level == "node" || level == "nvlink") {
+          item.Fail(fmt::format("'{}' is implicit (levels end with node, nvlink); list only the "
+                                "levels above nodes",
+                                level));
+        }
+        if (IndexOf(levels_, level) >= 0) item.Fail(fmt::format("repeated level '{}'", level));
+        levels_.push_back(std::move(level));
+      }
+    }
+    std::vector<std::string> all = levels_;
+    all.push_back("node");
+    all.push_back("nvlink");
+    out_.cluster.topology.levels = std::move(all);
+  }
+
+  void LoadScheduler(const Value& value) {
+    Map m(value, {"ordering", "fair_share_half_life", "score_candidates"});
+    if (const Value* v = m.Find("ordering")) {
+      Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
+                 "age_weight", "max_age"});
+      OrderingWeights& w = out_.engine.ordering;
+      if (const Value* x = o.Find("priority_class_weight")) w.priority_class = x->Number(0);
+      if (const Value* x = o.Find("queue_priority_weight")) w.queue_priority = x->Number(0);
+      if (const Value* x = o.Find("fair_share_weight")) w.fair_share = x->Number(0);
+      if (const Value* x = o.Find("age_weight")) w.age = x->Number(0);
+      if (const Value* x = o.Find("max_age")) w.max_age = PositiveDuration(*x);
+    }
+    if (const Value* v = m.Find("fair_share_half_life")) {
+      out_.cluster.fair_share_half_life = PositiveDuration(*v);
+    }
+    if (const Value* v = m.Find("score_candidates")) {
+      out_.engine.score_candidates = v->Int32(1, 1 << 16);
+    }
+  }
+
+  static Millis PositiveDuration(const Value& v) {
+    Millis d = v.Duration();
+    if (d <= 0) v.Fail(fmt::format("must be positive, got {}", v.String()));
+    return d;
+  }
+
+  void LoadPriorityClasses(const Value& value) {
+    std::vector<Value> items = value.Items();
+    if (items.empty()) value.Fail("list at least one priority class");
+    std::map<std::string, int> seen;  // name -> line
+    for (const Value& item : items) {
+      Map m(item, {"name", "value", "preemptible"});
+      PriorityClassSpec pc;
+      const Value& name = m.Get("name");
+      pc.name = name.NonEmptyString();
+      if (auto [it, fresh] = seen.emplace(pc.name, name.mark().line + 1); !fresh) {
+        name.Fail(fmt::format("duplicate priority class '{}' (first at line {})", pc.name,
+                              it->second));
+      }
+      pc.value = m.Get("value").Int32(kInt32Min, kInt32Max);
+      if (const Value* v = m.Find("preemptible")) pc.preemptible = v->Bool();
+      out_.cluster.priority_classes.push_back(std::move(pc));
+    }
+  }
+
+  // ---- Nodes ----
+
+  std::vector<DeviceSpec> LoadDevices(const Map& m) {
+    std::vector<DeviceSpec> devices;
+    const Value* gpus = m.Find("gpus");
+    const Value* list = m.Find("devices");
+    if (gpus != nullptr && list != nullptr) {
+      m.Key("devices").Fail("give either 'gpus' (identical devices) or 'devices', not both");
+    }
+    if (gpus != nullptr) {
+      Map g(*gpus, {"model", "count", "memory", "nvlink_group_size"});
+      DeviceSpec d;
+      d.type = GpuModel(g.Get("model"));
+      std::int64_t count = g.Get("count").Int(1, kMaxDevicesPerNode);
+      d.memory = DeviceMemory(g.Get("memory"));
+      std::int64_t group_size = count;
+      if (const Value* v = g.Find("nvlink_group_size")) {
+        group_size = v->Int(1, count);
+        if (count % group_size != 0) {
+          v->Fail(fmt::format("must divide gpus.count ({}), got {}", count, group_size));
+        }
+      }
+      for (std::int64_t i = 0; i < count; ++i) {
+        d.nvlink_group = static_cast<std::uint32_t>(i / group_size);
+        devices.push_back(d);
+      }
+    }
+    if (list != nullptr) {
+      std::vector<Value> items = list->Items();
+      if (items.empty()) list->Fail("list at least one device, or leave 'devices' out");
+      if (static_cast<std::int64_t>(items.size()) > kMaxDevicesPerNode) {
+        list->Fail(fmt::format("at most {} devices per node", kMaxDevicesPerNode));
+      }
+      for (const Value& item : items) {
+        Map dm(item, {"model", "memory", "nvlink_group"});
+        DeviceSpec d;
+        d.type = GpuModel(dm.Get("model"));
+        d.memory = DeviceMemory(dm.Get("memory"));
+        if (const Value* v = dm.Find("nvlink_group")) {
+          d.nvlink_group = static_cast<std::uint32_t>(v->Int(0, kMaxDevicesPerNode - 1));
+        }
+        devices.push_back(std::move(d));
+      }
+    }
+    return devices;
+  }
+
+  std::string GpuModel(const Value& v) {
+    std::string model = v.NonEmptyString();
+    if (model == kAllGpusResource) {
+      v.Fail("'gpu' is reserved (the quota resource for all GPU types together); name the model");
+    }
+    if (IndexOf(gpu_models_, model) < 0) {
+      if (gpu_models_.size() >= kMaxGpuTypes) {
+        v.Fail(fmt::format("more than {} GPU models in the cluster", kMaxGpuTypes));
+      }
+      gpu_models_.push_back(model);
+    }
+    return model;
+  }
+
+  static GpuMemMiB DeviceMemory(const Value& v) {
+    std::int64_t mib = v.MiB();
+    if (mib <= 0) v.Fail(fmt::format("must be positive, got {}", v.String()));
+    return GpuMemMiB(mib);
+  }
+
+  void LoadNodes(const Value& value) {
+    std::vector<Value> items = value.Items();
+    if (items.empty()) value.Fail("list at least one node");
+    // Expanded node name -> the entry's path, for duplicates.
+    std::map<std::string, std::string> names;
+    for (const Value& item : items) {
+      Map m(item, {"name", "count", "gpus", "devices", "cpu", "memory", "labels", "taints",
+                   "topology", "cordoned"});
+      const Value& name_value = m.Get("name");
+      NameTemplate name(name_value);
+      std::int64_t count = 1;
+      if (const Value* v = m.Find("count")) count = v->Int(1, kMaxNodes);
+      if (static_cast<std::int64_t>(out_.cluster.nodes.size()) + count > kMaxNodes) {
+        item.Fail(fmt::format("more than {} nodes in the cluster", kMaxNodes));
+      }
+
+      NodeSpec spec;
+      spec.devices = LoadDevices(m);
+      spec.cpu = m.Get("cpu").Cpu();
+      spec.memory = MemMiB(m.Get("memory").MiB());
+      if (const Value* v = m.Find("labels")) spec.labels = v->StringMap();
+      if (const Value* v = m.Find("taints")) spec.taints = LoadTaints(*v);
+      if (const Value* v = m.Find("cordoned")) spec.cordoned = v->Bool();
+      std::vector<NameTemplate> domains = LoadNodeTopology(m);
+
+      for (std::int64_t i = 0; i < count; ++i) {
+        NodeSpec node = spec;
+        node.name = name.Expand(i);
+        if (!name.has_placeholder() && count > 1) node.name += fmt::format("-{}", i);
+        if (auto [it, fresh] = names.emplace(node.name, item.path()); !fresh) {
+          name_value.Fail(fmt::format("duplicate node name '{}' (also from {})", node.name,
+                                      it->second));
+        }
+        for (const NameTemplate& d : domains) node.domains.push_back(d.Expand(i));
+        out_.cluster.nodes.push_back(std::move(node));
+      }
+    }
+  }
+
+  static std::vector<Taint> LoadTaints(const Value& value) {
+    std::vector<Taint> taints;
+    for (const Value& item : value.Items()) {
+      Map m(item, {"key", "value", "effect"});
+      Taint t;
+      t.key = m.Get("key").NonEmptyString();
+      if (const Value* v = m.Find("value")) t.value = v->String();
+      if (const Value* v = m.Find("effect")) t.effect = Effect(*v);
+      taints.push_back(std::move(t));
+    }
+    return taints;
+  }
+
+  static TaintEffect Effect(const Value& v) {
+    return v.Choice({"NoSchedule", "PreferNoSchedule"}) == 0 ? TaintEffect::kNoSchedule
+                                                             : TaintEffect::kPreferNoSchedule;
+  }
+
+  // The node's domain name template at each declared level, in level order.
+  std::vector<NameTemplate> LoadNodeTopology(const Map& m) {
+    const Value* value = m.Find("topology");
+    if (levels_.empty()) {
+      if (value != nullptr) {
+        m.Key("topology").Fail("no topology levels are declared (declare them in topology.levels)");
+      }
+      return {};
+    }
+    if (value == nullptr) {
+      m.self().Fail(fmt::format("missing required field 'topology' (declared levels: {})",
+                                JoinNames(levels_)));
+    }
+    std::vector<std::optional<NameTemplate>> by_level(levels_.size());
+    for (const Entry& e : Entries(*value)) {
+      int level = IndexOf(levels_, e.key);
+      if (level < 0) e.key_value.Fail(UnknownName("topology level", e.key, levels_, "declared"));
+      by_level[static_cast<std::size_t>(level)].emplace(e.value);
+    }
+    std::vector<NameTemplate> out;
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      if (!by_level[l]) {
+        value->Fail(fmt::format("missing level '{}' (declared levels: {})", levels_[l],
+                                JoinNames(levels_)));
+      }
+      out.push_back(std::move(*by_level[l]));
+    }
+    return out;
+  }
+
+  // ---- Queues ----
+
+  void LoadQueues(const Value& value) {
+    std::vector<Value> items = value.Items();
+    if (items.empty()) value.Fail("list at least one queue");
+    std::vector<std::string> resources = {kAllGpusResource};
+    resources.insert(resources.end(), gpu_models_.begin(), gpu_models_.end());
+
+    std::map<std::string, std::size_t> index;  // name -> position in `items`
+    std::vector<std::optional<Value>> parents;
+    std::vector<std::string> names;
+    for (const Value& item : items) {
+      Map m(item, {"name", "parent", "weight", "priority", "preemptable", "quota"});
+      QueueSpec q;
+      const Value& name = m.Get("name");
+      q.name = name.NonEmptyString();
+      if (auto [it, fresh] = index.emplace(q.name, names.size()); !fresh) {
+        name.Fail(fmt::format("duplicate queue '{}' (first at {})", q.name,
+                              items[it->second].path()));
+      }
+      names.push_back(q.name);
+      parents.emplace_back();
+      if (const Value* v = m.Find("parent")) {
+        q.parent = v->NonEmptyString();
+        parents.back() = *v;
+      }
+      if (const Value* v = m.Find("weight")) q.weight = v->Int32(1, kInt32Max);
+      if (const Value* v = m.Find("priority")) q.priority = v->Int32(kInt32Min, kInt32Max);
+      if (const Value* v = m.Find("preemptable")) q.preemptable = v->Bool();
+      if (const Value* v = m.Find("quota")) {
+        for (const Entry& e : Entries(*v)) {
+          if (IndexOf(resources, e.key) < 0) {
+            e.key_value.Fail(UnknownName("quota resource", e.key, resources,
+                                         "expected 'gpu' or a GPU model of the nodes"));
+          }
+          q.quota[e.key] = LoadQuota(e.value);
+        }
+      }
+      out_.cluster.queues.push_back(std::move(q));
+    }
+
+    // Parents exist, and following parents from any queue never comes back to it.
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!parents[i]) continue;
+      const std::string& parent = out_.cluster.queues[i].parent;
+      if (index.count(parent) == 0) parents[i]->Fail(UnknownName("parent queue", parent, names));
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      std::vector<std::string> chain = {names[i]};
+      std::size_t at = i;
+      for (std::size_t step = 0; step < items.size() && parents[at]; ++step) {
+        at = index.at(out_.cluster.queues[at].parent);
+        chain.push_back(names[at]);
+        if (at == i) {
+          std::string path;
+          for (const std::string& n : chain) path += (path.empty() ? "" : " -> ") + n;
+          parents[i]->Fail(fmt::format("queue cycle: {}", path));
+        }
+      }
+    }
+  }
+
+  static QuotaSpec LoadQuota(const Value& value) {
+    Map m(value, {"nominal", "borrowing_limit", "lending_limit", "max"});
+    if (!m.Has("nominal") && !m.Has("borrowing_limit") && !m.Has("lending_limit") &&
+        !m.Has("max")) {
+      value.Fail("give at least one of nominal, borrowing_limit, lending_limit, max");
+    }
+    QuotaSpec q;
+    if (const Value* v = m.Find("nominal")) q.nominal = v->Gpus();
+    if (const Value* v = m.Find("borrowing_limit")) q.borrowing_limit = v->Gpus();
+    if (const Value* v = m.Find("lending_limit")) q.lending_limit = v->Gpus();
+    if (const Value* v = m.Find("max")) q.max = v->Gpus();
+    return q;
+  }
+
+  std::vector<std::string> levels_;      // operator levels, outermost first
+  std::vector<std::string> gpu_models_;  // in order of first appearance
+  ClusterConfig out_;
+};
+
+}  // namespace
+
+Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& file_name) {
+  return internal::LoadDocument<ClusterConfig>(
+      yaml, file_name, [](const Value& root) { return ClusterLoader().Load(root); });
+}
+
+Result<ClusterConfig> LoadClusterFile(const std::string& path) {
+  Result<std::string> text = internal::ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseCluster(*text, path);
+}
+
+}  // namespace arbiter::config

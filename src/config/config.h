@@ -1,0 +1,57 @@
+// The configuration loader: YAML cluster and job files into the model (model.h), and the quantity
+// parsers shared with the command-line flags. docs/configuration.md is the reference of the file
+// formats.
+//
+// Every error is one line, `FILE:LINE:COL: FIELD.PATH: problem` (line and column 1-based), e.g.
+// `cluster.yaml:14:9: queues[2].quota.H800.nominal: must not be negative, got -4`. Loading stops
+// at the first error. Capacities are parsed as exact decimals into integers (never through a
+// floating-point value).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/model.h"
+#include "arbiter/quantity.h"
+#include "arbiter/state.h"
+#include "arbiter/status.h"
+
+namespace arbiter::config {
+
+struct ClusterConfig {
+  ClusterSpec cluster;
+  EngineOptions engine;  // `scheduler:` section; defaults of engine.h where not given
+};
+
+// Reads and parses a cluster file. Besides types and values it checks, with positions, duplicate
+// names, unknown parent queues, queue cycles, unknown quota resources and node topology paths
+// against the declared levels; ClusterState::Create repeats the semantic checks without positions.
+Result<ClusterConfig> LoadClusterFile(const std::string& path);
+// As LoadClusterFile, on text; `file_name` prefixes every error.
+Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& file_name);
+
+// Reads and parses a jobs file. Jobs name queues, priority classes, GPU types and topology levels;
+// the names are resolved against `state`. Ids are first_id, first_id + 1, ... in file order, after
+// `replicas` expansion.
+Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
+                                      JobId first_id = 1);
+Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
+                                   const ClusterState& state, JobId first_id = 1);
+
+// Quantity parsers. An error reads `FIELD: problem`, naming `field`. Negative values are errors.
+//
+// GPUs: "2", "0.5", "500m" (milli-GPU); at most 1 milli-GPU of precision.
+Result<MilliGpu> ParseGpus(std::string_view text, std::string_view field);
+// CPU cores: "16", "0.25", "250m" (milli-cores).
+Result<MilliCpu> ParseCpu(std::string_view text, std::string_view field);
+// Memory in MiB: "81920" (a bare number is MiB), "512Mi", "80Gi", "1Ti", "1Pi", "1048576Ki";
+// decimals allowed ("1.5Gi"); the result must be a whole number of MiB.
+Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field);
+// Durations in milliseconds: "90" (a bare number is seconds), "500ms", "30s", "15m", "4h", "7d";
+// decimals allowed ("1.5h"); the result must be a whole number of milliseconds.
+Result<Millis> ParseDuration(std::string_view text, std::string_view field);
+
+}  // namespace arbiter::config

@@ -1,0 +1,166 @@
+// Quantity parsers: exact decimals with a unit suffix, scaled to an integer base unit with
+// integer arithmetic only, so that "0.5" GPUs is exactly 500 milli-GPU.
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace arbiter::config {
+namespace {
+
+// A base unit per suffix: one of the suffix is num/den base units.
+struct Unit {
+  std::string_view suffix;
+  std::int64_t num;
+  std::int64_t den;
+};
+
+struct Kind {
+  const char* what;       // "GPU count", for "invalid GPU count 'x'"
+  const char* examples;   // "2, 0.5 or 500m"
+  const char* precision;  // "1 milli-GPU", for "finer than 1 milli-GPU"
+};
+
+// 128-bit intermediates: a mantissa of up to 18 digits times a unit factor below 2^60 never
+// overflows. __extension__ keeps -Wpedantic quiet about the GCC/Clang type.
+__extension__ using Int128 = __int128;
+
+// "-12.500" -> mantissa 12500, scale 3, negative.
+struct Decimal {
+  bool negative = false;
+  Int128 mantissa = 0;
+  int scale = 0;  // digits after the point
+  std::string_view suffix;
+};
+
+constexpr int kMaxDigits = 18;
+
+std::optional<Decimal> SplitDecimal(std::string_view text, bool* too_long) {
+  Decimal d;
+  std::size_t i = 0;
+  if (i < text.size() && text[i] == '-') {
+    d.negative = true;
+    ++i;
+  }
+  int digits = 0;
+  bool point = false;
+  std::size_t start = i;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= '0' && c <= '9') {
+      d.mantissa = d.mantissa * 10 + (c - '0');
+      if (d.mantissa != 0 || point) ++digits;
+      if (point) ++d.scale;
+      if (digits > kMaxDigits) {
+        *too_long = true;
+        return std::nullopt;
+      }
+    } else if (c == '.' && !point && i > start) {
+      point = true;
+    } else {
+      break;
+    }
+  }
+  // At least one digit, and a point must be followed by a digit.
+  if (i == start || text[i - 1] == '.') return std::nullopt;
+  d.suffix = text.substr(i);
+  return d;
+}
+
+template <std::size_t N>
+Result<std::int64_t> ParseScaled(std::string_view text, std::string_view field, const Kind& kind,
+                                 const std::array<Unit, N>& units,
+                                 std::string_view unit_hint = {}) {
+  auto invalid = [&] {
+    return Status::Error(fmt::format("{}: invalid {} '{}' (expected e.g. {})", field, kind.what,
+                                     text, kind.examples));
+  };
+  bool too_long = false;
+  std::optional<Decimal> d = SplitDecimal(text, &too_long);
+  if (too_long) return Status::Error(fmt::format("{}: too many digits, got {}", field, text));
+  if (!d) return invalid();
+  const Unit* unit = nullptr;
+  for (const Unit& u : units) {
+    if (u.suffix == d->suffix) unit = &u;
+  }
+  if (unit == nullptr) {
+    if (!unit_hint.empty() && !d->suffix.empty()) {
+      return Status::Error(
+          fmt::format("{}: unknown unit '{}' in '{}' ({})", field, d->suffix, text, unit_hint));
+    }
+    return invalid();
+  }
+  if (d->negative && d->mantissa != 0) {
+    return Status::Error(fmt::format("{}: must not be negative, got {}", field, text));
+  }
+  Int128 den = unit->den;
+  for (int k = 0; k < d->scale; ++k) den *= 10;
+  Int128 num = d->mantissa * unit->num;
+  if (num % den != 0) {
+    return Status::Error(fmt::format("{}: finer than {}, got {}", field, kind.precision, text));
+  }
+  Int128 value = num / den;
+  if (value > std::numeric_limits<std::int64_t>::max()) {
+    return Status::Error(fmt::format("{}: too large, got {}", field, text));
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+constexpr std::array<Unit, 2> kMilliUnits = {{{"", 1000, 1}, {"m", 1, 1}}};
+
+constexpr std::int64_t kKi = 1024;
+constexpr std::array<Unit, 6> kMemoryUnits = {{
+    {"", 1, 1},
+    {"Ki", 1, kKi},
+    {"Mi", 1, 1},
+    {"Gi", kKi, 1},
+    {"Ti", kKi * kKi, 1},
+    {"Pi", kKi * kKi * kKi, 1},
+}};
+
+constexpr std::int64_t kSecond = kMillisPerSecond;
+constexpr std::array<Unit, 6> kDurationUnits = {{
+    {"", kSecond, 1},
+    {"ms", 1, 1},
+    {"s", kSecond, 1},
+    {"m", 60 * kSecond, 1},
+    {"h", 3600 * kSecond, 1},
+    {"d", 24 * 3600 * kSecond, 1},
+}};
+
+}  // namespace
+
+Result<MilliGpu> ParseGpus(std::string_view text, std::string_view field) {
+  static constexpr Kind kKind{"GPU count", "2, 0.5 or 500m", "1 milli-GPU (0.001)"};
+  Result<std::int64_t> v = ParseScaled(text, field, kKind, kMilliUnits);
+  if (!v.ok()) return v.status();
+  return MilliGpu(*v);
+}
+
+Result<MilliCpu> ParseCpu(std::string_view text, std::string_view field) {
+  static constexpr Kind kKind{"CPU amount", "16, 0.25 or 250m", "1 milli-core (0.001)"};
+  Result<std::int64_t> v = ParseScaled(text, field, kKind, kMilliUnits);
+  if (!v.ok()) return v.status();
+  return MilliCpu(*v);
+}
+
+Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field) {
+  static constexpr Kind kKind{"memory size", "81920 (MiB), 512Mi, 80Gi or 1Ti", "1 MiB"};
+  return ParseScaled(text, field, kKind, kMemoryUnits,
+                     "use a binary unit: Ki, Mi, Gi, Ti or Pi; a bare number is MiB");
+}
+
+Result<Millis> ParseDuration(std::string_view text, std::string_view field) {
+  static constexpr Kind kKind{"duration", "90 (seconds), 500ms, 30s, 15m, 4h or 7d", "1 ms"};
+  return ParseScaled(text, field, kKind, kDurationUnits,
+                     "use ms, s, m, h or d; a bare number is seconds");
+}
+
+}  // namespace arbiter::config

@@ -1,0 +1,238 @@
+#include "arbiter/engine.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/stages.h"
+
+namespace arbiter {
+namespace {
+
+using engine::JobFilter;
+using engine::PlacedJob;
+
+// Accumulates the calls and time of the cycle's stages; time only when a clock was injected.
+class StageTimer {
+ public:
+  enum Id { kOrder, kValidate, kQuota, kPlace, kExplain, kCount };
+  explicit StageTimer(const std::function<std::int64_t()>& clock) : clock_(clock) {}
+
+  template <typename F>
+  auto Run(Id id, F&& f) {
+    ++calls_[id];
+    const std::int64_t start = clock_ ? clock_() : 0;
+    struct Stop {
+      StageTimer* t;
+      Id id;
+      std::int64_t start;
+      ~Stop() {
+        if (t->clock_) t->micros_[id] += t->clock_() - start;
+      }
+    } stop{this, id, start};
+    return f();
+  }
+
+  std::vector<StageTiming> Timings() const {
+    static constexpr const char* kNames[kCount] = {"order", "validate", "quota", "place", "explain"};
+    std::vector<StageTiming> out;
+    for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
+    return out;
+  }
+
+ private:
+  const std::function<std::int64_t()>& clock_;
+  std::int64_t calls_[kCount] = {};
+  std::int64_t micros_[kCount] = {};
+};
+
+// Checks what the state cannot: the job is well formed and refers to what exists.
+std::optional<std::string> Validate(const ClusterState& state, const Job& job) {
+  if (job.groups.empty()) return "the job has no task groups";
+  for (const TaskGroup& g : job.groups) {
+    const std::string where = "group '" + g.name + "': ";
+    if (g.count <= 0) return where + "task count must be positive";
+    const std::int64_t gpu = g.request.gpu.value();
+    if (gpu < 0 || (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0)) return where + "GPU request must be a share of one device (1..1000 milli) or whole devices";
+    if (g.request.cpu.value() < 0 || g.request.memory.value() < 0 || g.request.gpu_memory.value() < 0) return where + "requests must not be negative";
+  }
+  if (job.queue >= state.queue_count()) return "unknown queue";
+  if (!state.queue(job.queue).children.empty()) return "queue '" + state.queue(job.queue).spec.name + "' is a cohort; jobs go to its leaf queues";
+  if (job.priority_class >= state.priority_class_count()) return "unknown priority class";
+  const int levels = static_cast<int>(state.topology().levels.size());
+  if (job.topology.mode != ConstraintMode::kUnconstrained && (job.topology.level < 0 || job.topology.level >= levels)) return "topology level out of range";
+  for (const AffinityTerm& t : job.affinity) {
+    if (t.level < 0 || t.level >= levels) return "affinity level out of range";
+  }
+  return std::nullopt;
+}
+
+// The placement-relevant shape of a job on one GPU type: jobs of equal shape fit or fail alike,
+// and within one cycle capacity only shrinks, so a shape that failed fails again.
+std::string ShapeKey(const Job& job, GpuTypeId type, bool strict) {
+  std::string key;
+  auto add = [&key](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  add(type);
+  add(strict);
+  add(job.topology.level);
+  add(static_cast<int>(job.topology.mode));
+  for (const TaskGroup& g : job.groups) {
+    add(g.count);
+    add(g.request.gpu.value());
+    add(g.request.gpu_memory.value());
+    add(g.request.cpu.value());
+    add(g.request.memory.value());
+  }
+  for (const auto& [k, v] : job.node_selector) key += k + '\0' + v + '\1';
+  key += '\2';
+  for (const Toleration& t : job.tolerations) {
+    key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) + static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
+  }
+  return key;
+}
+
+// Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
+bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
+  for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
+    for (QueueId q = queue; q != kNone; q = state.queue(q).parent) {
+      const QuotaLimits& l = state.quota(q, r);
+      if (!l.limited) break;
+      if (l.max >= 0 && milli > l.max) return true;
+      if (l.borrowing_limit >= 0 && milli > l.nominal + l.borrowing_limit) return true;
+      if (state.queue(q).parent == kNone && milli > l.nominal) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
+  Plan plan;
+  plan.now = now;
+  StageTimer timer(options_.clock_micros);
+  plan.binds.reserve(pending.size());  // PlacedJob points into it
+
+  const std::vector<std::uint32_t> order =
+      timer.Run(StageTimer::kOrder, [&] { return engine::OrderPending(state, pending, now, options_.ordering); });
+
+  bool soft_taints = false;
+  for (NodeId n = 0; n < state.node_count() && !soft_taints; ++n) {
+    for (const Taint& t : state.node(n).taints) soft_taints = soft_taints || t.effect == TaintEffect::kPreferNoSchedule;
+  }
+
+  std::vector<PlacedJob> placed;
+  std::unordered_map<std::string, Reason> failed_shapes;
+  std::unordered_set<JobId> seen;
+  std::vector<std::uint32_t> deferred;
+
+  auto unplaced = [&](std::uint32_t index, Reason reason) { plan.unplaced.push_back({pending[index].id, index, std::move(reason)}); };
+
+  // Returns false when the job only fits by borrowing and borrowing is not yet allowed.
+  auto schedule_job = [&](std::uint32_t index, bool allow_borrow) -> bool {
+    const Job& job = pending[index];
+    auto invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
+      if (!seen.insert(job.id).second || state.FindRunning(job.id)) return "job id " + std::to_string(job.id) + " is already pending or running";
+      return Validate(state, job);
+    });
+    if (invalid) {
+      unplaced(index, Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
+      return true;
+    }
+    const std::int64_t milli = job.total_gpu().value();
+    std::vector<GpuTypeId> types;
+    if (milli == 0) {
+      types.push_back(kNone);
+    } else {
+      for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
+        if (job.gpu_types.Accepts(t)) types.push_back(t);
+      }
+      if (types.empty()) {
+        unplaced(index, Reason{Stage::kFilter, Verdict::kNever, Cause::kGpuType, static_cast<std::int32_t>(state.node_count()), {}, "no node has a GPU of an accepted type"});
+        return true;
+      }
+    }
+
+    // Quota: the GPU types the queue may take this request of.
+    std::vector<GpuTypeId> allowed;
+    engine::QuotaCheck first_refusal;
+    bool borrow_needed = false;
+    timer.Run(StageTimer::kQuota, [&] {
+      for (GpuTypeId t : types) {
+        engine::QuotaCheck check = engine::CheckQuota(state, job.queue, t, milli);
+        if (!check.ok) {
+          if (first_refusal.ok) first_refusal = check;
+        } else if (check.borrows && !allow_borrow) {
+          borrow_needed = true;
+        } else {
+          allowed.push_back(t);
+        }
+      }
+    });
+    if (allowed.empty()) {
+      if (borrow_needed) return false;
+      const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) { return QuotaNeverFits(state, job.queue, t, milli); });
+      unplaced(index, Reason{Stage::kQuota, never ? Verdict::kNever : Verdict::kWait, first_refusal.cause, 0, {}, first_refusal.detail});
+      return true;
+    }
+
+    // Place: strictly (preferences held as requirements) first, then relaxed if the job has any.
+    const bool has_preferences = job.topology.mode == ConstraintMode::kPreferred || soft_taints ||
+                                 std::any_of(job.affinity.begin(), job.affinity.end(), [](const AffinityTerm& t) { return !t.required; });
+    const bool cacheable = job.affinity.empty();
+    const Reason* known_reason = nullptr;
+    for (bool strict : {true, false}) {
+      if (!strict && !has_preferences) break;
+      for (GpuTypeId t : allowed) {
+        std::string key;
+        if (cacheable) {
+          key = ShapeKey(job, t, strict);
+          auto it = failed_shapes.find(key);
+          if (it != failed_shapes.end()) {
+            if (!known_reason) known_reason = &it->second;
+            continue;
+          }
+        }
+        JobFilter filter = engine::MakeJobFilter(state, job, t, strict, placed);
+        engine::PlaceStats stats;
+        std::optional<Allocation> allocation =
+            timer.Run(StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
+        if (allocation) {
+          state.Charge(job.queue, allocation->gpu_type, milli);
+          plan.binds.push_back({job.id, index, std::move(*allocation)});
+          placed.push_back({&job, &plan.binds.back().allocation});
+          return true;
+        }
+        if (cacheable) {
+          Reason reason = timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter); });
+          const Reason& stored = failed_shapes.emplace(std::move(key), std::move(reason)).first->second;
+          if (!known_reason) known_reason = &stored;
+        }
+      }
+    }
+    if (known_reason) {
+      unplaced(index, *known_reason);
+    } else {
+      JobFilter filter = engine::MakeJobFilter(state, job, allowed.front(), has_preferences ? false : true, placed);
+      unplaced(index, timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter); }));
+    }
+    return true;
+  };
+
+  // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
+  for (std::uint32_t index : order) {
+    if (!schedule_job(index, /*allow_borrow=*/false)) deferred.push_back(index);
+  }
+  for (std::uint32_t index : deferred) (void)schedule_job(index, /*allow_borrow=*/true);
+
+  // Give the scratch work back: the state leaves the cycle as it came in.
+  for (auto it = plan.binds.rbegin(); it != plan.binds.rend(); ++it) {
+    for (auto task = it->allocation.tasks.rbegin(); task != it->allocation.tasks.rend(); ++task) state.GiveTask(*task);
+    state.Charge(pending[it->pending_index].queue, it->allocation.gpu_type, -pending[it->pending_index].total_gpu().value());
+  }
+  plan.timings = timer.Timings();
+  return plan;
+}
+
+}  // namespace arbiter

@@ -1,0 +1,345 @@
+// Placement: devices for every task of a gang, inside the smallest topology domain that holds it.
+//
+// A single task goes to the best-fitting node found through the free-capacity indexes: the nodes
+// with the fewest free devices that still hold it (a share of a device goes first to the partly
+// used device with the least free share), so whole nodes and NVLink groups stay whole for big
+// gangs. A gang is tried in one NVLink group, then one node, then one domain of each operator level
+// from the innermost out (best fit: the domain with the fewest free devices that could hold it),
+// then the whole cluster; a required topology level stops the search at that level.
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "engine/stages.h"
+
+namespace arbiter::engine {
+namespace {
+
+struct Task {
+  std::uint32_t group = 0;
+  std::uint32_t index = 0;
+  const TaskRequest* request = nullptr;
+};
+
+std::vector<Task> ExpandTasks(const Job& job) {
+  std::vector<Task> tasks;
+  tasks.reserve(static_cast<std::size_t>(job.task_count()));
+  for (std::uint32_t g = 0; g < job.groups.size(); ++g) {
+    for (std::int32_t i = 0; i < job.groups[g].count; ++i) tasks.push_back({g, static_cast<std::uint32_t>(i), &job.groups[g].request});
+  }
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
+    const TaskRequest& x = *a.request;
+    const TaskRequest& y = *b.request;
+    return std::tie(y.gpu, y.cpu, y.memory) < std::tie(x.gpu, x.cpu, x.memory);
+  });
+  return tasks;
+}
+
+constexpr std::uint32_t kAnyGroup = kNone;
+constexpr std::size_t kMaxGroups = 256;
+
+bool Eligible(const DeviceState& dev, const TaskRequest& req, GpuTypeId type, std::uint32_t group) {
+  return dev.type == type && dev.memory >= req.gpu_memory && (group == kAnyGroup || dev.nvlink_group == group);
+}
+
+// How a node's devices would serve a task; smaller is better.
+struct DeviceScore {
+  std::uint32_t spans = 0;     // NVLink groups a whole-GPU task spans
+  std::int64_t leftover = 0;   // free devices left in the chosen group / free share left on the device
+};
+
+// Chooses devices of `node` for one task. A whole-GPU task takes the NVLink group with the fewest
+// eligible free devices that holds it, else (when allowed to span) the fullest groups first. A
+// share takes the partly used device with the least free share that holds it, else a free device
+// in the group with the fewest free devices.
+bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type, std::uint32_t group_only,
+                   bool allow_span, std::vector<DeviceShare>& out, DeviceScore& score) {
+  out.clear();
+  score = {};
+  if (req.gpu.value() == 0) return true;
+  std::array<std::uint16_t, kMaxGroups> free_in_group{};
+  for (const DeviceState& dev : node.devices) {
+    if (Eligible(dev, req, type, group_only) && dev.free == kWholeGpu) ++free_in_group[dev.nvlink_group];
+  }
+  if (req.shared()) {
+    std::uint32_t best = kNone;
+    for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+      const DeviceState& dev = node.devices[d];
+      if (!Eligible(dev, req, type, group_only) || dev.free == kWholeGpu || dev.free < req.gpu || dev.memory_free < req.gpu_memory) continue;
+      if (best == kNone || dev.free < node.devices[best].free) best = d;
+    }
+    if (best != kNone) {
+      score.leftover = node.devices[best].free.value() - req.gpu.value();
+    } else {
+      for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+        const DeviceState& dev = node.devices[d];
+        if (!Eligible(dev, req, type, group_only) || dev.free != kWholeGpu) continue;
+        if (best == kNone || free_in_group[dev.nvlink_group] < free_in_group[node.devices[best].nvlink_group]) best = d;
+      }
+      if (best == kNone) return false;
+      score.leftover = kMilliPerGpu + free_in_group[node.devices[best].nvlink_group];
+    }
+    out.push_back({best, req.gpu, req.gpu_memory});
+    return true;
+  }
+
+  const std::int64_t want = req.whole_gpus();
+  std::uint32_t best_group = kNone;
+  for (std::uint32_t g = 0; g < node.nvlink_groups; ++g) {
+    if (free_in_group[g] >= want && (best_group == kNone || free_in_group[g] < free_in_group[best_group])) best_group = g;
+  }
+  auto take_from = [&](std::uint32_t g, std::int64_t n) {
+    for (std::uint32_t d = 0; d < node.devices.size() && n > 0; ++d) {
+      const DeviceState& dev = node.devices[d];
+      if (dev.nvlink_group == g && dev.free == kWholeGpu && Eligible(dev, req, type, group_only)) {
+        out.push_back({d, kWholeGpu, dev.memory});
+        --n;
+      }
+    }
+  };
+  if (best_group != kNone) {
+    take_from(best_group, want);
+    score.spans = 1;
+    score.leftover = free_in_group[best_group] - want;
+    return true;
+  }
+  if (!allow_span || group_only != kAnyGroup) return false;
+  std::int64_t total = 0;
+  for (std::uint32_t g = 0; g < node.nvlink_groups; ++g) total += free_in_group[g];
+  if (total < want) return false;
+  // Span as few groups as possible: fullest groups first.
+  std::vector<std::uint32_t> groups(node.nvlink_groups);
+  for (std::uint32_t g = 0; g < groups.size(); ++g) groups[g] = g;
+  std::stable_sort(groups.begin(), groups.end(), [&](std::uint32_t a, std::uint32_t b) { return free_in_group[a] > free_in_group[b]; });
+  std::int64_t need = want;
+  for (std::uint32_t g : groups) {
+    if (need <= 0) break;
+    const std::int64_t n = std::min<std::int64_t>(need, free_in_group[g]);
+    take_from(g, n);
+    need -= n;
+    ++score.spans;
+    score.leftover = free_in_group[g] - n;
+  }
+  std::sort(out.begin(), out.end(), [](const DeviceShare& a, const DeviceShare& b) { return a.device < b.device; });
+  return true;
+}
+
+class Placer {
+ public:
+  Placer(ClusterState& state, const JobFilter& filter, const EngineOptions& options, PlaceStats& stats)
+      : state_(state), filter_(filter), job_(*filter.job), options_(options), stats_(stats), tasks_(ExpandTasks(job_)) {
+    allocation_.gpu_type = job_.total_gpu().value() > 0 ? filter.type : kNone;
+  }
+
+  std::optional<Allocation> Place() {
+    const Topology& topo = state_.topology();
+    const bool required = job_.topology.mode == ConstraintMode::kRequired ||
+                          (filter_.strict && job_.topology.mode == ConstraintMode::kPreferred);
+    // The outermost level the job may span; -1 is the whole cluster.
+    const int max_level = required ? job_.topology.level : -1;
+    const bool allow_span = max_level != topo.nvlink_level();
+    const NodeId all = static_cast<NodeId>(state_.node_count());
+
+    if (tasks_.size() == 1) {
+      if (PlaceInRange(0, all, allow_span)) return Done();
+      return std::nullopt;
+    }
+    if (allocation_.gpu_type != kNone && PlaceInOneNode(/*per_group=*/true)) return Done();
+    if (max_level == topo.nvlink_level()) return std::nullopt;
+    if (PlaceInOneNode(/*per_group=*/false)) return Done();
+    if (max_level == topo.node_level()) return std::nullopt;
+    for (int level = topo.node_level() - 1; level >= std::max(0, max_level); --level) {
+      if (PlaceInDomainOf(level)) return Done();
+    }
+    if (max_level < 0 && PlaceInRange(0, all, true)) return Done();
+    return std::nullopt;
+  }
+
+ private:
+  Allocation Done() {
+    std::sort(allocation_.tasks.begin(), allocation_.tasks.end(), [](const TaskAllocation& a, const TaskAllocation& b) {
+      return std::tie(a.group, a.index) < std::tie(b.group, b.index);
+    });
+    return std::move(allocation_);
+  }
+
+  void Take(const Task& t, NodeId node, std::vector<DeviceShare> devices) {
+    TaskAllocation a;
+    a.group = t.group;
+    a.index = t.index;
+    a.node = node;
+    a.cpu = t.request->cpu;
+    a.memory = t.request->memory;
+    a.devices = std::move(devices);
+    state_.TakeTask(a);
+    allocation_.tasks.push_back(std::move(a));
+  }
+
+  void GiveBackAll() {
+    for (auto it = allocation_.tasks.rbegin(); it != allocation_.tasks.rend(); ++it) state_.GiveTask(*it);
+    allocation_.tasks.clear();
+  }
+
+  std::int64_t WholeDevices() const {
+    std::int64_t n = 0;
+    for (const Task& t : tasks_) n += t.request->whole_gpus();
+    return n;
+  }
+
+  bool HasSharedTasks() const {
+    return std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.request->shared(); });
+  }
+
+  // Every task on one node (and, per_group, inside one NVLink group of it).
+  bool PlaceInOneNode(bool per_group) {
+    const std::int64_t devices = WholeDevices();
+    auto try_node = [&](NodeId n) {
+      ++stats_.nodes_checked;
+      const NodeState& node = state_.node(n);
+      if (FilterNode(state_, n, *tasks_.front().request, filter_)) return false;
+      const std::uint32_t groups = per_group ? node.nvlink_groups : 1;
+      for (std::uint32_t g = 0; g < groups; ++g) {
+        if (PlaceAllOnNode(n, per_group ? g : kAnyGroup)) return true;
+      }
+      return false;
+    };
+    // Shares may land on partly used devices, which the free-device index does not show: scan.
+    if (allocation_.gpu_type == kNone || HasSharedTasks()) {
+      for (NodeId n = 0; n < state_.node_count(); ++n) {
+        if (try_node(n)) return true;
+      }
+      return false;
+    }
+    for (std::uint32_t c = static_cast<std::uint32_t>(devices); c <= state_.max_devices_per_node(); ++c) {
+      const IndexSet& set = state_.NodesWithFreeDevices(allocation_.gpu_type, c);
+      const NodeId end = static_cast<NodeId>(state_.node_count());
+      for (NodeId n = set.Next(0, end); n < end; n = set.Next(n + 1, end)) {
+        if (try_node(n)) return true;
+      }
+    }
+    return false;
+  }
+
+  bool PlaceAllOnNode(NodeId n, std::uint32_t group) {
+    std::vector<DeviceShare> devices;
+    DeviceScore score;
+    for (const Task& t : tasks_) {
+      if (FilterNode(state_, n, *t.request, filter_) ||
+          !ChooseDevices(state_.node(n), *t.request, allocation_.gpu_type, group, group == kAnyGroup, devices, score)) {
+        GiveBackAll();
+        return false;
+      }
+      Take(t, n, devices);
+    }
+    return true;
+  }
+
+  // The gang inside one domain of `level`, best fit first.
+  bool PlaceInDomainOf(int level) {
+    const std::int64_t devices = WholeDevices();
+    std::int64_t milli = 0;
+    for (const Task& t : tasks_) milli += t.request->gpu.value();
+    std::vector<DomainId> candidates;
+    for (DomainId d : state_.domains_at(level)) {
+      if (allocation_.gpu_type == kNone ||
+          (state_.DomainFreeMilli(d, allocation_.gpu_type) >= milli && state_.DomainFreeDevices(d, allocation_.gpu_type) >= devices)) {
+        candidates.push_back(d);
+      }
+    }
+    if (allocation_.gpu_type != kNone) {
+      std::stable_sort(candidates.begin(), candidates.end(), [&](DomainId a, DomainId b) {
+        return state_.DomainFreeMilli(a, allocation_.gpu_type) < state_.DomainFreeMilli(b, allocation_.gpu_type);
+      });
+    }
+    for (DomainId d : candidates) {
+      ++stats_.domains_tried;
+      const Domain& dom = state_.domain(d);
+      if (PlaceInRange(dom.first_node, dom.end_node, true)) return true;
+    }
+    return false;
+  }
+
+  // Each task, largest first, on the best node of [begin, end); all or none.
+  bool PlaceInRange(NodeId begin, NodeId end, bool allow_span) {
+    for (const Task& t : tasks_) {
+      NodeId node = kNone;
+      std::vector<DeviceShare> devices;
+      if (!ChooseNode(t, begin, end, allow_span, node, devices)) {
+        GiveBackAll();
+        return false;
+      }
+      Take(t, node, std::move(devices));
+    }
+    return true;
+  }
+
+  // The best node in [begin, end) for one task.
+  bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best, std::vector<DeviceShare>& best_devices) {
+    const TaskRequest& req = *t.request;
+    const GpuTypeId type = allocation_.gpu_type;
+    std::tuple<std::uint32_t, std::int64_t, std::int64_t, NodeId> best_score{};
+    int found = 0;
+    std::vector<DeviceShare> devices;
+    DeviceScore score;
+    auto consider = [&](NodeId n, std::int64_t extra) {
+      ++stats_.nodes_checked;
+      if (FilterNode(state_, n, req, filter_)) return;
+      if (!ChooseDevices(state_.node(n), req, type, kAnyGroup, allow_span, devices, score)) return;
+      auto key = std::make_tuple(score.spans, score.leftover, extra, n);
+      if (found == 0 || key < best_score) {
+        best_score = key;
+        best = n;
+        best_devices = devices;
+      }
+      ++found;
+    };
+    const int limit = std::max(1, options_.score_candidates);
+
+    if (req.gpu.value() == 0) {
+      // No GPU: prefer nodes without GPUs, then the least free CPU that holds it.
+      for (NodeId n = begin; n < end; ++n) {
+        const NodeState& node = state_.node(n);
+        consider(n, (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value());
+      }
+      return found > 0;
+    }
+    if (req.shared()) {
+      const std::uint32_t first = state_.node(begin).first_device;
+      const std::uint32_t last = end < state_.node_count() ? state_.node(end).first_device : static_cast<std::uint32_t>(state_.device_count());
+      for (int b = ClusterState::ShareBucket(req.gpu.value()); b < ClusterState::kShareBuckets && found == 0; ++b) {
+        const IndexSet& set = state_.DevicesWithFreeShare(type, b);
+        for (std::uint32_t g = set.Next(first, last); g < last && found < limit; g = set.Next(g + 1, last)) {
+          const NodeId n = state_.DeviceNode(g);
+          const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
+          if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory) continue;
+          consider(n, 0);
+        }
+      }
+      if (found > 0) return true;
+    }
+    // Whole free devices: nodes with the fewest free devices that hold the task first.
+    const std::uint32_t from = static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus()));
+    for (std::uint32_t c = from; c <= state_.max_devices_per_node() && found == 0; ++c) {
+      const IndexSet& set = state_.NodesWithFreeDevices(type, c);
+      for (NodeId n = set.Next(begin, end); n < end && found < limit; n = set.Next(n + 1, end)) consider(n, 0);
+    }
+    return found > 0;
+  }
+
+  ClusterState& state_;
+  const JobFilter& filter_;
+  const Job& job_;
+  const EngineOptions& options_;
+  PlaceStats& stats_;
+  std::vector<Task> tasks_;
+  Allocation allocation_;
+};
+
+}  // namespace
+
+std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter, const EngineOptions& options, PlaceStats& stats) {
+  Placer placer(state, filter, options, stats);
+  return placer.Place();
+}
+
+}  // namespace arbiter::engine

@@ -1,0 +1,96 @@
+// The stages of one scheduling cycle, each a small unit with its own tests:
+//   order  -> quota -> filter -> place, and explain for every job that could not be placed.
+// All of them read the cluster state; only place takes capacity, and only on the engine's scratch
+// copy of the cycle (ClusterState::TakeTask / GiveTask), which the engine undoes before it returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/plan.h"
+#include "arbiter/state.h"
+
+namespace arbiter::engine {
+
+// ---- order ----
+
+// The multifactor key of one job; larger is scheduled first.
+double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w);
+// Indices into `pending`, in scheduling order: key descending, then submit time, then id.
+std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
+                                        Millis now, const OrderingWeights& w);
+
+// ---- quota ----
+
+struct QuotaCheck {
+  bool ok = true;
+  bool borrows = false;  // the queue would use more than its nominal quota
+  Cause cause = Cause::kQuotaMax;
+  std::string detail;  // which queue and resource said no
+};
+// Can `queue` take `milli` more of GPU type `type`? Walks from the queue towards the root: a queue
+// within its nominal quota is never refused (whatever others borrow); above it, it borrows from
+// its parent within its borrowing limit and max, from quota its siblings lend.
+QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli);
+
+// ---- filter ----
+
+// A job's view of the nodes during one cycle: its GPU type, whether preferences are held as
+// requirements (the first, strict, attempt), and its affinity terms resolved to node sets.
+struct JobFilter {
+  const Job* job = nullptr;
+  GpuTypeId type = kNone;  // kNone for a job without GPUs
+  bool strict = true;      // hold preferred terms and PreferNoSchedule taints as required
+  struct Term {
+    int level = 0;
+    bool anti = false;
+    std::unordered_set<std::uint32_t> keys;  // node ids (node level) or domain ids holding a match
+  };
+  std::vector<Term> terms;
+};
+
+// A job placed earlier in the same cycle (not yet in the state's running jobs).
+struct PlacedJob {
+  const Job* job = nullptr;
+  const Allocation* allocation = nullptr;
+};
+
+// Resolves the job's affinity terms against running jobs and the jobs placed so far this cycle.
+JobFilter MakeJobFilter(const ClusterState& state, const Job& job, GpuTypeId type, bool strict,
+                        std::span<const PlacedJob> placed_this_cycle);
+
+// The first cause for which `node` cannot host one task of `request` now, or nullopt if it can.
+std::optional<Cause> FilterNode(const ClusterState& state, NodeId node, const TaskRequest& request,
+                                const JobFilter& filter);
+// The same against the node's total capacity, ignoring what is in use, cordons and affinity:
+// nullopt when the node could host the task on an empty cluster.
+std::optional<Cause> FilterNodeEver(const ClusterState& state, NodeId node,
+                                    const TaskRequest& request, const Job& job, GpuTypeId type);
+
+// ---- place ----
+
+struct PlaceStats {
+  std::int64_t nodes_checked = 0;
+  std::int64_t domains_tried = 0;
+};
+
+// Finds devices for every task of the job on GPU type filter.type, packing the gang into the
+// smallest topology domain that holds it (NVLink group, node, then each operator level), never
+// beyond a required level. On success the tasks are taken in `state` and their allocation
+// returned; on failure nothing is taken.
+std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
+                                   const EngineOptions& options, PlaceStats& stats);
+
+// ---- explain ----
+
+// Why the job cannot be placed on `type` now: per-node first failing cause for its largest task,
+// or the gang/topology cause when nodes fit tasks one by one; Verdict::kNever when no node could
+// ever host it or no allowed domain is large enough.
+Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter);
+
+}  // namespace arbiter::engine

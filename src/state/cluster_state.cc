@@ -1,0 +1,501 @@
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "arbiter/state.h"
+
+namespace arbiter {
+namespace {
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+// Levels end with "node" and "nvlink", whatever the configuration listed.
+Topology NormalizedTopology(const Topology& given) {
+  Topology t;
+  t.levels.clear();
+  for (const std::string& level : given.levels) {
+    if (level != "node" && level != "nvlink") t.levels.push_back(level);
+  }
+  t.levels.push_back("node");
+  t.levels.push_back("nvlink");
+  return t;
+}
+
+}  // namespace
+
+Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
+  ClusterState s;
+  s.topology_ = NormalizedTopology(spec.topology);
+  s.fair_share_half_life_ = spec.fair_share_half_life;
+  if (s.fair_share_half_life_ <= 0) return Status::Error("fair_share_half_life: must be positive");
+  const int operator_levels = s.topology_.node_level();
+  {
+    std::set<std::string> seen;
+    for (const std::string& level : s.topology_.levels) {
+      if (!seen.insert(level).second) return Status::Error("topology.levels: duplicate level " + Quoted(level));
+    }
+  }
+
+  // Priority classes.
+  if (spec.priority_classes.empty()) return Status::Error("priority_classes: at least one is required");
+  for (const PriorityClassSpec& pc : spec.priority_classes) {
+    if (s.FindPriorityClass(pc.name)) return Status::Error("priority_classes: duplicate name " + Quoted(pc.name));
+    s.classes_.push_back(pc);
+  }
+
+  // GPU types, in order of first appearance.
+  for (const NodeSpec& n : spec.nodes) {
+    for (const DeviceSpec& d : n.devices) {
+      if (d.type.empty()) return Status::Error("nodes." + n.name + ".devices: a device has no GPU model");
+      if (!s.FindGpuType(d.type)) s.gpu_types_.push_back(d.type);
+    }
+  }
+  if (s.gpu_types_.size() > kMaxGpuTypes) return Status::Error("nodes: more than 64 GPU models");
+  const std::size_t types = s.gpu_types_.size();
+
+  // Queues: a forest by parent name.
+  if (spec.queues.empty()) return Status::Error("queues: at least one is required");
+  for (const QueueSpec& q : spec.queues) {
+    if (q.name.empty()) return Status::Error("queues: a queue has no name");
+    if (s.FindQueue(q.name)) return Status::Error("queues: duplicate name " + Quoted(q.name));
+    if (q.weight <= 0) return Status::Error("queues." + q.name + ".weight: must be positive");
+    QueueInfo info;
+    info.spec = q;
+    info.id = static_cast<QueueId>(s.queues_.size());
+    s.queues_.push_back(std::move(info));
+  }
+  for (QueueInfo& q : s.queues_) {
+    if (q.spec.parent.empty()) continue;
+    auto parent = s.FindQueue(q.spec.parent);
+    if (!parent) return Status::Error("queues." + q.spec.name + ".parent: unknown queue " + Quoted(q.spec.parent));
+    q.parent = *parent;
+    s.queues_[*parent].children.push_back(q.id);
+  }
+  for (QueueInfo& q : s.queues_) {
+    int depth = 0;
+    for (QueueId p = q.parent; p != kNone; p = s.queues_[p].parent) {
+      if (++depth > static_cast<int>(s.queues_.size())) return Status::Error("queues." + q.spec.name + ".parent: the queue tree has a cycle");
+    }
+    q.depth = depth;
+  }
+
+  // Quota limits per queue and resource; nominal is summed over each subtree.
+  const std::size_t resources = 1 + types;
+  s.limits_.assign(s.queues_.size() * resources, QuotaLimits{});
+  s.usage_.assign(s.queues_.size() * resources, 0);
+  s.recent_usage_.assign(s.queues_.size(), 0.0);
+  std::vector<std::int64_t> own_nominal(s.queues_.size() * resources, 0);
+  std::vector<bool> declared(s.queues_.size() * resources, false);
+  for (const QueueInfo& q : s.queues_) {
+    for (const auto& [resource, quota] : q.spec.quota) {
+      std::size_t r = 0;
+      if (resource != kAllGpusResource) {
+        auto t = s.FindGpuType(resource);
+        if (!t) return Status::Error("queues." + q.spec.name + ".quota: " + Quoted(resource) + " is neither 'gpu' nor a GPU model of any node");
+        r = 1 + *t;
+      }
+      const std::string field = "queues." + q.spec.name + ".quota." + resource;
+      auto negative = [](const std::optional<MilliGpu>& v) { return v && v->value() < 0; };
+      if (quota.nominal.value() < 0 || negative(quota.borrowing_limit) || negative(quota.lending_limit) || negative(quota.max)) {
+        return Status::Error(field + ": quantities must not be negative");
+      }
+      QuotaLimits& l = s.limits_[q.id * resources + r];
+      own_nominal[q.id * resources + r] = quota.nominal.value();
+      if (quota.borrowing_limit) l.borrowing_limit = quota.borrowing_limit->value();
+      if (quota.lending_limit) l.lending_limit = quota.lending_limit->value();
+      if (quota.max) l.max = quota.max->value();
+      declared[q.id * resources + r] = true;
+    }
+  }
+  // Deepest first, so children are summed before their parents.
+  std::vector<QueueId> by_depth(s.queues_.size());
+  for (QueueId i = 0; i < by_depth.size(); ++i) by_depth[i] = i;
+  std::stable_sort(by_depth.begin(), by_depth.end(), [&](QueueId a, QueueId b) { return s.queues_[a].depth > s.queues_[b].depth; });
+  for (QueueId q : by_depth) {
+    for (std::size_t r = 0; r < resources; ++r) {
+      std::int64_t nominal = own_nominal[q * resources + r];
+      for (QueueId c : s.queues_[q].children) nominal += s.limits_[c * resources + r].nominal;
+      s.limits_[q * resources + r].nominal = nominal;
+    }
+  }
+  // A resource is limited throughout a tree when any queue of the tree declares it.
+  for (std::size_t r = 0; r < resources; ++r) {
+    std::map<QueueId, bool> root_declares;
+    auto root_of = [&](QueueId q) {
+      while (s.queues_[q].parent != kNone) q = s.queues_[q].parent;
+      return q;
+    };
+    for (QueueId q = 0; q < s.queues_.size(); ++q) {
+      if (declared[q * resources + r]) root_declares[root_of(q)] = true;
+    }
+    for (QueueId q = 0; q < s.queues_.size(); ++q) s.limits_[q * resources + r].limited = root_declares.count(root_of(q)) > 0;
+  }
+
+  // Topology domains: identity is (parent domain, name); ids in order of first appearance.
+  s.domains_by_level_.assign(static_cast<std::size_t>(operator_levels), {});
+  std::map<std::pair<DomainId, std::string>, DomainId> domain_ids;
+  std::vector<std::vector<DomainId>> node_domains(spec.nodes.size());
+  for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
+    const NodeSpec& n = spec.nodes[i];
+    if (static_cast<int>(n.domains.size()) != operator_levels) {
+      return Status::Error("nodes." + n.name + ".topology: expected a domain for each of the " + std::to_string(operator_levels) + " levels above 'node', got " + std::to_string(n.domains.size()));
+    }
+    DomainId parent = kNone;
+    for (int level = 0; level < operator_levels; ++level) {
+      auto key = std::make_pair(parent, n.domains[level]);
+      auto it = domain_ids.find(key);
+      if (it == domain_ids.end()) {
+        Domain d;
+        d.level = level;
+        d.name = n.domains[level];
+        d.parent = parent;
+        it = domain_ids.emplace(key, static_cast<DomainId>(s.domains_.size())).first;
+        s.domains_.push_back(std::move(d));
+      }
+      parent = it->second;
+      node_domains[i].push_back(parent);
+    }
+  }
+  // Nodes ordered by their domain path so that each domain is a contiguous range.
+  std::vector<std::size_t> order(spec.nodes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return node_domains[a] < node_domains[b]; });
+
+  for (std::size_t pos = 0; pos < order.size(); ++pos) {
+    const NodeSpec& n = spec.nodes[order[pos]];
+    if (n.name.empty()) return Status::Error("nodes: a node has no name");
+    const NodeId id = static_cast<NodeId>(pos);
+    if (!s.node_by_name_.emplace(n.name, id).second) return Status::Error("nodes: duplicate name " + Quoted(n.name));
+    if (n.cpu.value() < 0 || n.memory.value() < 0) return Status::Error("nodes." + n.name + ": cpu and memory must not be negative");
+    NodeState ns;
+    ns.name = n.name;
+    ns.labels = n.labels;
+    ns.taints = n.taints;
+    ns.cpu = ns.cpu_free = n.cpu;
+    ns.memory = ns.memory_free = n.memory;
+    ns.cordoned = n.cordoned;
+    ns.domains = node_domains[order[pos]];
+    ns.first_device = static_cast<std::uint32_t>(s.device_count_);
+    std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
+    for (const DeviceSpec& d : n.devices) {
+      if (d.memory.value() < 0) return Status::Error("nodes." + n.name + ".devices: memory must not be negative");
+      DeviceState ds;
+      ds.type = *s.FindGpuType(d.type);
+      ds.memory = ds.memory_free = d.memory;
+      ds.nvlink_group = groups.emplace(d.nvlink_group, static_cast<std::uint32_t>(groups.size())).first->second;
+      ns.gpu_types.Add(ds.type);
+      ns.devices.push_back(ds);
+      s.device_node_.push_back(id);
+    }
+    ns.nvlink_groups = static_cast<std::uint32_t>(groups.size());
+    s.device_count_ += ns.devices.size();
+    s.max_devices_ = std::max(s.max_devices_, static_cast<std::uint32_t>(ns.devices.size()));
+    for (DomainId d : ns.domains) {
+      Domain& dom = s.domains_[d];
+      if (dom.end_node == 0) dom.first_node = id;
+      dom.end_node = id + 1;
+    }
+    s.nodes_.push_back(std::move(ns));
+  }
+  for (DomainId d = 0; d < s.domains_.size(); ++d) s.domains_by_level_[static_cast<std::size_t>(s.domains_[d].level)].push_back(d);
+  for (auto& level : s.domains_by_level_) {
+    std::sort(level.begin(), level.end(), [&](DomainId a, DomainId b) { return s.domains_[a].first_node < s.domains_[b].first_node; });
+  }
+
+  // Indexes: every device starts fully free.
+  s.whole_index_.assign(types * (s.max_devices_ + 1), IndexSet(s.nodes_.size()));
+  s.share_index_.assign(types * kShareBuckets, IndexSet(s.device_count_));
+  s.node_free_devices_.assign(s.nodes_.size() * types, 0);
+  s.domain_free_devices_.assign(s.domains_.size() * types, 0);
+  s.domain_free_milli_.assign(s.domains_.size() * types, 0);
+  for (NodeId n = 0; n < s.nodes_.size(); ++n) {
+    for (const DeviceState& d : s.nodes_[n].devices) {
+      ++s.node_free_devices_[n * types + d.type];
+      for (DomainId dom : s.nodes_[n].domains) {
+        ++s.domain_free_devices_[dom * types + d.type];
+        s.domain_free_milli_[dom * types + d.type] += kMilliPerGpu;
+      }
+    }
+    for (GpuTypeId t = 0; t < types; ++t) {
+      const std::uint32_t count = s.node_free_devices_[n * types + t];
+      if (count > 0) s.whole_index_[t * (s.max_devices_ + 1) + count].Insert(n);
+    }
+  }
+  return s;
+}
+
+std::optional<GpuTypeId> ClusterState::FindGpuType(const std::string& name) const {
+  for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
+    if (gpu_types_[t] == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<QueueId> ClusterState::FindQueue(const std::string& name) const {
+  for (const QueueInfo& q : queues_) {
+    if (q.spec.name == name) return q.id;
+  }
+  return std::nullopt;
+}
+
+std::optional<PriorityClassId> ClusterState::FindPriorityClass(const std::string& name) const {
+  for (PriorityClassId i = 0; i < classes_.size(); ++i) {
+    if (classes_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<NodeId> ClusterState::FindNode(const std::string& name) const {
+  auto it = node_by_name_.find(name);
+  if (it == node_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+const RunningJob* ClusterState::FindRunning(JobId id) const {
+  auto it = running_.find(id);
+  return it == running_.end() ? nullptr : &it->second;
+}
+
+// ---- Capacity changes ----
+
+void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta) {
+  NodeState& node = nodes_[n];
+  DeviceState& dev = node.devices[d];
+  const std::size_t types = gpu_types_.size();
+  const std::int64_t old_free = dev.free.value();
+  const std::int64_t new_free = old_free + delta.value();
+  assert(new_free >= 0 && new_free <= kMilliPerGpu);
+  dev.free = MilliGpu(new_free);
+  dev.memory_free += memory_delta;
+  assert(dev.memory_free.value() >= 0 && dev.memory_free <= dev.memory);
+
+  const std::uint32_t global = node.first_device + d;
+  if (old_free > 0 && old_free < kMilliPerGpu) share_index_[dev.type * kShareBuckets + ShareBucket(old_free)].Erase(global);
+  if (new_free > 0 && new_free < kMilliPerGpu) share_index_[dev.type * kShareBuckets + ShareBucket(new_free)].Insert(global);
+
+  const int whole_delta = (new_free == kMilliPerGpu) - (old_free == kMilliPerGpu);
+  if (whole_delta != 0) {
+    std::uint32_t& count = node_free_devices_[n * types + dev.type];
+    IndexSet* buckets = &whole_index_[dev.type * (max_devices_ + 1)];
+    if (count > 0) buckets[count].Erase(n);
+    count = static_cast<std::uint32_t>(static_cast<int>(count) + whole_delta);
+    if (count > 0) buckets[count].Insert(n);
+  }
+  for (DomainId dom : node.domains) {
+    domain_free_devices_[dom * types + dev.type] += whole_delta;
+    domain_free_milli_[dom * types + dev.type] += delta.value();
+  }
+}
+
+void ClusterState::TakeTask(const TaskAllocation& task) {
+  NodeState& node = nodes_[task.node];
+  node.cpu_free -= task.cpu;
+  node.memory_free -= task.memory;
+  assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
+  ++node.tasks;
+  for (const DeviceShare& share : task.devices) {
+    AdjustFree(task.node, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
+  }
+}
+
+void ClusterState::GiveTask(const TaskAllocation& task) {
+  NodeState& node = nodes_[task.node];
+  node.cpu_free += task.cpu;
+  node.memory_free += task.memory;
+  --node.tasks;
+  for (const DeviceShare& share : task.devices) AdjustFree(task.node, share.device, share.gpu, share.memory);
+}
+
+void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
+  if (type == kNone || milli == 0) return;
+  const std::size_t resources = quota_resource_count();
+  for (QueueId q = queue; q != kNone; q = queues_[q].parent) {
+    usage_[q * resources] += milli;
+    usage_[q * resources + 1 + type] += milli;
+  }
+}
+
+// Checks one task against what is free now, given what earlier tasks of the same job took.
+Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) const {
+  if (running_.count(job.id)) return Status::Error("job " + std::to_string(job.id) + " is already running");
+  if (job.queue >= queues_.size()) return Status::Error("job " + std::to_string(job.id) + ": unknown queue id");
+  if (job.priority_class >= classes_.size()) return Status::Error("job " + std::to_string(job.id) + ": unknown priority class id");
+  if (static_cast<std::int64_t>(allocation.tasks.size()) != job.task_count()) {
+    return Status::Error("job " + std::to_string(job.id) + ": allocation has " + std::to_string(allocation.tasks.size()) + " tasks, the job " + std::to_string(job.task_count()));
+  }
+  const bool uses_gpu = job.total_gpu().value() > 0;
+  if (uses_gpu && (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
+    return Status::Error("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
+  }
+  std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+  for (const TaskAllocation& t : allocation.tasks) {
+    const std::string where = "job " + std::to_string(job.id) + " task " + std::to_string(t.group) + "/" + std::to_string(t.index);
+    if (t.group >= job.groups.size() || t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || !seen.emplace(t.group, t.index).second) {
+      return Status::Error(where + ": no such task, or placed twice");
+    }
+    const TaskRequest& req = job.groups[t.group].request;
+    if (t.node >= nodes_.size()) return Status::Error(where + ": unknown node");
+    if (t.cpu != req.cpu || t.memory != req.memory) return Status::Error(where + ": cpu or memory differs from the request");
+    const std::int64_t want_devices = req.shared() ? 1 : req.whole_gpus();
+    if (static_cast<std::int64_t>(t.devices.size()) != want_devices) return Status::Error(where + ": wrong number of devices");
+    std::set<std::uint32_t> devices;
+    for (const DeviceShare& share : t.devices) {
+      if (share.device >= nodes_[t.node].devices.size() || !devices.insert(share.device).second) return Status::Error(where + ": bad device index");
+      const DeviceState& dev = nodes_[t.node].devices[share.device];
+      if (dev.type != allocation.gpu_type) return Status::Error(where + ": device of another GPU type");
+      if (req.shared()) {
+        if (share.gpu != req.gpu || share.memory != req.gpu_memory) return Status::Error(where + ": share differs from the request");
+      } else if (share.gpu != kWholeGpu || share.memory != dev.memory || dev.memory < req.gpu_memory) {
+        return Status::Error(where + ": a whole device must be taken whole, with enough memory");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis now) {
+  if (Status st = CheckFits(job, allocation); !st.ok()) return st;
+  // Take task by task, checking against what is left; undo on the first misfit.
+  std::size_t taken = 0;
+  Status result;
+  for (const TaskAllocation& t : allocation.tasks) {
+    const NodeState& node = nodes_[t.node];
+    bool fits = node.cpu_free >= t.cpu && node.memory_free >= t.memory;
+    for (const DeviceShare& share : t.devices) {
+      const DeviceState& dev = node.devices[share.device];
+      fits = fits && dev.free >= share.gpu && dev.memory_free >= share.memory;
+    }
+    if (!fits) {
+      result = Status::Error("job " + std::to_string(job.id) + ": task " + std::to_string(t.group) + "/" + std::to_string(t.index) + " does not fit on node " + node.name);
+      break;
+    }
+    TakeTask(t);
+    ++taken;
+  }
+  if (!result.ok()) {
+    for (std::size_t i = taken; i-- > 0;) GiveTask(allocation.tasks[i]);
+    return result;
+  }
+  Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
+  running_.emplace(job.id, RunningJob{job, allocation, now, now});
+  return Status::Ok();
+}
+
+Status ClusterState::Apply(const Plan& plan, std::span<const Job> pending) {
+  for (const struct Bind& b : plan.binds) {
+    if (b.pending_index >= pending.size() || pending[b.pending_index].id != b.job) {
+      return Status::Error("plan bind of job " + std::to_string(b.job) + " does not match the pending list");
+    }
+    if (Status st = Bind(pending[b.pending_index], b.allocation, plan.now); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::Unbind(JobId id, Millis now) {
+  AccrueUsage(now);
+  auto it = running_.find(id);
+  if (it == running_.end()) return Status::Error("job " + std::to_string(id) + " is not running");
+  for (const TaskAllocation& t : it->second.allocation.tasks) GiveTask(t);
+  Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
+  running_.erase(it);
+  return Status::Ok();
+}
+
+Status ClusterState::SetCordoned(NodeId node, bool cordoned) {
+  if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
+  nodes_[node].cordoned = cordoned;
+  return Status::Ok();
+}
+
+Status ClusterState::SetHealthy(NodeId node, bool healthy) {
+  if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
+  nodes_[node].healthy = healthy;
+  return Status::Ok();
+}
+
+Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
+  auto it = running_.find(job);
+  if (it == running_.end()) return Status::Error("job " + std::to_string(job) + " is not running");
+  it->second.last_checkpoint = std::max(it->second.last_checkpoint, at);
+  return Status::Ok();
+}
+
+void ClusterState::AccrueUsage(Millis now) {
+  if (!accrued_) {
+    accrued_ = true;
+    last_accrual_ = now;
+    return;
+  }
+  if (now <= last_accrual_) return;
+  const double dt = static_cast<double>(now - last_accrual_);
+  const double decay = std::exp2(-dt / static_cast<double>(fair_share_half_life_));
+  for (QueueId q = 0; q < queues_.size(); ++q) {
+    recent_usage_[q] = recent_usage_[q] * decay + static_cast<double>(usage(q, 0)) * dt;
+  }
+  last_accrual_ = now;
+}
+
+// ---- Invariants ----
+
+Status ClusterState::CheckInvariants() const {
+  const std::size_t types = gpu_types_.size();
+  std::vector<std::int64_t> used(device_count_, 0), used_mem(device_count_, 0);
+  std::vector<std::int64_t> cpu(nodes_.size(), 0), mem(nodes_.size(), 0);
+  std::vector<std::uint32_t> tasks(nodes_.size(), 0);
+  std::vector<std::int64_t> usage(usage_.size(), 0);
+  const std::size_t resources = quota_resource_count();
+  for (const auto& [id, r] : running_) {
+    for (const TaskAllocation& t : r.allocation.tasks) {
+      cpu[t.node] += t.cpu.value();
+      mem[t.node] += t.memory.value();
+      ++tasks[t.node];
+      for (const DeviceShare& share : t.devices) {
+        used[nodes_[t.node].first_device + share.device] += share.gpu.value();
+        used_mem[nodes_[t.node].first_device + share.device] += share.memory.value();
+      }
+    }
+    if (r.allocation.gpu_type != kNone) {
+      for (QueueId q = r.job.queue; q != kNone; q = queues_[q].parent) {
+        usage[q * resources] += r.job.total_gpu().value();
+        usage[q * resources + 1 + r.allocation.gpu_type] += r.job.total_gpu().value();
+      }
+    }
+  }
+  if (usage != usage_) return Status::Error("invariant: queue usage does not match the running jobs");
+  std::vector<std::int64_t> dom_devices(domains_.size() * types, 0), dom_milli(domains_.size() * types, 0);
+  for (NodeId n = 0; n < nodes_.size(); ++n) {
+    const NodeState& node = nodes_[n];
+    const std::string where = "invariant: node " + node.name + ": ";
+    if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0) return Status::Error(where + "CPU over-allocated or miscounted");
+    if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0) return Status::Error(where + "memory over-allocated or miscounted");
+    if (node.tasks != tasks[n]) return Status::Error(where + "task count");
+    std::vector<std::uint32_t> whole(types, 0);
+    for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+      const DeviceState& dev = node.devices[d];
+      const std::uint32_t g = node.first_device + d;
+      if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g]) return Status::Error(where + "device " + std::to_string(d) + " over-allocated or miscounted");
+      if (used_mem[g] > dev.memory.value() || dev.memory_free.value() != dev.memory.value() - used_mem[g]) return Status::Error(where + "device " + std::to_string(d) + " memory over-allocated or miscounted");
+      if (dev.free.value() == kMilliPerGpu) ++whole[dev.type];
+      for (int b = 0; b < kShareBuckets; ++b) {
+        const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu && ShareBucket(dev.free.value()) == b;
+        if (share_index_[dev.type * kShareBuckets + b].Contains(g) != expect) return Status::Error(where + "share index out of date");
+      }
+      for (DomainId dom : node.domains) {
+        dom_devices[dom * types + dev.type] += dev.free.value() == kMilliPerGpu;
+        dom_milli[dom * types + dev.type] += dev.free.value();
+      }
+    }
+    for (GpuTypeId t = 0; t < types; ++t) {
+      if (node_free_devices_[n * types + t] != whole[t]) return Status::Error(where + "free device count out of date");
+      for (std::uint32_t c = 1; c <= max_devices_; ++c) {
+        if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c)) return Status::Error(where + "free device index out of date");
+      }
+    }
+  }
+  if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_) return Status::Error("invariant: domain free capacity out of date");
+  return Status::Ok();
+}
+
+}  // namespace arbiter
