@@ -133,6 +133,7 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   auto schedule_job = [&](std::uint32_t index, bool allow_borrow) -> bool {
     const Job& job = pending[index];
     auto invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
+      if (allow_borrow) return std::nullopt;  // deferred from the first pass, validated there
       if (!seen.insert(job.id).second || state.FindRunning(job.id)) return "job id " + std::to_string(job.id) + " is already pending or running";
       return Validate(state, job);
     });

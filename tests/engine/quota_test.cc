@@ -1,0 +1,134 @@
+// Quota: nominal (guaranteed) quota, borrowing and lending limits, max, in a queue tree.
+#include <gtest/gtest.h>
+
+#include "engine/stages.h"
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::Cluster;
+using testing::FindBind;
+using testing::FindUnplaced;
+using testing::GpuJob;
+using testing::MakeState;
+using testing::Nodes;
+using testing::RunCycle;
+
+QuotaSpec Quota(std::int64_t nominal, std::optional<std::int64_t> borrowing = {}, std::optional<std::int64_t> lending = {},
+                std::optional<std::int64_t> max = {}) {
+  QuotaSpec q;
+  q.nominal = MilliGpu(nominal * kMilliPerGpu);
+  if (borrowing) q.borrowing_limit = MilliGpu(*borrowing * kMilliPerGpu);
+  if (lending) q.lending_limit = MilliGpu(*lending * kMilliPerGpu);
+  if (max) q.max = MilliGpu(*max * kMilliPerGpu);
+  return q;
+}
+
+// A cohort "org" with leaves "a" and "b" on 16 H800 GPUs.
+ClusterSpec TwoTeams(QuotaSpec a, QuotaSpec b) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("a", "org"), testing::Queue("b", "org")};
+  spec.queues[1].quota["H800"] = a;
+  spec.queues[2].quota["H800"] = b;
+  return spec;
+}
+
+std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first, int n) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    Job j = GpuJob(first + static_cast<JobId>(i), 1, 1000);
+    j.queue = *state.FindQueue(queue);
+    j.submit_time = static_cast<Millis>(first) + i;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+int CountPlaced(const Plan& plan) { return static_cast<int>(plan.binds.size()); }
+
+TEST(Quota, LendingLimitCapsWhatSiblingsMayBorrow) {
+  ClusterState state = MakeState(TwoTeams(Quota(8, 4), Quota(8, std::nullopt, 2)));
+  Plan plan = RunCycle(state, OneGpuJobs(state, "a", 1, 14));
+  EXPECT_EQ(CountPlaced(plan), 10);  // 8 nominal + the 2 that b lends
+  const Unplaced* u = FindUnplaced(plan, 11);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->reason.stage, Stage::kQuota);
+  EXPECT_EQ(u->reason.cause, Cause::kQuotaCohort);
+  // b still gets all of what it keeps back.
+  Plan plan2 = RunCycle(state, OneGpuJobs(state, "b", 100, 6));
+  EXPECT_EQ(CountPlaced(plan2), 6);
+}
+
+TEST(Quota, BorrowingLimitCapsUseAboveNominal) {
+  ClusterState state = MakeState(TwoTeams(Quota(8, 4), Quota(8)));
+  Plan plan = RunCycle(state, OneGpuJobs(state, "a", 1, 14));
+  EXPECT_EQ(CountPlaced(plan), 12);
+  const Unplaced* u = FindUnplaced(plan, 13);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->reason.cause, Cause::kQuotaBorrowingLimit);
+  EXPECT_NE(u->reason.Describe().find("queue a"), std::string::npos) << u->reason.Describe();
+}
+
+TEST(Quota, MaxIsAHardCap) {
+  ClusterState state = MakeState(TwoTeams(Quota(4, std::nullopt, std::nullopt, 6), Quota(12)));
+  Plan plan = RunCycle(state, OneGpuJobs(state, "a", 1, 10));
+  EXPECT_EQ(CountPlaced(plan), 6);
+  EXPECT_EQ(FindUnplaced(plan, 7)->reason.cause, Cause::kQuotaMax);
+  EXPECT_EQ(FindUnplaced(plan, 7)->reason.verdict, Verdict::kWait);
+  // A single job above max can never pass.
+  Job big = GpuJob(50, 1, 8000);
+  big.queue = *state.FindQueue("a");
+  Plan plan2 = RunCycle(state, {big});
+  EXPECT_EQ(FindUnplaced(plan2, 50)->reason.verdict, Verdict::kNever);
+}
+
+TEST(Quota, GuaranteedQuotaIsServedBeforeBorrowingInACycle) {
+  ClusterState state = MakeState(TwoTeams(Quota(8), Quota(8)));
+  std::vector<Job> jobs = OneGpuJobs(state, "a", 1, 16);
+  for (Job& j : jobs) j.priority_class = 0;  // a's jobs are P0
+  for (Job& j : OneGpuJobs(state, "b", 100, 8)) jobs.push_back(j);  // b's are P1
+  Plan plan = RunCycle(state, jobs);
+  int a = 0, b = 0;
+  for (const Bind& bind : plan.binds) (bind.job < 100 ? a : b)++;
+  EXPECT_EQ(a, 8);
+  EXPECT_EQ(b, 8);  // b's guarantee is not taken by a's higher-priority borrowing
+}
+
+TEST(Quota, WithinNominalIsNeverRefusedByQuota) {
+  ClusterState state = MakeState(TwoTeams(Quota(8), Quota(8)));
+  RunCycle(state, OneGpuJobs(state, "a", 1, 16));  // a borrows all of b's idle quota
+  EXPECT_EQ(state.usage(*state.FindQueue("a"), 0), 16000);
+  engine::QuotaCheck check = engine::CheckQuota(state, *state.FindQueue("b"), 0, 1000);
+  EXPECT_TRUE(check.ok);
+  EXPECT_FALSE(check.borrows);
+  // The capacity is what is missing now (reclaim is what gives it back).
+  Plan plan = RunCycle(state, OneGpuJobs(state, "b", 100, 1));
+  ASSERT_NE(FindUnplaced(plan, 100), nullptr);
+  EXPECT_EQ(FindUnplaced(plan, 100)->reason.stage, Stage::kFilter);
+}
+
+TEST(Quota, AllGpusResourceLimitsEveryTypeTogether) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 1, "H800", 8));
+  Add(spec, Nodes("a", 1, "A100", 8));
+  spec.queues[0].quota["gpu"] = Quota(10);
+  ClusterState state = MakeState(spec);
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 4; ++id) jobs.push_back(GpuJob(id, 1, 4000));
+  Plan plan = RunCycle(state, jobs);
+  EXPECT_EQ(CountPlaced(plan), 2);  // 8 of 10 GPUs; a third 4-GPU job would make 12
+}
+
+TEST(Quota, UndeclaredResourcesAreNotLimited) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 2, "H800", 8));
+  ClusterState state = MakeState(spec);
+  Plan plan = RunCycle(state, OneGpuJobs(state, "default", 1, 16));
+  EXPECT_EQ(CountPlaced(plan), 16);
+}
+
+}  // namespace
+}  // namespace arbiter

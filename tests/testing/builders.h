@@ -1,0 +1,113 @@
+// Small builders for tests: clusters from a few words ("8xH800" nodes in leaves), jobs from a
+// shape, and a driver that runs one cycle, applies the plan and checks the invariants.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/model.h"
+#include "arbiter/state.h"
+
+namespace arbiter::testing {
+
+// `count` nodes named prefix-0.. with `gpus` devices of `type` in NVLink groups of `group_size`
+// (0: one group), 64 cores and 512 GiB each, all in the given domains (one per operator level).
+inline std::vector<NodeSpec> Nodes(const std::string& prefix, int count, const std::string& type, int gpus,
+                                   int group_size = 0, std::vector<std::string> domains = {}) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < count; ++i) {
+    NodeSpec n;
+    n.name = prefix + "-" + std::to_string(i);
+    for (int d = 0; d < gpus; ++d) {
+      n.devices.push_back({type, GpuMemMiB(81920), static_cast<std::uint32_t>(group_size > 0 ? d / group_size : 0)});
+    }
+    n.cpu = MilliCpu(64000);
+    n.memory = MemMiB(512 * 1024);
+    n.domains = domains;
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+inline QueueSpec Queue(const std::string& name, const std::string& parent = "") {
+  QueueSpec q;
+  q.name = name;
+  q.parent = parent;
+  return q;
+}
+
+inline ClusterSpec Cluster(std::vector<std::string> levels = {}) {
+  ClusterSpec spec;
+  spec.topology.levels = std::move(levels);
+  spec.priority_classes = {{"P0", 1000, false}, {"P1", 100, true}, {"P2", 10, true}};
+  spec.queues = {Queue("default")};
+  return spec;
+}
+
+inline void Add(ClusterSpec& spec, std::vector<NodeSpec> nodes) {
+  for (NodeSpec& n : nodes) spec.nodes.push_back(std::move(n));
+}
+
+inline ClusterState MakeState(const ClusterSpec& spec) {
+  Result<ClusterState> state = ClusterState::Create(spec);
+  EXPECT_TRUE(state.ok()) << state.status().message();
+  return std::move(state).value();
+}
+
+// A gang of `tasks` tasks of `gpu_milli` each (1000 = one GPU) in the first queue, class P1.
+inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
+  Job job;
+  job.id = id;
+  job.name = "job-" + std::to_string(id);
+  job.priority_class = 1;
+  TaskGroup g;
+  g.name = "main";
+  g.count = tasks;
+  g.request.gpu = MilliGpu(gpu_milli);
+  g.request.cpu = MilliCpu(1000);
+  g.request.memory = MemMiB(1024);
+  job.groups.push_back(g);
+  return job;
+}
+
+// Runs one cycle, checks the state came back unchanged in its counts, applies the plan and
+// checks the invariants.
+inline Plan RunCycle(ClusterState& state, const std::vector<Job>& pending, Millis now = 0, EngineOptions options = {}) {
+  Engine engine(std::move(options));
+  Plan plan = engine.Schedule(state, pending, now);
+  Status before = state.CheckInvariants();
+  EXPECT_TRUE(before.ok()) << "state not restored by the cycle: " << before.message();
+  Status applied = state.Apply(plan, pending);
+  EXPECT_TRUE(applied.ok()) << applied.message();
+  Status after = state.CheckInvariants();
+  EXPECT_TRUE(after.ok()) << after.message();
+  return plan;
+}
+
+inline const Bind* FindBind(const Plan& plan, JobId id) {
+  for (const Bind& b : plan.binds) {
+    if (b.job == id) return &b;
+  }
+  return nullptr;
+}
+
+inline const Unplaced* FindUnplaced(const Plan& plan, JobId id) {
+  for (const Unplaced& u : plan.unplaced) {
+    if (u.job == id) return &u;
+  }
+  return nullptr;
+}
+
+// Distinct nodes a bind uses.
+inline std::vector<NodeId> NodesOf(const Bind& bind) {
+  std::vector<NodeId> nodes;
+  for (const TaskAllocation& t : bind.allocation.tasks) {
+    if (std::find(nodes.begin(), nodes.end(), t.node) == nodes.end()) nodes.push_back(t.node);
+  }
+  return nodes;
+}
+
+}  // namespace arbiter::testing
