@@ -123,7 +123,8 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   }
 
   std::vector<PlacedJob> placed;
-  std::unordered_map<std::string, Reason> failed_shapes;
+  std::unordered_set<std::string> failed_shapes;      // shapes that did not fit this cycle
+  std::unordered_map<std::string, Reason> explained;  // why, per shape and allowed types
   std::unordered_set<JobId> seen;
   std::vector<std::uint32_t> deferred;
 
@@ -182,7 +183,6 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     const bool has_preferences = job.topology.mode == ConstraintMode::kPreferred || soft_taints ||
                                  std::any_of(job.affinity.begin(), job.affinity.end(), [](const AffinityTerm& t) { return !t.required; });
     const bool cacheable = job.affinity.empty();
-    const Reason* known_reason = nullptr;
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
       for (GpuTypeId t : allowed) {
@@ -190,10 +190,7 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
         if (cacheable) {
           key = ShapeKey(job, t, strict);
           auto it = failed_shapes.find(key);
-          if (it != failed_shapes.end()) {
-            if (!known_reason) known_reason = &it->second;
-            continue;
-          }
+          if (it != failed_shapes.end()) continue;
         }
         JobFilter filter = engine::MakeJobFilter(state, job, t, strict, placed);
         engine::PlaceStats stats;
@@ -205,19 +202,24 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
           placed.push_back({&job, &plan.binds.back().allocation});
           return true;
         }
-        if (cacheable) {
-          Reason reason = timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter); });
-          const Reason& stored = failed_shapes.emplace(std::move(key), std::move(reason)).first->second;
-          if (!known_reason) known_reason = &stored;
-        }
+        if (cacheable) failed_shapes.insert(std::move(key));
       }
     }
-    if (known_reason) {
-      unplaced(index, *known_reason);
-    } else {
-      JobFilter filter = engine::MakeJobFilter(state, job, allowed.front(), has_preferences ? false : true, placed);
-      unplaced(index, timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter); }));
+    // Explained once per shape (and quota-allowed types) per cycle, over all allowed types.
+    std::string key;
+    if (cacheable) {
+      key = ShapeKey(job, kNone, false);
+      for (GpuTypeId t : allowed) key += static_cast<char>(t);
+      auto it = explained.find(key);
+      if (it != explained.end()) {
+        unplaced(index, it->second);
+        return true;
+      }
     }
+    JobFilter filter = engine::MakeJobFilter(state, job, allowed.front(), !has_preferences, placed);
+    Reason reason = timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter, allowed); });
+    if (cacheable) explained.emplace(std::move(key), reason);
+    unplaced(index, std::move(reason));
     return true;
   };
 

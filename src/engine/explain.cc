@@ -20,50 +20,76 @@ const TaskRequest& LargestTask(const Job& job) {
 
 }  // namespace
 
-Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter) {
+Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std::span<const GpuTypeId> types) {
   const Job& job = *filter.job;
   const TaskRequest& task = LargestTask(job);
   const Topology& topo = state.topology();
   Reason reason;
   reason.nodes_total = static_cast<std::int32_t>(state.node_count());
 
+  // A node fits if it fits for any of the types; otherwise it is counted under the cause that got
+  // furthest through the filter among the types it has (a node with none of them: kGpuType).
   std::array<std::int32_t, kCauseCount> counts{};
   std::int32_t fit_now = 0;
-  // GPUs of the job's type on nodes that could ever host its largest task, per domain of the
-  // level the gang must stay in (node ids at the node level; the whole cluster as key 0).
-  const bool required = job.topology.mode == ConstraintMode::kRequired;
-  const int level = required ? job.topology.level : -1;
-  std::map<std::uint64_t, std::int64_t> capacity;
-  bool ever = false;
+  JobFilter typed = filter;
   for (NodeId n = 0; n < state.node_count(); ++n) {
-    if (auto cause = FilterNode(state, n, task, filter)) {
+    std::optional<Cause> cause = Cause::kNodeUnhealthy;
+    bool first = true;
+    for (GpuTypeId t : types) {
+      if (t != kNone && !state.node(n).gpu_types.Contains(t) && !first) continue;
+      typed.type = t;
+      std::optional<Cause> c = FilterNode(state, n, task, typed);
+      if (!c || first || (*c != Cause::kGpuType && (*cause == Cause::kGpuType || *c > *cause))) cause = c;
+      first = false;
+      if (!cause) break;
+    }
+    if (cause) {
       ++counts[static_cast<std::size_t>(*cause)];
     } else {
       ++fit_now;
     }
-    if (FilterNodeEver(state, n, task, job, filter.type)) continue;
-    ever = true;
-    const NodeState& node = state.node(n);
-    if (level == topo.nvlink_level()) {
-      for (const DeviceState& d : node.devices) {
-        if (d.type == filter.type) ++capacity[(std::uint64_t{n} << 32) | d.nvlink_group];
-      }
-      continue;
-    }
-    std::uint64_t key = 0;
-    if (level == topo.node_level()) key = n;
-    if (level >= 0 && level < topo.node_level()) key = node.domains[static_cast<std::size_t>(level)];
-    for (const DeviceState& d : node.devices) capacity[key] += d.type == filter.type;
   }
   for (int c = 0; c < kCauseCount; ++c) {
     if (counts[static_cast<std::size_t>(c)] > 0) reason.node_counts.push_back({static_cast<Cause>(c), counts[static_cast<std::size_t>(c)]});
   }
   std::stable_sort(reason.node_counts.begin(), reason.node_counts.end(), [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
 
+  // Could the job ever fit? For each type: the GPUs on nodes that could ever host its largest task,
+  // per domain of the level the gang must stay in (node ids at the node level, (node, group) at
+  // the NVLink level, one key for the whole cluster).
+  const bool required = job.topology.mode == ConstraintMode::kRequired;
+  const int level = required ? job.topology.level : -1;
   std::int64_t devices = 0;
   for (const TaskGroup& g : job.groups) devices += g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
+  bool ever = false, big_enough = false;
   std::int64_t largest_domain = 0;
-  for (const auto& [key, n] : capacity) largest_domain = std::max(largest_domain, n);
+  GpuTypeId largest_type = types.empty() ? kNone : types.front();
+  for (GpuTypeId t : types) {
+    std::map<std::uint64_t, std::int64_t> capacity;
+    bool ever_t = false;
+    for (NodeId n = 0; n < state.node_count(); ++n) {
+      if (FilterNodeEver(state, n, task, job, t)) continue;
+      ever_t = true;
+      const NodeState& node = state.node(n);
+      for (const DeviceState& d : node.devices) {
+        if (d.type != t) continue;
+        std::uint64_t key = 0;
+        if (level == topo.nvlink_level()) key = (std::uint64_t{n} << 32) | d.nvlink_group;
+        if (level == topo.node_level()) key = n;
+        if (level >= 0 && level < topo.node_level()) key = node.domains[static_cast<std::size_t>(level)];
+        ++capacity[key];
+      }
+    }
+    ever = ever || ever_t;
+    std::int64_t largest = 0;
+    for (const auto& [key, n] : capacity) largest = std::max(largest, n);
+    if (!ever_t) continue;
+    if (t == kNone || largest >= devices) big_enough = true;
+    if (largest > largest_domain) {
+      largest_domain = largest;
+      largest_type = t;
+    }
+  }
 
   if (fit_now > 0) {
     reason.stage = Stage::kPlace;
@@ -75,12 +101,12 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter) {
   }
   if (!ever) {
     reason.verdict = Verdict::kNever;
-  } else if (filter.type != kNone && largest_domain < devices) {
+  } else if (!big_enough) {
     reason.verdict = Verdict::kNever;
     reason.stage = Stage::kPlace;
     reason.cause = required ? Cause::kTopology : Cause::kGang;
     const std::string where = level < 0 ? "the cluster" : "the largest " + topo.levels[static_cast<std::size_t>(level)];
-    reason.detail = where + " has " + std::to_string(largest_domain) + " " + state.gpu_type_name(filter.type) +
+    reason.detail = where + " has " + std::to_string(largest_domain) + " " + state.gpu_type_name(largest_type) +
                     " GPUs the job may use; it needs " + std::to_string(devices);
   }
   return reason;

@@ -88,9 +88,10 @@ std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
 
 // ---- explain ----
 
-// Why the job cannot be placed on `type` now: per-node first failing cause for its largest task,
-// or the gang/topology cause when nodes fit tasks one by one; Verdict::kNever when no node could
-// ever host it or no allowed domain is large enough.
-Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter);
+// Why the job cannot be placed now on any of `types` (the GPU types quota allows; {kNone} for a
+// job without GPUs): per node, the first failing cause for the job's largest task, or the
+// gang/topology cause when nodes fit its tasks one by one; Verdict::kNever when no node could ever
+// host it or no domain it may use is large enough. filter.type is ignored.
+Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std::span<const GpuTypeId> types);
 
 }  // namespace arbiter::engine
