@@ -111,8 +111,9 @@ class ClusterLoader {
  public:
   ClusterConfig Load(const Value& root) {
     if (!root.node().IsMap()) {
-      root.Fail("expected a mapping with fields topology, scheduler, priority_classes, queues, "
-                "nodes");
+      root.Fail(
+          "expected a mapping with fields topology, scheduler, priority_classes, queues, "
+          "nodes");
     }
     Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes"});
     // Nodes come before queues: quota resources name the GPU models found on nodes.
@@ -131,9 +132,10 @@ class ClusterLoader {
       for (const Value& item : levels->Items()) {
         std::string level = item.NonEmptyString();
         if (level == "node" || level == "nvlink") {
-          item.Fail(fmt::format("'{}' is implicit (levels end with node, nvlink); list only the "
-                                "levels above nodes",
-                                level));
+          item.Fail(
+              fmt::format("'{}' is implicit (levels end with node, nvlink); list only the "
+                          "levels above nodes",
+                          level));
         }
         if (IndexOf(levels_, level) >= 0) item.Fail(fmt::format("repeated level '{}'", level));
         levels_.push_back(std::move(level));
@@ -181,8 +183,8 @@ class ClusterLoader {
       const Value& name = m.Get("name");
       pc.name = name.NonEmptyString();
       if (auto [it, fresh] = seen.emplace(pc.name, name.mark().line + 1); !fresh) {
-        name.Fail(fmt::format("duplicate priority class '{}' (first at line {})", pc.name,
-                              it->second));
+        name.Fail(
+            fmt::format("duplicate priority class '{}' (first at line {})", pc.name, it->second));
       }
       pc.value = m.Get("value").Int32(kInt32Min, kInt32Max);
       if (const Value* v = m.Find("preemptible")) pc.preemptible = v->Bool();
@@ -287,8 +289,8 @@ class ClusterLoader {
         node.name = name.Expand(i);
         if (!name.has_placeholder() && count > 1) node.name += fmt::format("-{}", i);
         if (auto [it, fresh] = names.emplace(node.name, item.path()); !fresh) {
-          name_value.Fail(fmt::format("duplicate node name '{}' (also from {})", node.name,
-                                      it->second));
+          name_value.Fail(
+              fmt::format("duplicate node name '{}' (also from {})", node.name, it->second));
         }
         for (const NameTemplate& d : domains) node.domains.push_back(d.Expand(i));
         out_.cluster.nodes.push_back(std::move(node));
@@ -361,8 +363,8 @@ class ClusterLoader {
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();
       if (auto [it, fresh] = index.emplace(q.name, names.size()); !fresh) {
-        name.Fail(fmt::format("duplicate queue '{}' (first at {})", q.name,
-                              items[it->second].path()));
+        name.Fail(
+            fmt::format("duplicate queue '{}' (first at {})", q.name, items[it->second].path()));
       }
       names.push_back(q.name);
       parents.emplace_back();

@@ -33,9 +33,9 @@ Result<ClusterConfig> LoadClusterFile(const std::string& path);
 // As LoadClusterFile, on text; `file_name` prefixes every error.
 Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& file_name);
 
-// Reads and parses a jobs file. Jobs name queues, priority classes, GPU types and topology levels;
-// the names are resolved against `state`. Ids are first_id, first_id + 1, ... in file order, after
-// `replicas` expansion.
+// Reads and parses a jobs file. Jobs name leaf queues, priority classes, GPU types and topology
+// levels; the names are resolved against `state`. Ids are first_id, first_id + 1, ... in file
+// order, after `replicas` expansion.
 Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
                                       JobId first_id = 1);
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,

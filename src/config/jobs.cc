@@ -1,10 +1,12 @@
 // The jobs file: pending jobs, their names resolved against a ClusterState.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,8 +24,17 @@ using internal::Value;
 constexpr std::int64_t kMaxTasksPerGroup = 1 << 20;
 constexpr std::int64_t kMaxReplicas = 1 << 16;
 
+// The fields of a job entry, in the order an unknown-field error lists them.
+constexpr std::string_view kJobFields[] = {
+    // Identity and times.
+    "name", "user", "queue", "priority_class", "submit_time", "runtime_estimate",
+    "checkpoint_interval",
+    // Placement constraints.
+    "gpu_types", "topology", "node_selector", "tolerations", "labels", "affinity",
+    // Shape.
+    "replicas", "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory"};
 // The per-task fields, shared by the one-group shorthand and each entry of `groups`.
-constexpr const char* kTaskFields[] = {"tasks", "gpus", "gpu_memory", "cpu", "memory"};
+constexpr std::string_view kTaskFields[] = {"tasks", "gpus", "gpu_memory", "cpu", "memory"};
 
 class JobsLoader {
  public:
@@ -46,17 +57,22 @@ class JobsLoader {
 
  private:
   void LoadJob(const Value& item) {
-    Map m(item, {"name", "user", "queue", "priority_class", "submit_time", "runtime_estimate",
-                 "checkpoint_interval", "gpu_types", "topology", "node_selector", "tolerations",
-                 "labels", "affinity", "replicas", "groups", "tasks", "gpus", "gpu_memory", "cpu",
-                 "memory"});
+    Map m(item, kJobFields);
     Job job;
     job.name = m.Get("name").NonEmptyString();
     if (const Value* v = m.Find("user")) job.user = v->String();
     job.queue = Resolve(m.Get("queue"), "queue", queues_, &ClusterState::FindQueue);
-    job.priority_class =
-        Resolve(m.Get("priority_class"), "priority class", classes_,
-                &ClusterState::FindPriorityClass);
+    if (!state_.queue(job.queue).children.empty()) {
+      // The engine takes jobs only in leaf queues; a parent's quota is its children's.
+      std::vector<std::string> leaves;
+      for (QueueId q = 0; q < state_.queue_count(); ++q) {
+        if (state_.queue(q).children.empty()) leaves.push_back(queues_[q]);
+      }
+      m.Get("queue").Fail(fmt::format("queue '{}' has child queues; jobs go to leaf queues ({})",
+                                      queues_[job.queue], fmt::join(leaves, ", ")));
+    }
+    job.priority_class = Resolve(m.Get("priority_class"), "priority class", classes_,
+                                 &ClusterState::FindPriorityClass);
     if (const Value* v = m.Find("submit_time")) job.submit_time = v->Duration();
     if (const Value* v = m.Find("runtime_estimate")) job.runtime_estimate = v->Duration();
     if (const Value* v = m.Find("checkpoint_interval")) job.checkpoint_interval = v->Duration();
@@ -85,7 +101,7 @@ class JobsLoader {
     }
 
     if (const Value* groups = m.Find("groups")) {
-      for (const char* field : kTaskFields) {
+      for (std::string_view field : kTaskFields) {
         if (m.Has(field)) {
           m.Key(field).Fail("not allowed together with 'groups'; give it in each group");
         }
@@ -131,8 +147,10 @@ class JobsLoader {
     if (const Value* v = m.Find("gpus")) {
       r.gpu = v->Gpus();
       if (r.gpu.value() > kMilliPerGpu && r.gpu.value() % kMilliPerGpu != 0) {
-        v->Fail(fmt::format("above 1 GPU must be a whole number (a task takes a share of one GPU or whole GPUs), got {}",
-                            v->String()));
+        v->Fail(
+            fmt::format("above 1 GPU must be a whole number (a task takes a share of one GPU or "
+                        "whole GPUs), got {}",
+                        v->String()));
       }
     }
     if (const Value* v = m.Find("gpu_memory")) {

@@ -115,14 +115,17 @@ Result<std::int64_t> ParseScaled(std::string_view text, std::string_view field, 
 
 constexpr std::array<Unit, 2> kMilliUnits = {{{"", 1000, 1}, {"m", 1, 1}}};
 
-constexpr std::int64_t kKi = 1024;
+// In MiB.
+constexpr std::int64_t kGi = 1024;
+constexpr std::int64_t kTi = 1024 * kGi;
+constexpr std::int64_t kPi = 1024 * kTi;
 constexpr std::array<Unit, 6> kMemoryUnits = {{
     {"", 1, 1},
-    {"Ki", 1, kKi},
+    {"Ki", 1, 1024},
     {"Mi", 1, 1},
-    {"Gi", kKi, 1},
-    {"Ti", kKi * kKi, 1},
-    {"Pi", kKi * kKi * kKi, 1},
+    {"Gi", kGi, 1},
+    {"Ti", kTi, 1},
+    {"Pi", kPi, 1},
 }};
 
 constexpr std::int64_t kSecond = kMillisPerSecond;

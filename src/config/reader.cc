@@ -225,7 +225,7 @@ std::vector<Entry> Entries(const Value& map) {
   return out;
 }
 
-Map::Map(const Value& value, std::initializer_list<std::string_view> fields)
+Map::Map(const Value& value, std::span<const std::string_view> fields)
     : self_(value), entries_(Entries(value)) {
   for (const Entry& e : entries_) {
     if (std::find(fields.begin(), fields.end(), e.key) != fields.end()) continue;
@@ -282,7 +282,8 @@ Result<std::string> ReadFile(const std::string& path) {
   if (!in) return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return Status::Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (in.bad())
+    return Status::Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   return text.str();
 }
 
@@ -306,10 +307,9 @@ std::optional<std::string> Suggest(std::string_view name, const std::vector<std:
 std::string UnknownName(std::string_view what, std::string_view name,
                         const std::vector<std::string>& known, std::string_view list_label) {
   constexpr std::size_t kListCap = 24;
-  std::string out = known.empty()
-                        ? fmt::format("unknown {} '{}' (none are defined)", what, name)
-                        : fmt::format("unknown {} '{}' ({}: {})", what, name, list_label,
-                                      Join(known, kListCap));
+  std::string out = known.empty() ? fmt::format("unknown {} '{}' (none are defined)", what, name)
+                                  : fmt::format("unknown {} '{}' ({}: {})", what, name, list_label,
+                                                Join(known, kListCap));
   if (std::optional<std::string> s = Suggest(name, known)) {
     out += fmt::format("; did you mean '{}'?", *s);
   }

@@ -12,6 +12,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,8 +54,8 @@ class Value {
   std::string NonEmptyString() const;  // a scalar, not ""
   std::int64_t Int(std::int64_t min, std::int64_t max) const;
   std::int32_t Int32(std::int32_t min, std::int32_t max) const;
-  bool Bool() const;                  // true | false (also True, TRUE, False, FALSE)
-  double Number(double min) const;    // a finite decimal number >= min (weights)
+  bool Bool() const;                // true | false (also True, TRUE, False, FALSE)
+  double Number(double min) const;  // a finite decimal number >= min (weights)
   MilliGpu Gpus() const;
   MilliCpu Cpu() const;
   std::int64_t MiB() const;
@@ -92,7 +93,9 @@ std::vector<Entry> Entries(const Value& map);
 // (suggesting the closest known one) or a repeated field.
 class Map {
  public:
-  Map(const Value& value, std::initializer_list<std::string_view> fields);
+  Map(const Value& value, std::span<const std::string_view> fields);
+  Map(const Value& value, std::initializer_list<std::string_view> fields)
+      : Map(value, std::span<const std::string_view>(fields.begin(), fields.size())) {}
 
   const Value& self() const { return self_; }
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
@@ -126,7 +129,8 @@ Result<std::string> ReadFile(const std::string& path);
 std::optional<std::string> Suggest(std::string_view name, const std::vector<std::string>& known);
 // `unknown WHAT 'name' (known: a, b, c); did you mean 'b'?`, the list capped for long lists.
 std::string UnknownName(std::string_view what, std::string_view name,
-                        const std::vector<std::string>& known, std::string_view list_label = "known");
+                        const std::vector<std::string>& known,
+                        std::string_view list_label = "known");
 
 template <typename T>
 Result<T> LoadDocument(std::string_view yaml, const std::string& file_name,

@@ -1,0 +1,644 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "arbiter/state.h"
+
+namespace arbiter::config {
+namespace {
+
+::testing::AssertionResult HasSubstr(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
+}
+
+::testing::AssertionResult StartsWith(const std::string& text, const std::string& prefix) {
+  if (text.rfind(prefix, 0) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << text << "' does not start with '" << prefix << "'";
+}
+
+const std::string kExamples = std::string(ARBITER_SOURCE_DIR) + "/examples/";
+
+// A small valid cluster: levels [spine, leaf], H800 and A100-80G nodes, three queues.
+constexpr const char* kCluster = R"(topology:
+  levels: [spine, leaf]
+priority_classes:
+  - {name: P0, value: 1000, preemptible: false}
+  - {name: P1, value: 100}
+queues:
+  - name: org
+  - name: training
+    parent: org
+    quota:
+      H800: {nominal: 16, borrowing_limit: 8}
+  - name: batch
+    parent: org
+    quota:
+      gpu: {nominal: 0.5}
+nodes:
+  - name: h800-{i}
+    count: 4
+    gpus: {model: H800, count: 8, memory: 80Gi}
+    cpu: 128
+    memory: 1Ti
+    topology: {spine: spine-0, leaf: "leaf-{i/2}"}
+  - name: a100
+    gpus: {model: A100-80G, count: 8, memory: 80Gi, nvlink_group_size: 4}
+    cpu: 96
+    memory: 512Gi
+    labels: {pool: train}
+    taints: [{key: dedicated, value: train}]
+    topology: {spine: spine-1, leaf: leaf-9}
+)";
+
+ClusterConfig MustParseCluster(const std::string& yaml) {
+  Result<ClusterConfig> c = ParseCluster(yaml, "c.yaml");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? std::move(c).value() : ClusterConfig{};
+}
+
+// The error of a cluster text that must fail to load.
+std::string ClusterError(const std::string& yaml) {
+  Result<ClusterConfig> c = ParseCluster(yaml, "c.yaml");
+  EXPECT_FALSE(c.ok()) << "loaded:\n" << yaml;
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().message().find('\n'), std::string::npos) << c.status().message();
+  return c.status().message();
+}
+
+// kCluster with the first occurrence of `from` replaced by `to`.
+std::string Edit(const std::string& from, const std::string& to) {
+  std::string s = kCluster;
+  std::size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+ClusterState MakeState() {
+  Result<ClusterState> state = ClusterState::Create(MustParseCluster(kCluster).cluster);
+  EXPECT_TRUE(state.ok()) << state.status().message();
+  return std::move(state).value();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantity parsers.
+
+// The parsed value, or -1 (failing the test) on an error.
+template <typename T>
+std::int64_t Raw(const Result<T>& r) {
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return -1;
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    return *r;
+  } else {
+    return r->value();
+  }
+}
+std::int64_t Gpu(std::string_view text) { return Raw(ParseGpus(text, "f")); }
+std::int64_t Cpu(std::string_view text) { return Raw(ParseCpu(text, "f")); }
+std::int64_t MiB(std::string_view text) { return Raw(ParseMiB(text, "f")); }
+std::int64_t Duration(std::string_view text) { return Raw(ParseDuration(text, "f")); }
+
+TEST(ConfigQuantity, Gpus) {
+  EXPECT_EQ(Gpu("2"), 2000);
+  EXPECT_EQ(Gpu("0"), 0);
+  EXPECT_EQ(Gpu("0.5"), 500);
+  EXPECT_EQ(Gpu("0.125"), 125);
+  EXPECT_EQ(Gpu("1.5"), 1500);
+  EXPECT_EQ(Gpu("500m"), 500);
+  EXPECT_EQ(Gpu("0.001"), 1);
+  EXPECT_EQ(Gpu("2.000"), 2000);
+  // 0.1 + 0.2 style values stay exact.
+  EXPECT_EQ(Gpu("0.3"), 300);
+
+  EXPECT_EQ(ParseGpus("0.0005", "gpus").status().message(),
+            "gpus: finer than 1 milli-GPU (0.001), got 0.0005");
+  EXPECT_EQ(ParseGpus("-4", "q.nominal").status().message(),
+            "q.nominal: must not be negative, got -4");
+  EXPECT_TRUE(
+      StartsWith(ParseGpus("two", "gpus").status().message(), "gpus: invalid GPU count 'two'"));
+  for (const char* bad : {"", "1.", ".5", "1e3", "1 ", "0x10", "5mm", "+1", "1,5", "2Gi"}) {
+    EXPECT_FALSE(ParseGpus(bad, "gpus").ok()) << bad;
+  }
+  EXPECT_TRUE(
+      HasSubstr(ParseGpus("99999999999999999999", "gpus").status().message(), "too many digits"));
+  EXPECT_TRUE(HasSubstr(ParseGpus("9999999999999999", "gpus").status().message(), "too large"));
+}
+
+// Every milli value written as a decimal reads back exactly (a double would round some).
+TEST(ConfigQuantity, DecimalsAreExact) {
+  for (int milli = 0; milli <= 3000; ++milli) {
+    std::string text =
+        std::to_string(milli / 1000) + "." + std::to_string(1000 + milli % 1000).substr(1);
+    ASSERT_EQ(Gpu(text), milli) << text;
+    ASSERT_EQ(Cpu(text), milli) << text;
+    ASSERT_EQ(Gpu(std::to_string(milli) + "m"), milli);
+  }
+}
+
+TEST(ConfigQuantity, Cpu) {
+  EXPECT_EQ(Cpu("16"), 16000);
+  EXPECT_EQ(Cpu("0.25"), 250);
+  EXPECT_EQ(Cpu("250m"), 250);
+  EXPECT_TRUE(StartsWith(ParseCpu("0.0001", "cpu").status().message(), "cpu: finer than"));
+  EXPECT_TRUE(HasSubstr(ParseCpu("-1", "cpu").status().message(), "must not be negative"));
+  EXPECT_TRUE(StartsWith(ParseCpu("4 cores", "cpu").status().message(),
+                         "cpu: invalid CPU amount '4 cores'"));
+}
+
+TEST(ConfigQuantity, MiB) {
+  EXPECT_EQ(MiB("81920"), 81920);
+  EXPECT_EQ(MiB("80Gi"), 81920);
+  EXPECT_EQ(MiB("512Mi"), 512);
+  EXPECT_EQ(MiB("1Ti"), 1048576);
+  EXPECT_EQ(MiB("1Pi"), 1073741824);
+  EXPECT_EQ(MiB("1048576Ki"), 1024);
+  EXPECT_EQ(MiB("1.5Gi"), 1536);
+  EXPECT_EQ(MiB("0"), 0);
+  EXPECT_EQ(ParseMiB("1000Ki", "mem").status().message(), "mem: finer than 1 MiB, got 1000Ki");
+  EXPECT_EQ(ParseMiB("80G", "mem").status().message(),
+            "mem: unknown unit 'G' in '80G' (use a binary unit: Ki, Mi, Gi, Ti or Pi; a bare "
+            "number is MiB)");
+  EXPECT_TRUE(StartsWith(ParseMiB("Gi", "mem").status().message(), "mem: invalid memory size"));
+  EXPECT_TRUE(HasSubstr(ParseMiB("-1Gi", "mem").status().message(), "must not be negative"));
+}
+
+TEST(ConfigQuantity, Duration) {
+  EXPECT_EQ(Duration("90"), 90'000);
+  EXPECT_EQ(Duration("500ms"), 500);
+  EXPECT_EQ(Duration("30s"), 30'000);
+  EXPECT_EQ(Duration("15m"), 900'000);
+  EXPECT_EQ(Duration("4h"), 14'400'000);
+  EXPECT_EQ(Duration("7d"), 604'800'000);
+  EXPECT_EQ(Duration("1.5h"), 5'400'000);
+  EXPECT_EQ(Duration("0.001"), 1);
+  EXPECT_EQ(ParseDuration("0.5ms", "t").status().message(), "t: finer than 1 ms, got 0.5ms");
+  EXPECT_TRUE(StartsWith(ParseDuration("1w", "t").status().message(), "t: unknown unit 'w'"));
+  EXPECT_TRUE(HasSubstr(ParseDuration("-1s", "t").status().message(), "must not be negative"));
+  EXPECT_TRUE(StartsWith(ParseDuration("soon", "t").status().message(), "t: invalid duration"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The example files.
+
+TEST(ConfigExamples, ClusterLoads) {
+  Result<ClusterConfig> c = LoadClusterFile(kExamples + "cluster.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const ClusterSpec& spec = c->cluster;
+  EXPECT_EQ(spec.topology.levels, (std::vector<std::string>{"spine", "leaf", "node", "nvlink"}));
+  ASSERT_EQ(spec.nodes.size(), 8u + 4u + 1u + 4u + 2u);
+  EXPECT_EQ(spec.nodes[5].name, "h800-5");
+  EXPECT_EQ(spec.nodes[5].domains, (std::vector<std::string>{"spine-0", "leaf-1"}));
+  EXPECT_EQ(spec.nodes[5].memory.value(), 2 * 1024 * 1024);
+  EXPECT_EQ(spec.nodes[5].cpu.value(), 192'000);
+  const NodeSpec& a100 = spec.nodes[8];
+  EXPECT_EQ(a100.name, "a100-0");
+  ASSERT_EQ(a100.devices.size(), 8u);
+  EXPECT_EQ(a100.devices[3].nvlink_group, 0u);
+  EXPECT_EQ(a100.devices[4].nvlink_group, 1u);
+  EXPECT_EQ(a100.devices[0].memory.value(), 81920);
+  EXPECT_TRUE(spec.nodes[12].cordoned);
+  EXPECT_EQ(spec.nodes[13].taints.size(), 1u);
+  EXPECT_EQ(spec.priority_classes.size(), 3u);
+  EXPECT_FALSE(spec.priority_classes[0].preemptible);
+  EXPECT_TRUE(spec.priority_classes[1].preemptible);
+  ASSERT_EQ(spec.queues.size(), 4u);
+  EXPECT_EQ(spec.queues[1].quota.at("H800").lending_limit->value(), 0);
+  EXPECT_EQ(spec.queues[2].quota.at("H800").nominal.value(), 48'000);
+  EXPECT_EQ(c->engine.ordering.max_age, 7 * 24 * 3600 * 1000LL);
+  EXPECT_EQ(spec.fair_share_half_life, 24 * 3600 * 1000LL);
+
+  Result<ClusterState> state = ClusterState::Create(spec);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  EXPECT_EQ(state->gpu_type_count(), 3u);
+}
+
+TEST(ConfigExamples, JobsLoad) {
+  Result<ClusterConfig> c = LoadClusterFile(kExamples + "cluster.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Result<ClusterState> state = ClusterState::Create(c->cluster);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  Result<std::vector<Job>> jobs = LoadJobsFile(kExamples + "jobs.yaml", *state, 100);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_GE(jobs->size(), 12u);
+  for (std::size_t i = 0; i < jobs->size(); ++i) EXPECT_EQ((*jobs)[i].id, 100 + i);
+  const Job& pretrain = (*jobs)[0];
+  EXPECT_EQ(pretrain.name, "llama-70b-pretrain");
+  EXPECT_EQ(pretrain.total_gpu().value(), 32'000);
+  EXPECT_EQ(pretrain.topology.mode, ConstraintMode::kRequired);
+  EXPECT_EQ(pretrain.topology.level, 1);
+  EXPECT_EQ(pretrain.checkpoint_interval, 3600 * 1000LL);
+  std::vector<std::string> names;
+  for (const Job& j : *jobs) names.push_back(j.name);
+  for (const char* name : {"chat-serving-0", "chat-serving-2", "eval-sweep-3", "moe-giant",
+                           "distill-32g", "data-prep"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster files.
+
+TEST(ConfigCluster, Parses) {
+  ClusterConfig c = MustParseCluster(kCluster);
+  ASSERT_EQ(c.cluster.nodes.size(), 5u);
+  EXPECT_EQ(c.cluster.nodes[4].labels.at("pool"), "train");
+  EXPECT_EQ(c.cluster.nodes[4].taints[0].effect, TaintEffect::kNoSchedule);
+  EXPECT_EQ(c.cluster.queues[1].parent, "org");
+  EXPECT_EQ(c.cluster.queues[1].weight, 1);
+  EXPECT_TRUE(c.cluster.queues[1].preemptable);
+  EXPECT_EQ(c.cluster.queues[1].quota.at("H800").borrowing_limit->value(), 8000);
+  EXPECT_FALSE(c.cluster.queues[1].quota.at("H800").max.has_value());
+  EXPECT_EQ(c.cluster.queues[2].quota.at("gpu").nominal.value(), 500);
+  // No scheduler section: the defaults of engine.h and model.h.
+  EXPECT_EQ(c.engine.score_candidates, EngineOptions{}.score_candidates);
+  EXPECT_EQ(c.engine.ordering.age, OrderingWeights{}.age);
+  EXPECT_EQ(c.cluster.fair_share_half_life, ClusterSpec{}.fair_share_half_life);
+}
+
+TEST(ConfigCluster, Scheduler) {
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
+  ordering: {priority_class_weight: 5, queue_priority_weight: 0, fair_share_weight: 2.5,
+             age_weight: 1e3, max_age: 2d}
+  fair_share_half_life: 12h
+  score_candidates: 3
+)");
+  EXPECT_EQ(c.engine.ordering.priority_class, 5);
+  EXPECT_EQ(c.engine.ordering.queue_priority, 0);
+  EXPECT_EQ(c.engine.ordering.fair_share, 2.5);
+  EXPECT_EQ(c.engine.ordering.age, 1000);
+  EXPECT_EQ(c.engine.ordering.max_age, 2 * 24 * 3600 * 1000LL);
+  EXPECT_EQ(c.cluster.fair_share_half_life, 12 * 3600 * 1000LL);
+  EXPECT_EQ(c.engine.score_candidates, 3);
+}
+
+TEST(ConfigCluster, ExpandsNames) {
+  ClusterConfig c = MustParseCluster(kCluster);
+  std::vector<std::string> names;
+  std::vector<std::string> leaves;
+  for (const NodeSpec& n : c.cluster.nodes) {
+    names.push_back(n.name);
+    leaves.push_back(n.domains.at(1));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"h800-0", "h800-1", "h800-2", "h800-3", "a100"}));
+  EXPECT_EQ(leaves, (std::vector<std::string>{"leaf-0", "leaf-0", "leaf-1", "leaf-1", "leaf-9"}));
+  EXPECT_EQ(c.cluster.nodes[0].devices.size(), 8u);
+  EXPECT_EQ(c.cluster.nodes[0].devices[7].nvlink_group, 0u);  // one group by default
+  EXPECT_EQ(c.cluster.nodes[4].devices[5].nvlink_group, 1u);
+
+  // No placeholder and count > 1: -0, -1, ...; {i%N} and several placeholders in one name.
+  c = MustParseCluster(Edit("name: h800-{i}", "name: gpu"));
+  EXPECT_EQ(c.cluster.nodes[3].name, "gpu-3");
+  c = MustParseCluster(Edit("name: h800-{i}", "name: r{i/2}-n{i%2}"));
+  EXPECT_EQ(c.cluster.nodes[0].name, "r0-n0");
+  EXPECT_EQ(c.cluster.nodes[3].name, "r1-n1");
+}
+
+TEST(ConfigCluster, Devices) {
+  ClusterConfig c = MustParseCluster(
+      Edit("gpus: {model: A100-80G, count: 8, memory: 80Gi, nvlink_group_size: 4}",
+           "devices: [{model: A100-80G, memory: 80Gi}, {model: A100-40G, memory: 40960, "
+           "nvlink_group: 1}]"));
+  const NodeSpec& n = c.cluster.nodes[4];
+  ASSERT_EQ(n.devices.size(), 2u);
+  EXPECT_EQ(n.devices[1].type, "A100-40G");
+  EXPECT_EQ(n.devices[1].memory.value(), 40960);
+  EXPECT_EQ(n.devices[1].nvlink_group, 1u);
+  // A CPU-only node.
+  c = MustParseCluster(
+      Edit("gpus: {model: A100-80G, count: 8, memory: 80Gi, nvlink_group_size: 4}", ""));
+  EXPECT_TRUE(c.cluster.nodes[4].devices.empty());
+}
+
+TEST(ConfigCluster, NoTopology) {
+  ClusterConfig c = MustParseCluster(R"(priority_classes: [{name: P, value: 1}]
+queues: [{name: q}]
+nodes: [{name: n, cpu: 1, memory: 1Gi}]
+)");
+  EXPECT_EQ(c.cluster.topology.levels, (std::vector<std::string>{"node", "nvlink"}));
+  EXPECT_TRUE(c.cluster.nodes[0].domains.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster errors: one line, `c.yaml:LINE:COL: PATH: problem`.
+
+TEST(ConfigClusterErrors, NegativeQuota) {
+  EXPECT_EQ(ClusterError(Edit("nominal: 16", "nominal: -4")),
+            "c.yaml:11:23: queues[1].quota.H800.nominal: must not be negative, got -4");
+}
+
+TEST(ConfigClusterErrors, UnknownFieldSuggests) {
+  EXPECT_EQ(ClusterError(Edit("nominal: 16", "nomnal: 16")),
+            "c.yaml:11:14: queues[1].quota.H800.nomnal: unknown field 'nomnal' (expected one of: "
+            "nominal, borrowing_limit, lending_limit, max); did you mean 'nominal'?");
+  // Nothing close: no suggestion.
+  std::string no_match =
+      ClusterError(Edit("    parent: org\n    quota", "    zzz: org\n    quota"));
+  EXPECT_TRUE(HasSubstr(no_match, "c.yaml:9:5: queues[1].zzz: unknown field 'zzz'"));
+  EXPECT_FALSE(HasSubstr(no_match, "did you mean"));
+  EXPECT_TRUE(HasSubstr(ClusterError(std::string(kCluster) + "nodse: []\n"),
+                        "c.yaml:30:1: nodse: unknown field 'nodse'"));
+}
+
+TEST(ConfigClusterErrors, Syntax) {
+  EXPECT_TRUE(StartsWith(ClusterError(Edit("[spine, leaf]", "[spine, leaf")),
+                         "c.yaml:3:17: syntax error: end of sequence flow not found"));
+  EXPECT_TRUE(StartsWith(ClusterError(""), "c.yaml:1:1: expected a mapping"));
+}
+
+TEST(ConfigClusterErrors, WrongTypes) {
+  EXPECT_EQ(
+      ClusterError(Edit("quota:\n      H800: {nominal: 16, borrowing_limit: 8}", "quota: lots")),
+      "c.yaml:10:12: queues[1].quota: expected a mapping, got a scalar");
+  EXPECT_EQ(ClusterError(Edit("count: 4", "count: [4]")),
+            "c.yaml:18:12: nodes[0].count: expected an integer, got a list");
+  EXPECT_EQ(ClusterError(Edit("count: 4", "count: four")),
+            "c.yaml:18:12: nodes[0].count: expected an integer, got 'four'");
+  EXPECT_EQ(ClusterError(Edit("preemptible: false", "preemptible: no")),
+            "c.yaml:4:42: priority_classes[0].preemptible: expected true or false, got 'no'");
+  EXPECT_EQ(ClusterError(Edit("labels: {pool: train}", "labels: [pool]")),
+            "c.yaml:27:13: nodes[1].labels: expected a mapping, got a list");
+  EXPECT_EQ(
+      ClusterError(Edit("cpu: 96", "cpu: 9x6")),
+      "c.yaml:25:10: nodes[1].cpu: invalid CPU amount '9x6' (expected e.g. 16, 0.25 or 250m)");
+  EXPECT_EQ(ClusterError(Edit("memory: 512Gi", "memory:")),
+            "c.yaml:26:5: nodes[1].memory: expected a memory size, got nothing");
+}
+
+TEST(ConfigClusterErrors, MissingFields) {
+  EXPECT_EQ(ClusterError(Edit("  - name: org\n", "  - weight: 1\n")),
+            "c.yaml:7:5: queues[0]: missing required field 'name'");
+  EXPECT_EQ(ClusterError(Edit("    cpu: 96\n", "")),
+            "c.yaml:23:5: nodes[1]: missing required field 'cpu'");
+  EXPECT_EQ(ClusterError(Edit("{model: H800, count: 8, memory: 80Gi}", "{model: H800, count: 8}")),
+            "c.yaml:19:11: nodes[0].gpus: missing required field 'memory'");
+  EXPECT_TRUE(HasSubstr(ClusterError(Edit("queues:\n", "queuez:\n")), "unknown field 'queuez'"));
+  std::string no_queues = kCluster;
+  no_queues =
+      no_queues.substr(0, no_queues.find("queues:")) + no_queues.substr(no_queues.find("nodes:"));
+  EXPECT_EQ(ClusterError(no_queues), "c.yaml:1:1: missing required field 'queues'");
+  EXPECT_EQ(ClusterError(Edit("H800: {nominal: 16, borrowing_limit: 8}", "H800: {}")),
+            "c.yaml:11:13: queues[1].quota.H800: give at least one of nominal, borrowing_limit, "
+            "lending_limit, max");
+  EXPECT_EQ(ClusterError(Edit("priority_classes:\n  - {name: P0, value: 1000, preemptible: false}\n"
+                              "  - {name: P1, value: 100}",
+                              "priority_classes: []")),
+            "c.yaml:3:19: priority_classes: list at least one priority class");
+}
+
+TEST(ConfigClusterErrors, Duplicates) {
+  EXPECT_EQ(ClusterError(Edit("{name: P1, value: 100}", "{name: P0, value: 100}")),
+            "c.yaml:5:12: priority_classes[1].name: duplicate priority class 'P0' (first at line "
+            "4)");
+  EXPECT_EQ(ClusterError(Edit("  - name: batch", "  - name: training")),
+            "c.yaml:12:11: queues[2].name: duplicate queue 'training' (first at queues[1])");
+  EXPECT_EQ(ClusterError(Edit("name: a100", "name: h800-2")),
+            "c.yaml:23:11: nodes[1].name: duplicate node name 'h800-2' (also from nodes[0])");
+  EXPECT_EQ(ClusterError(Edit("name: h800-{i}", "name: h800-{i/2}")),
+            "c.yaml:17:11: nodes[0].name: duplicate node name 'h800-0' (also from nodes[0])");
+  EXPECT_EQ(ClusterError(Edit("    count: 4\n", "    count: 4\n    count: 5\n")),
+            "c.yaml:19:5: nodes[0].count: repeated field 'count' (first at line 18)");
+}
+
+TEST(ConfigClusterErrors, QueueTree) {
+  EXPECT_EQ(ClusterError(Edit("parent: org", "parent: orgg")),
+            "c.yaml:9:13: queues[1].parent: unknown parent queue 'orgg' (known: org, training, "
+            "batch); did you mean 'org'?");
+  EXPECT_EQ(ClusterError(Edit("  - name: org\n", "  - name: org\n    parent: batch\n")),
+            "c.yaml:8:13: queues[0].parent: queue cycle: org -> batch -> org");
+  EXPECT_TRUE(HasSubstr(ClusterError(Edit("    parent: org\n    quota:\n      H800",
+                                          "    parent: training\n    quota:\n      H800")),
+                        "queues[1].parent: queue cycle: training -> training"));
+}
+
+TEST(ConfigClusterErrors, QuotaResource) {
+  EXPECT_EQ(ClusterError(Edit("H800: {nominal: 16", "H900: {nominal: 16")),
+            "c.yaml:11:7: queues[1].quota.H900: unknown quota resource 'H900' (expected 'gpu' "
+            "or a GPU model of the nodes: gpu, H800, A100-80G); did you mean 'H800'?");
+}
+
+TEST(ConfigClusterErrors, Topology) {
+  EXPECT_EQ(ClusterError(Edit("leaf: \"leaf-{i/2}\"", "lef: \"leaf-{i/2}\"")),
+            "c.yaml:22:32: nodes[0].topology.lef: unknown topology level 'lef' (declared: spine, "
+            "leaf); did you mean 'leaf'?");
+  EXPECT_EQ(ClusterError(Edit("{spine: spine-1, leaf: leaf-9}", "{spine: spine-1}")),
+            "c.yaml:29:15: nodes[1].topology: missing level 'leaf' (declared levels: spine, "
+            "leaf)");
+  EXPECT_EQ(ClusterError(Edit("    topology: {spine: spine-1, leaf: leaf-9}\n", "")),
+            "c.yaml:23:5: nodes[1]: missing required field 'topology' (declared levels: spine, "
+            "leaf)");
+  EXPECT_EQ(ClusterError(Edit("levels: [spine, leaf]", "levels: []")),
+            "c.yaml:22:5: nodes[0].topology: no topology levels are declared (declare them in "
+            "topology.levels)");
+  EXPECT_EQ(ClusterError(Edit("levels: [spine, leaf]", "levels: [spine, node]")),
+            "c.yaml:2:19: topology.levels[1]: 'node' is implicit (levels end with node, nvlink); "
+            "list only the levels above nodes");
+  EXPECT_EQ(ClusterError(Edit("leaf-{i/2}", "leaf-{j}")),
+            "c.yaml:22:38: nodes[0].topology.leaf: unknown placeholder '{j}' in 'leaf-{j}' "
+            "(expected {i}, {i/N} or {i%N}, N >= 1)");
+  EXPECT_TRUE(
+      HasSubstr(ClusterError(Edit("leaf-{i/2}", "leaf-{i/0}")), "unknown placeholder '{i/0}'"));
+  EXPECT_TRUE(HasSubstr(ClusterError(Edit("name: h800-{i}", "name: h800-{i")),
+                        "c.yaml:17:11: nodes[0].name: unclosed '{'"));
+}
+
+TEST(ConfigClusterErrors, Counts) {
+  EXPECT_EQ(ClusterError(Edit("count: 4", "count: 0")),
+            "c.yaml:18:12: nodes[0].count: must be at least 1, got 0");
+  EXPECT_EQ(ClusterError(Edit("count: 8, memory: 80Gi}", "count: -8, memory: 80Gi}")),
+            "c.yaml:19:32: nodes[0].gpus.count: must be at least 1, got -8");
+  EXPECT_EQ(ClusterError(Edit("nvlink_group_size: 4", "nvlink_group_size: 3")),
+            "c.yaml:24:72: nodes[1].gpus.nvlink_group_size: must divide gpus.count (8), got 3");
+  EXPECT_EQ(ClusterError(Edit("    parent: org\n    quota",
+                              "    parent: org\n    weight: 0\n"
+                              "    quota")),
+            "c.yaml:10:13: queues[1].weight: must be at least 1, got 0");
+  EXPECT_EQ(ClusterError(Edit("memory: 1Ti", "memory: -1Ti")),
+            "c.yaml:21:13: nodes[0].memory: must not be negative, got -1Ti");
+  EXPECT_EQ(ClusterError(Edit("model: H800", "model: gpu")),
+            "c.yaml:19:19: nodes[0].gpus.model: 'gpu' is reserved (the quota resource for all GPU "
+            "types together); name the model");
+  EXPECT_TRUE(
+      HasSubstr(ClusterError(Edit("{model: H800, count: 8, memory: 80Gi}",
+                                  "{model: H800, count: 8, memory: 80Gi}\n    devices: []")),
+                "c.yaml:20:5: nodes[0].devices: give either 'gpus'"));
+}
+
+TEST(ConfigClusterErrors, MissingFile) {
+  Result<ClusterConfig> c = LoadClusterFile("/nonexistent/cluster.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(StartsWith(c.status().message(), "/nonexistent/cluster.yaml: cannot open"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs files.
+
+Result<std::vector<Job>> Jobs(const ClusterState& state, const std::string& yaml) {
+  return ParseJobs(yaml, "j.yaml", state, 7);
+}
+
+std::string JobsError(const ClusterState& state, const std::string& yaml) {
+  Result<std::vector<Job>> jobs = Jobs(state, yaml);
+  EXPECT_FALSE(jobs.ok()) << "loaded:\n" << yaml;
+  if (jobs.ok()) return "";
+  EXPECT_EQ(jobs.status().message().find('\n'), std::string::npos) << jobs.status().message();
+  return jobs.status().message();
+}
+
+TEST(ConfigJobs, Resolves) {
+  ClusterState state = MakeState();
+  Result<std::vector<Job>> jobs = Jobs(state, R"(jobs:
+  - name: train
+    user: alice
+    queue: training
+    priority_class: P1
+    submit_time: 90
+    runtime_estimate: 4h
+    checkpoint_interval: 30m
+    gpu_types: [A100-80G, H800]
+    topology: {level: leaf, mode: preferred}
+    node_selector: {pool: train}
+    tolerations:
+      - {key: dedicated, value: train, effect: NoSchedule}
+      - {operator: Exists}
+    labels: {app: llama}
+    affinity: [{match: {app: cache}, anti: true, required: false}]
+    tasks: 4
+    gpus: 8
+    gpu_memory: 40Gi
+    cpu: 16
+    memory: 128Gi
+  - name: serve
+    queue: batch
+    priority_class: P0
+    replicas: 3
+    gpus: 0.5
+  - name: mixed
+    queue: batch
+    priority_class: P0
+    groups:
+      - {name: launcher, cpu: 4, memory: 16Gi}
+      - {tasks: 8, gpus: 8}
+)");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 5u);
+  const Job& j = (*jobs)[0];
+  EXPECT_EQ(j.id, 7u);
+  EXPECT_EQ(j.user, "alice");
+  EXPECT_EQ(j.queue, *state.FindQueue("training"));
+  EXPECT_EQ(j.priority_class, *state.FindPriorityClass("P1"));
+  EXPECT_EQ(j.submit_time, 90'000);
+  EXPECT_EQ(j.runtime_estimate, 4 * 3600'000LL);
+  EXPECT_EQ(j.checkpoint_interval, 30 * 60'000LL);
+  EXPECT_TRUE(j.gpu_types.Contains(*state.FindGpuType("H800")));
+  EXPECT_TRUE(j.gpu_types.Contains(*state.FindGpuType("A100-80G")));
+  EXPECT_EQ(j.topology.level, 1);
+  EXPECT_EQ(j.topology.mode, ConstraintMode::kPreferred);
+  EXPECT_EQ(j.node_selector.at("pool"), "train");
+  ASSERT_EQ(j.tolerations.size(), 2u);
+  EXPECT_EQ(j.tolerations[0].effect, TaintEffect::kNoSchedule);
+  EXPECT_EQ(j.tolerations[1].op, Toleration::Op::kExists);
+  EXPECT_FALSE(j.tolerations[1].effect.has_value());
+  ASSERT_EQ(j.affinity.size(), 1u);
+  EXPECT_EQ(j.affinity[0].level, state.topology().node_level());
+  EXPECT_TRUE(j.affinity[0].anti);
+  EXPECT_FALSE(j.affinity[0].required);
+  ASSERT_EQ(j.groups.size(), 1u);
+  EXPECT_EQ(j.groups[0].count, 4);
+  EXPECT_EQ(j.groups[0].request.gpu.value(), 8000);
+  EXPECT_EQ(j.groups[0].request.gpu_memory.value(), 40960);
+  EXPECT_EQ(j.groups[0].request.cpu.value(), 16000);
+  EXPECT_EQ(j.groups[0].request.memory.value(), 131072);
+
+  EXPECT_EQ((*jobs)[1].name, "serve-0");
+  EXPECT_EQ((*jobs)[3].name, "serve-2");
+  EXPECT_EQ((*jobs)[3].id, 10u);
+  EXPECT_EQ((*jobs)[3].groups[0].request.gpu.value(), 500);
+  EXPECT_TRUE((*jobs)[3].gpu_types.empty());
+  EXPECT_EQ((*jobs)[3].topology.mode, ConstraintMode::kUnconstrained);
+
+  const Job& mixed = (*jobs)[4];
+  ASSERT_EQ(mixed.groups.size(), 2u);
+  EXPECT_EQ(mixed.groups[0].name, "launcher");
+  EXPECT_EQ(mixed.groups[0].count, 1);
+  EXPECT_EQ(mixed.groups[1].name, "group-1");
+  EXPECT_EQ(mixed.total_gpu().value(), 64'000);
+}
+
+TEST(ConfigJobs, UnknownNames) {
+  ClusterState state = MakeState();
+  EXPECT_EQ(JobsError(state, "jobs:\n  - {name: a, queue: trainng, priority_class: P1}\n"),
+            "j.yaml:2:22: jobs[0].queue: unknown queue 'trainng' (known: org, training, batch); "
+            "did you mean 'training'?");
+  EXPECT_EQ(JobsError(state, "jobs:\n  - {name: a, queue: org, priority_class: P1}\n"),
+            "j.yaml:2:22: jobs[0].queue: queue 'org' has child queues; jobs go to leaf queues "
+            "(training, batch)");
+  EXPECT_EQ(JobsError(state, "jobs:\n  - {name: a, queue: batch, priority_class: P9}\n"),
+            "j.yaml:2:45: jobs[0].priority_class: unknown priority class 'P9' (known: P0, P1); "
+            "did you mean 'P0'?");
+  EXPECT_EQ(JobsError(state,
+                      "jobs:\n  - {name: a, queue: batch, priority_class: P1, "
+                      "gpu_types: [H800, V100]}\n"),
+            "j.yaml:2:67: jobs[0].gpu_types[1]: unknown GPU type 'V100' (known: H800, A100-80G)");
+  EXPECT_EQ(JobsError(state,
+                      "jobs:\n  - {name: a, queue: batch, priority_class: P1, "
+                      "topology: {level: rack}}\n"),
+            "j.yaml:2:67: jobs[0].topology.level: unknown topology level 'rack' (known: spine, "
+            "leaf, node, nvlink)");
+}
+
+TEST(ConfigJobs, TaskChecks) {
+  ClusterState state = MakeState();
+  const std::string head = "jobs:\n  - name: a\n    queue: batch\n    priority_class: P1\n";
+  EXPECT_EQ(JobsError(state, head + "    gpus: 1.5\n"),
+            "j.yaml:5:11: jobs[0].gpus: above 1 GPU must be a whole number (a task takes a share "
+            "of one GPU or whole GPUs), got 1.5");
+  EXPECT_EQ(JobsError(state, head + "    gpu_memory: 10Gi\n"),
+            "j.yaml:5:17: jobs[0].gpu_memory: needs 'gpus': GPU memory is asked per device of a "
+            "task with GPUs");
+  EXPECT_EQ(JobsError(state, head + "    tasks: 0\n"),
+            "j.yaml:5:12: jobs[0].tasks: must be at least 1, got 0");
+  EXPECT_EQ(JobsError(state, head + "    groups: [{name: w, tasks: -2}]\n"),
+            "j.yaml:5:31: jobs[0].groups[0].tasks: must be at least 1, got -2");
+  EXPECT_EQ(JobsError(state, head + "    gpus: 1\n    groups: [{name: w}]\n"),
+            "j.yaml:5:5: jobs[0].gpus: not allowed together with 'groups'; give it in each group");
+  EXPECT_EQ(JobsError(state, head + "    groups: [{name: w}, {name: w}]\n"),
+            "j.yaml:5:32: jobs[0].groups[1].name: duplicate group name 'w'");
+  EXPECT_EQ(JobsError(state, head + "    cpu: -1\n"),
+            "j.yaml:5:10: jobs[0].cpu: must not be negative, got -1");
+  EXPECT_EQ(JobsError(state, head + "    replicas: 0\n"),
+            "j.yaml:5:15: jobs[0].replicas: must be at least 1, got 0");
+  EXPECT_EQ(JobsError(state, head + "    tolerations: [{operator: Exists, value: x}]\n"),
+            "j.yaml:5:45: jobs[0].tolerations[0].value: operator Exists matches any value; leave "
+            "'value' out");
+  EXPECT_EQ(JobsError(state, head + "    topology: {level: leaf, mode: strict}\n"),
+            "j.yaml:5:35: jobs[0].topology.mode: expected one of: required, preferred; got "
+            "'strict'");
+  EXPECT_EQ(JobsError(state, head + "    runtme_estimate: 1h\n"),
+            "j.yaml:5:5: jobs[0].runtme_estimate: unknown field 'runtme_estimate' (expected one "
+            "of: name, user, queue, priority_class, submit_time, runtime_estimate, "
+            "checkpoint_interval, gpu_types, topology, node_selector, tolerations, labels, "
+            "affinity, replicas, groups, tasks, gpus, gpu_memory, cpu, memory); did you mean "
+            "'runtime_estimate'?");
+  EXPECT_EQ(JobsError(state, "jobs:\n  - {queue: batch, priority_class: P1}\n"),
+            "j.yaml:2:5: jobs[0]: missing required field 'name'");
+  EXPECT_EQ(JobsError(state, "jobs: {a: 1}\n"), "j.yaml:1:7: jobs: expected a list, got a mapping");
+  EXPECT_TRUE(StartsWith(JobsError(state, "jobs:\n  - {name: a\n"), "j.yaml:3:1: syntax error"));
+}
+
+TEST(ConfigJobs, Empty) {
+  ClusterState state = MakeState();
+  Result<std::vector<Job>> jobs = Jobs(state, "jobs: []\n");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_TRUE(jobs->empty());
+}
+
+}  // namespace
+}  // namespace arbiter::config
