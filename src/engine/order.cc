@@ -27,37 +27,51 @@ double TargetShare(const ClusterState& state, QueueId q) {
   return share;
 }
 
-}  // namespace
+// The job-independent parts of the key, computed once per cycle.
+struct OrderingContext {
+  double max_class = 1;
+  double max_queue_priority = 1;
+  std::vector<double> fair_share;  // per queue
+};
 
-double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w) {
-  std::int32_t max_class = 1, max_queue = 1;
-  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) max_class = std::max(max_class, state.priority_class(c).value);
-  for (QueueId q = 0; q < state.queue_count(); ++q) max_queue = std::max(max_queue, state.queue(q).spec.priority);
-
-  const double class_factor = Clamp01(static_cast<double>(state.priority_class(job.priority_class).value) / max_class);
-  const double queue_factor = Clamp01(static_cast<double>(state.queue(job.queue).spec.priority) / max_queue);
-
+OrderingContext MakeContext(const ClusterState& state) {
+  OrderingContext ctx;
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) ctx.max_class = std::max<double>(ctx.max_class, state.priority_class(c).value);
+  for (QueueId q = 0; q < state.queue_count(); ++q) ctx.max_queue_priority = std::max<double>(ctx.max_queue_priority, state.queue(q).spec.priority);
   double total_usage = 0;
   for (QueueId q = 0; q < state.queue_count(); ++q) {
     if (state.queue(q).parent == kNone) total_usage += state.recent_usage(q);
   }
-  double fair_factor = 1.0;
+  ctx.fair_share.assign(state.queue_count(), 1.0);
   if (total_usage > 0) {
-    const double usage_share = state.recent_usage(job.queue) / total_usage;
-    fair_factor = std::exp2(-usage_share / TargetShare(state, job.queue));
+    for (QueueId q = 0; q < state.queue_count(); ++q) {
+      ctx.fair_share[q] = std::exp2(-(state.recent_usage(q) / total_usage) / TargetShare(state, q));
+    }
   }
-  const double age_factor = w.max_age > 0 ? Clamp01(static_cast<double>(now - job.submit_time) / static_cast<double>(w.max_age)) : 0.0;
+  return ctx;
+}
 
-  return w.priority_class * class_factor + w.queue_priority * queue_factor + w.fair_share * fair_factor + w.age * age_factor;
+double Key(const ClusterState& state, const OrderingContext& ctx, const Job& job, Millis now, const OrderingWeights& w) {
+  const double class_factor = Clamp01(state.priority_class(job.priority_class).value / ctx.max_class);
+  const double queue_factor = Clamp01(state.queue(job.queue).spec.priority / ctx.max_queue_priority);
+  const double age_factor = w.max_age > 0 ? Clamp01(static_cast<double>(now - job.submit_time) / static_cast<double>(w.max_age)) : 0.0;
+  return w.priority_class * class_factor + w.queue_priority * queue_factor + w.fair_share * ctx.fair_share[job.queue] + w.age * age_factor;
+}
+
+}  // namespace
+
+double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w) {
+  return Key(state, MakeContext(state), job, now, w);
 }
 
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending, Millis now,
                                         const OrderingWeights& w) {
+  const OrderingContext ctx = MakeContext(state);
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) {
     const Job& job = pending[i];
     const bool known = job.queue < state.queue_count() && job.priority_class < state.priority_class_count();
-    keys[i] = known ? OrderingKey(state, job, now, w) : 0.0;
+    keys[i] = known ? Key(state, ctx, job, now, w) : 0.0;
   }
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -1,0 +1,95 @@
+// Ordering: the multifactor key and its tie-breaks.
+#include <gtest/gtest.h>
+
+#include "engine/stages.h"
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::Cluster;
+using testing::GpuJob;
+using testing::MakeState;
+using testing::Nodes;
+
+ClusterSpec TwoQueues() {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("a", "org"), testing::Queue("b", "org")};
+  return spec;
+}
+
+Job InQueue(const ClusterState& state, JobId id, const std::string& queue, Millis submit = 0) {
+  Job j = GpuJob(id, 1, 1000);
+  j.queue = *state.FindQueue(queue);
+  j.submit_time = submit;
+  return j;
+}
+
+TEST(Order, TiesGoBySubmitTimeThenId) {
+  ClusterState state = MakeState(TwoQueues());
+  std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5), InQueue(state, 2, "a", 4)};
+  OrderingWeights w;
+  w.age = 0;  // isolate the tie-breaks
+  EXPECT_EQ(engine::OrderPending(state, jobs, 10, w), (std::vector<std::uint32_t>{2, 1, 0}));
+}
+
+TEST(Order, FairShareFavoursTheQueueThatUsedLess) {
+  ClusterState state = MakeState(TwoQueues());
+  // Queue a ran 8 GPUs for an hour; b ran nothing.
+  Job past = InQueue(state, 100, "a");
+  past.groups[0].request.gpu = MilliGpu(8000);
+  Allocation alloc;
+  alloc.gpu_type = 0;
+  TaskAllocation t;
+  t.cpu = past.groups[0].request.cpu;
+  t.memory = past.groups[0].request.memory;
+  for (std::uint32_t d = 0; d < 8; ++d) t.devices.push_back({d, kWholeGpu, GpuMemMiB(81920)});
+  alloc.tasks.push_back(t);
+  state.AccrueUsage(0);
+  ASSERT_TRUE(state.Bind(past, alloc, 0).ok());
+  ASSERT_TRUE(state.Unbind(100, 3600 * kMillisPerSecond).ok());
+  EXPECT_GT(state.recent_usage(*state.FindQueue("a")), 0.0);
+  EXPECT_GT(state.recent_usage(*state.FindQueue("org")), 0.0);
+  EXPECT_EQ(state.recent_usage(*state.FindQueue("b")), 0.0);
+
+  // a's job was submitted first, but b has the better fair-share factor.
+  std::vector<Job> jobs = {InQueue(state, 1, "a", 0), InQueue(state, 2, "b", 1)};
+  EXPECT_EQ(engine::OrderPending(state, jobs, 3600 * kMillisPerSecond, {}), (std::vector<std::uint32_t>{1, 0}));
+  const OrderingWeights w;
+  EXPECT_NEAR(engine::OrderingKey(state, jobs[1], 0, w) - engine::OrderingKey(state, jobs[0], 0, w),
+              w.fair_share * (1.0 - 0.25), 1e-6);  // a used all: 2^(-1 / 0.5) = 0.25; b: 1
+}
+
+TEST(Order, RecentUsageDecaysWithTheHalfLife) {
+  ClusterSpec spec = TwoQueues();
+  spec.fair_share_half_life = 3600 * kMillisPerSecond;
+  ClusterState state = MakeState(spec);
+  state.AccrueUsage(0);
+  Job j = InQueue(state, 1, "a");
+  Allocation alloc;
+  alloc.gpu_type = 0;
+  TaskAllocation t;
+  t.cpu = j.groups[0].request.cpu;
+  t.memory = j.groups[0].request.memory;
+  t.devices.push_back({0, kWholeGpu, GpuMemMiB(81920)});
+  alloc.tasks.push_back(t);
+  ASSERT_TRUE(state.Bind(j, alloc, 0).ok());
+  ASSERT_TRUE(state.Unbind(1, 1000).ok());  // 1000 milli-GPU for 1000 ms
+  const double after_use = state.recent_usage(*state.FindQueue("a"));
+  EXPECT_DOUBLE_EQ(after_use, 1000.0 * 1000.0);
+  state.AccrueUsage(1000 + 3600 * kMillisPerSecond);
+  EXPECT_NEAR(state.recent_usage(*state.FindQueue("a")), after_use / 2, 1e-6);
+}
+
+TEST(Order, QueuePriorityIsAFactor) {
+  ClusterSpec spec = TwoQueues();
+  spec.queues[2].priority = 10;
+  ClusterState state = MakeState(spec);
+  std::vector<Job> jobs = {InQueue(state, 1, "a", 0), InQueue(state, 2, "b", 1)};
+  EXPECT_EQ(engine::OrderPending(state, jobs, 1, {}), (std::vector<std::uint32_t>{1, 0}));
+}
+
+}  // namespace
+}  // namespace arbiter

@@ -1,0 +1,162 @@
+// Cluster state: construction checks, domains, indexes, binds and the invariant checker.
+#include <gtest/gtest.h>
+
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::Cluster;
+using testing::GpuJob;
+using testing::MakeState;
+using testing::Nodes;
+
+std::string CreateError(const ClusterSpec& spec) {
+  Result<ClusterState> s = ClusterState::Create(spec);
+  return s.ok() ? "" : s.status().message();
+}
+
+TEST(ClusterState, CreateRejectsBadConfigurationNamingTheField) {
+  ClusterSpec spec = Cluster({"leaf"});
+  Add(spec, Nodes("n", 1, "H800", 8, 0, {"leaf-0"}));
+  ClusterSpec dup = spec;
+  Add(dup, Nodes("n", 1, "H800", 8, 0, {"leaf-0"}));
+  EXPECT_NE(CreateError(dup).find("nodes: duplicate name 'n-0'"), std::string::npos);
+
+  ClusterSpec parent = spec;
+  parent.queues.push_back(testing::Queue("a", "nowhere"));
+  EXPECT_NE(CreateError(parent).find("queues.a.parent: unknown queue 'nowhere'"), std::string::npos);
+
+  ClusterSpec cycle = spec;
+  cycle.queues = {testing::Queue("a", "b"), testing::Queue("b", "a")};
+  EXPECT_NE(CreateError(cycle).find("cycle"), std::string::npos);
+
+  ClusterSpec type = spec;
+  type.queues[0].quota["B200"].nominal = MilliGpu(1000);
+  EXPECT_NE(CreateError(type).find("queues.default.quota: 'B200'"), std::string::npos);
+
+  ClusterSpec levels = spec;
+  levels.nodes[0].domains.clear();
+  EXPECT_NE(CreateError(levels).find("nodes.n-0.topology"), std::string::npos);
+}
+
+TEST(ClusterState, DomainsAreContiguousNodeRanges) {
+  ClusterSpec spec = Cluster({"spine", "leaf"});
+  // Interleaved in the configuration; stored grouped by path.
+  Add(spec, Nodes("x", 1, "H800", 8, 0, {"s0", "l0"}));
+  Add(spec, Nodes("y", 1, "H800", 8, 0, {"s1", "l2"}));
+  Add(spec, Nodes("z", 1, "H800", 8, 0, {"s0", "l1"}));
+  Add(spec, Nodes("w", 1, "H800", 8, 0, {"s0", "l0"}));
+  ClusterState state = MakeState(spec);
+  ASSERT_EQ(state.domains_at(0).size(), 2u);
+  ASSERT_EQ(state.domains_at(1).size(), 3u);
+  for (int level = 0; level < 2; ++level) {
+    for (DomainId d : state.domains_at(level)) {
+      const Domain& dom = state.domain(d);
+      for (NodeId n = 0; n < state.node_count(); ++n) {
+        const bool inside = n >= dom.first_node && n < dom.end_node;
+        EXPECT_EQ(state.node(n).domains[static_cast<std::size_t>(level)] == d, inside) << dom.name << " " << state.node(n).name;
+      }
+    }
+  }
+  EXPECT_EQ(state.node(0).name, "x-0");
+  EXPECT_EQ(state.node(1).name, "w-0");  // same leaf as x-0
+}
+
+TEST(ClusterState, BindTakesAndUnbindGivesBackExactly) {
+  ClusterSpec spec = Cluster({"leaf"});
+  Add(spec, Nodes("n", 2, "H800", 8, 4, {"leaf-0"}));
+  ClusterState state = MakeState(spec);
+  Job job = GpuJob(1, 2, 500);
+  Allocation a;
+  a.gpu_type = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    TaskAllocation t;
+    t.index = i;
+    t.node = 0;
+    t.cpu = job.groups[0].request.cpu;
+    t.memory = job.groups[0].request.memory;
+    t.devices.push_back({3, MilliGpu(500), GpuMemMiB(0)});
+    a.tasks.push_back(t);
+  }
+  ASSERT_TRUE(state.Bind(job, a, 0).ok());
+  EXPECT_TRUE(state.CheckInvariants().ok());
+  EXPECT_EQ(state.node(0).devices[3].free, MilliGpu(0));
+  EXPECT_EQ(state.NodeFreeDevices(0, 0), 7u);
+  EXPECT_TRUE(state.NodesWithFreeDevices(0, 7).Contains(0));
+  EXPECT_FALSE(state.NodesWithFreeDevices(0, 8).Contains(0));
+  EXPECT_EQ(state.DomainFreeDevices(state.node(0).domains[0], 0), 15);
+  EXPECT_EQ(state.DomainFreeMilli(state.node(0).domains[0], 0), 15000);
+  EXPECT_EQ(state.usage(0, 0), 1000);
+
+  // A third share on the same device would over-allocate it: refused, nothing changes.
+  Job more = GpuJob(2, 1, 500);
+  Allocation b;
+  b.gpu_type = 0;
+  b.tasks.push_back(a.tasks[0]);
+  b.tasks[0].index = 0;
+  Status st = state.Bind(more, b, 0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("does not fit"), std::string::npos);
+  EXPECT_TRUE(state.CheckInvariants().ok());
+
+  ASSERT_TRUE(state.Unbind(1, 10).ok());
+  EXPECT_TRUE(state.CheckInvariants().ok());
+  EXPECT_EQ(state.NodeFreeDevices(0, 0), 8u);
+  EXPECT_EQ(state.usage(0, 0), 0);
+  EXPECT_FALSE(state.Unbind(1, 10).ok());
+}
+
+TEST(ClusterState, BindRejectsAllocationsThatDoNotMatchTheJob) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  Add(spec, Nodes("a", 1, "A100", 8));
+  ClusterState state = MakeState(spec);
+  Job job = GpuJob(1, 1, 2000);
+  job.gpu_types = GpuTypeSet::Of(*state.FindGpuType("H800"));
+  auto alloc = [&](GpuTypeId type, NodeId node, std::vector<std::uint32_t> devices) {
+    Allocation a;
+    a.gpu_type = type;
+    TaskAllocation t;
+    t.node = node;
+    t.cpu = job.groups[0].request.cpu;
+    t.memory = job.groups[0].request.memory;
+    for (std::uint32_t d : devices) t.devices.push_back({d, kWholeGpu, GpuMemMiB(81920)});
+    a.tasks.push_back(t);
+    return a;
+  };
+  const NodeId h = *state.FindNode("n-0");
+  const NodeId a100 = *state.FindNode("a-0");
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0}), 0).ok());           // one device short
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 0}), 0).ok());        // the same device twice
+  EXPECT_FALSE(state.Bind(job, alloc(1, a100, {0, 1}), 0).ok());     // a type the job does not accept
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 9}), 0).ok());        // no such device
+  EXPECT_TRUE(state.Bind(job, alloc(0, h, {0, 1}), 0).ok());
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {2, 3}), 0).ok());        // already running
+  EXPECT_TRUE(state.CheckInvariants().ok());
+}
+
+TEST(ClusterState, ShareBucketsCoverOneToNineHundredNinetyNine) {
+  EXPECT_EQ(ClusterState::ShareBucket(1), 0);
+  EXPECT_EQ(ClusterState::ShareBucket(62), 0);
+  EXPECT_EQ(ClusterState::ShareBucket(63), 0);
+  EXPECT_EQ(ClusterState::ShareBucket(64), 1);
+  EXPECT_EQ(ClusterState::ShareBucket(999), ClusterState::kShareBuckets - 1);
+}
+
+TEST(IndexSet, NextFindsMembersInOrderWithinARange) {
+  IndexSet set(300);
+  for (std::uint32_t i : {3u, 64u, 65u, 199u, 299u}) set.Insert(i);
+  EXPECT_EQ(set.Next(0, 300), 3u);
+  EXPECT_EQ(set.Next(4, 300), 64u);
+  EXPECT_EQ(set.Next(66, 300), 199u);
+  EXPECT_EQ(set.Next(66, 199), 199u);  // none in [66, 199): returns end
+  EXPECT_EQ(set.Next(200, 300), 299u);
+  set.Erase(299);
+  EXPECT_EQ(set.Next(200, 300), 300u);
+  EXPECT_EQ(set.Next(5, 5), 5u);
+}
+
+}  // namespace
+}  // namespace arbiter
