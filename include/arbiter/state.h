@@ -22,16 +22,24 @@ namespace arbiter {
 class IndexSet {
  public:
   IndexSet() = default;
-  explicit IndexSet(std::size_t size) : words_((size + 63) / 64, 0) {}
+  explicit IndexSet(std::size_t size) : words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
 
-  void Insert(std::uint32_t i) { words_[i >> 6] |= std::uint64_t{1} << (i & 63); }
-  void Erase(std::uint32_t i) { words_[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
+  void Insert(std::uint32_t i) {
+    words_[i >> 6] |= std::uint64_t{1} << (i & 63);
+    summary_[i >> 12] |= std::uint64_t{1} << ((i >> 6) & 63);
+  }
+  void Erase(std::uint32_t i) {
+    std::uint64_t& w = words_[i >> 6];
+    w &= ~(std::uint64_t{1} << (i & 63));
+    if (w == 0) summary_[i >> 12] &= ~(std::uint64_t{1} << ((i >> 6) & 63));
+  }
   bool Contains(std::uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1u; }
   // The smallest member in [from, end), or `end` when there is none.
   std::uint32_t Next(std::uint32_t from, std::uint32_t end) const;
 
  private:
   std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t> summary_;  // bit w: words_[w] is not zero
 };
 
 struct DeviceState {
@@ -58,6 +66,7 @@ struct NodeState {
   GpuTypeSet gpu_types;
   std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
   std::uint32_t tasks = 0;          // tasks running here
+  std::vector<JobId> jobs;          // running jobs with a task here, each once
 };
 
 // A topology domain above the node level. Nodes are stored so that every domain is a contiguous
@@ -161,10 +170,16 @@ class ClusterState {
   // Starts a job on the given allocation: checks that the allocation matches the job's request
   // and fits the free capacity, then takes it. On error nothing changes.
   Status Bind(const Job& job, const Allocation& allocation, Millis now);
-  // Applies every bind of a plan made for `pending`; stops at the first error.
+  // Applies a plan made for `pending`: its evictions, then its binds (each job starting at its
+  // start_after); stops at the first error.
   Status Apply(const Plan& plan, std::span<const Job> pending);
-  // Ends a running job (finished, failed, evicted), freeing its allocation.
+  // Ends a running job (finished, failed), freeing its allocation.
   Status Unbind(JobId job, Millis now);
+  // Ends a running job because it was evicted, and records the eviction for the anti-thrash
+  // guards (eviction budget, cooldown), which outlive the job's run: a requeued job keeps its id.
+  Status Evict(JobId job, Millis now);
+  // Times this job was evicted, oldest first.
+  std::span<const Millis> EvictionTimes(JobId job) const;
   Status SetCordoned(NodeId node, bool cordoned);
   Status SetHealthy(NodeId node, bool healthy);
   Status RecordCheckpoint(JobId job, Millis at);
@@ -215,6 +230,7 @@ class ClusterState {
   bool accrued_ = false;
 
   std::unordered_map<JobId, RunningJob> running_;
+  std::unordered_map<JobId, std::vector<Millis>> evictions_;
 };
 
 }  // namespace arbiter

@@ -51,11 +51,11 @@ class StageTimer {
 std::optional<std::string> Validate(const ClusterState& state, const Job& job) {
   if (job.groups.empty()) return "the job has no task groups";
   for (const TaskGroup& g : job.groups) {
-    const std::string where = "group '" + g.name + "': ";
-    if (g.count <= 0) return where + "task count must be positive";
+    auto where = [&g] { return "group '" + g.name + "': "; };
+    if (g.count <= 0) return where() + "task count must be positive";
     const std::int64_t gpu = g.request.gpu.value();
-    if (gpu < 0 || (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0)) return where + "GPU request must be a share of one device (1..1000 milli) or whole devices";
-    if (g.request.cpu.value() < 0 || g.request.memory.value() < 0 || g.request.gpu_memory.value() < 0) return where + "requests must not be negative";
+    if (gpu < 0 || (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0)) return where() + "GPU request must be a share of one device (1..1000 milli) or whole devices";
+    if (g.request.cpu.value() < 0 || g.request.memory.value() < 0 || g.request.gpu_memory.value() < 0) return where() + "requests must not be negative";
   }
   if (job.queue >= state.queue_count()) return "unknown queue";
   if (!state.queue(job.queue).children.empty()) return "queue '" + state.queue(job.queue).spec.name + "' is a cohort; jobs go to its leaf queues";
@@ -133,11 +133,14 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   // Returns false when the job only fits by borrowing and borrowing is not yet allowed.
   auto schedule_job = [&](std::uint32_t index, bool allow_borrow) -> bool {
     const Job& job = pending[index];
-    auto invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
-      if (allow_borrow) return std::nullopt;  // deferred from the first pass, validated there
-      if (!seen.insert(job.id).second || state.FindRunning(job.id)) return "job id " + std::to_string(job.id) + " is already pending or running";
-      return Validate(state, job);
-    });
+    // A job deferred from the first pass was validated there.
+    std::optional<std::string> invalid;
+    if (!allow_borrow) {
+      invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
+        if (!seen.insert(job.id).second || state.FindRunning(job.id)) return "job id " + std::to_string(job.id) + " is already pending or running";
+        return Validate(state, job);
+      });
+    }
     if (invalid) {
       unplaced(index, Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
       return true;

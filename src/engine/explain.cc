@@ -1,6 +1,6 @@
 #include <algorithm>
 #include <array>
-#include <map>
+#include <vector>
 #include <tuple>
 
 #include "engine/stages.h"
@@ -64,27 +64,40 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
   bool ever = false, big_enough = false;
   std::int64_t largest_domain = 0;
   GpuTypeId largest_type = types.empty() ? kNone : types.front();
+  // Capacity per key: global device index of the node's first device + group (NVLink level), node
+  // id (node level), domain id (operator levels), or 0 (the whole cluster).
+  std::size_t slots = 1;
+  if (level == topo.nvlink_level()) slots = state.device_count();
+  if (level == topo.node_level()) slots = state.node_count();
+  if (level >= 0 && level < topo.node_level()) slots = state.domain_count();
+  std::vector<std::int64_t> capacity;
   for (GpuTypeId t : types) {
-    std::map<std::uint64_t, std::int64_t> capacity;
+    // Once one type has a domain that holds the gang, the verdict is kWait and the largest domain
+    // is not reported: the rest of the scan cannot change the reason.
+    if (big_enough) break;
+    capacity.assign(slots, 0);
     bool ever_t = false;
-    for (NodeId n = 0; n < state.node_count(); ++n) {
+    std::int64_t largest = 0;
+    for (NodeId n = 0; n < state.node_count() && !big_enough; ++n) {
       if (FilterNodeEver(state, n, task, job, t)) continue;
       ever_t = true;
       const NodeState& node = state.node(n);
-      for (const DeviceState& d : node.devices) {
-        if (d.type != t) continue;
-        std::uint64_t key = 0;
-        if (level == topo.nvlink_level()) key = (std::uint64_t{n} << 32) | d.nvlink_group;
+      if (level == topo.nvlink_level()) {
+        for (const DeviceState& d : node.devices) {
+          if (d.type == t) largest = std::max(largest, ++capacity[node.first_device + d.nvlink_group]);
+        }
+      } else {
+        std::size_t key = 0;
         if (level == topo.node_level()) key = n;
         if (level >= 0 && level < topo.node_level()) key = node.domains[static_cast<std::size_t>(level)];
-        ++capacity[key];
+        std::int64_t of_type = 0;
+        for (const DeviceState& d : node.devices) of_type += d.type == t;
+        largest = std::max(largest, capacity[key] += of_type);
       }
+      big_enough = t == kNone || largest >= devices;
     }
     ever = ever || ever_t;
-    std::int64_t largest = 0;
-    for (const auto& [key, n] : capacity) largest = std::max(largest, n);
     if (!ever_t) continue;
-    if (t == kNone || largest >= devices) big_enough = true;
     if (largest > largest_domain) {
       largest_domain = largest;
       largest_type = t;

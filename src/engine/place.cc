@@ -126,8 +126,8 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
 
 class Placer {
  public:
-  Placer(ClusterState& state, const JobFilter& filter, const EngineOptions& options, PlaceStats& stats)
-      : state_(state), filter_(filter), job_(*filter.job), options_(options), stats_(stats), tasks_(ExpandTasks(job_)) {
+  Placer(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end, const EngineOptions& options, PlaceStats& stats)
+      : state_(state), filter_(filter), job_(*filter.job), options_(options), stats_(stats), tasks_(ExpandTasks(job_)), begin_(begin), end_(end) {
     allocation_.gpu_type = job_.total_gpu().value() > 0 ? filter.type : kNone;
   }
 
@@ -138,10 +138,9 @@ class Placer {
     // The outermost level the job may span; -1 is the whole cluster.
     const int max_level = required ? job_.topology.level : -1;
     const bool allow_span = max_level != topo.nvlink_level();
-    const NodeId all = static_cast<NodeId>(state_.node_count());
 
     if (tasks_.size() == 1) {
-      if (PlaceInRange(0, all, allow_span)) return Done();
+      if (PlaceInRange(begin_, end_, allow_span)) return Done();
       return std::nullopt;
     }
     if (allocation_.gpu_type != kNone && PlaceInOneNode(/*per_group=*/true)) return Done();
@@ -151,7 +150,7 @@ class Placer {
     for (int level = topo.node_level() - 1; level >= std::max(0, max_level); --level) {
       if (PlaceInDomainOf(level)) return Done();
     }
-    if (max_level < 0 && PlaceInRange(0, all, true)) return Done();
+    if (max_level < 0 && PlaceInRange(begin_, end_, true)) return Done();
     return std::nullopt;
   }
 
@@ -199,21 +198,26 @@ class Placer {
       if (FilterNode(state_, n, *tasks_.front().request, filter_)) return false;
       const std::uint32_t groups = per_group ? node.nvlink_groups : 1;
       for (std::uint32_t g = 0; g < groups; ++g) {
+        if (per_group && allocation_.gpu_type != kNone) {
+          // Skip groups without enough free devices of the type before taking anything.
+          std::int64_t free = 0;
+          for (const DeviceState& dev : node.devices) free += dev.nvlink_group == g && dev.type == allocation_.gpu_type && dev.free == kWholeGpu;
+          if (free < devices) continue;
+        }
         if (PlaceAllOnNode(n, per_group ? g : kAnyGroup)) return true;
       }
       return false;
     };
     // Shares may land on partly used devices, which the free-device index does not show: scan.
     if (allocation_.gpu_type == kNone || HasSharedTasks()) {
-      for (NodeId n = 0; n < state_.node_count(); ++n) {
+      for (NodeId n = begin_; n < end_; ++n) {
         if (try_node(n)) return true;
       }
       return false;
     }
     for (std::uint32_t c = static_cast<std::uint32_t>(devices); c <= state_.max_devices_per_node(); ++c) {
       const IndexSet& set = state_.NodesWithFreeDevices(allocation_.gpu_type, c);
-      const NodeId end = static_cast<NodeId>(state_.node_count());
-      for (NodeId n = set.Next(0, end); n < end; n = set.Next(n + 1, end)) {
+      for (NodeId n = set.Next(begin_, end_); n < end_; n = set.Next(n + 1, end_)) {
         if (try_node(n)) return true;
       }
     }
@@ -241,6 +245,8 @@ class Placer {
     for (const Task& t : tasks_) milli += t.request->gpu.value();
     std::vector<DomainId> candidates;
     for (DomainId d : state_.domains_at(level)) {
+      const Domain& dom = state_.domain(d);
+      if (dom.first_node < begin_ || dom.end_node > end_) continue;  // outside the scope
       if (allocation_.gpu_type == kNone ||
           (state_.DomainFreeMilli(d, allocation_.gpu_type) >= milli && state_.DomainFreeDevices(d, allocation_.gpu_type) >= devices)) {
         candidates.push_back(d);
@@ -275,6 +281,7 @@ class Placer {
 
   // The best node in [begin, end) for one task.
   bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best, std::vector<DeviceShare>& best_devices) {
+    if (begin >= end) return false;
     const TaskRequest& req = *t.request;
     const GpuTypeId type = allocation_.gpu_type;
     std::tuple<std::uint32_t, std::int64_t, std::int64_t, NodeId> best_score{};
@@ -299,7 +306,11 @@ class Placer {
       // No GPU: prefer nodes without GPUs, then the least free CPU that holds it.
       for (NodeId n = begin; n < end; ++n) {
         const NodeState& node = state_.node(n);
-        consider(n, (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value());
+        const std::int64_t extra = (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
+        // Cheap rejections first: the key can only improve on the best so far, and must fit.
+        if (found > 0 && extra >= std::get<2>(best_score)) continue;
+        if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
+        consider(n, extra);
       }
       return found > 0;
     }
@@ -332,13 +343,20 @@ class Placer {
   const EngineOptions& options_;
   PlaceStats& stats_;
   std::vector<Task> tasks_;
+  NodeId begin_ = 0;
+  NodeId end_ = 0;
   Allocation allocation_;
 };
 
 }  // namespace
 
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter, const EngineOptions& options, PlaceStats& stats) {
-  Placer placer(state, filter, options, stats);
+  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options, stats);
+}
+
+std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
+                                     const EngineOptions& options, PlaceStats& stats) {
+  Placer placer(state, filter, begin, end, options, stats);
   return placer.Place();
 }
 
