@@ -24,8 +24,25 @@ struct OrderingWeights {
   Millis max_age = 7 * 24 * 3600 * kMillisPerSecond;
 };
 
+// Preemption and reclaim, and the guards that keep them from thrashing. The per-victim guards
+// (minimum runtime, eviction budget, cooldown, grace period) belong to priority classes.
+struct PreemptionOptions {
+  bool enabled = true;
+  // Cluster-wide cap on the GPUs evicted in one cycle, in milli-GPU; -1: no cap (as YARN's
+  // total_preemption_per_round).
+  std::int64_t max_gpus_per_cycle = -1;
+  // Minimum benefit: do not evict when the victims would lose more than this much GPU-time (work
+  // since their last checkpoint plus restart overhead, in GPU-milliseconds) per GPU the preemptor
+  // gains; -1: no threshold.
+  std::int64_t max_loss_per_gpu = -1;
+  // Preemption searches per cycle (each is bounded; a cycle with thousands of blocked jobs tries
+  // the first ones in order only).
+  int max_attempts_per_cycle = 32;
+};
+
 struct EngineOptions {
   OrderingWeights ordering;
+  PreemptionOptions preemption;
   // Candidate nodes scored per task once a feasible one is found in the best-fitting bucket.
   int score_candidates = 8;
   // Optional monotonic clock in microseconds, used only to time the stages of a cycle.

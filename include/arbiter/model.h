@@ -120,12 +120,24 @@ struct QueueSpec {
   std::int32_t weight = 1;    // share of the parent's capacity for fair share
   std::int32_t priority = 0;  // queue priority, an ordering factor
   bool preemptable = true;    // may work in this queue be evicted at all
+  // Whether a job of this queue may evict lower-priority work of the same queue (Kueue's
+  // withinClusterQueue: LowerPriority), and whether this queue, below its nominal quota, may
+  // evict work other queues run on borrowed quota (reclaimWithinCohort).
+  bool preempt_within_queue = true;
+  bool reclaim = true;
 };
 
+// A priority class: its value orders jobs; the rest protects its jobs when they are victims.
 struct PriorityClassSpec {
   std::string name;
   std::int32_t value = 0;
   bool preemptible = true;
+  Millis min_runtime = 0;  // not evicted before it has run this long since it (re)started
+  Millis grace_period = 30 * kMillisPerSecond;  // from the checkpoint signal to the stop
+  std::string checkpoint_signal = "SIGUSR1";
+  std::int32_t max_evictions = 0;             // per eviction_window; 0: no budget
+  Millis eviction_window = 24 * 3600 * kMillisPerSecond;
+  Millis eviction_cooldown = 0;  // not evicted again this long after its last eviction
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -183,6 +195,7 @@ struct Job {
   Millis submit_time = 0;
   Millis runtime_estimate = 0;     // 0: unknown
   Millis checkpoint_interval = 0;  // 0: never checkpoints
+  Millis restart_overhead = 0;     // time a restart takes before work resumes (counted as lost)
 
   std::int64_t task_count() const;
   MilliGpu total_gpu() const;

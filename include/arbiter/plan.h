@@ -87,6 +87,20 @@ struct Bind {
   JobId job = 0;
   std::uint32_t pending_index = 0;  // index of the job in the pending list given to the engine
   Allocation allocation;
+  // When the job may start: `now`, or for a preemptor the time its last victim is stopped (the
+  // devices are the preemptor's from the plan on; the victims only finish their grace period).
+  Millis start_after = 0;
+};
+
+// Evict a running job: send it `signal` now so it can checkpoint, stop it at `stop_at`.
+struct Eviction {
+  JobId job = 0;
+  JobId preemptor = 0;
+  enum class Kind : std::uint8_t { kWithinQueue, kReclaim } kind = Kind::kWithinQueue;
+  std::string signal;
+  Millis signal_at = 0;
+  Millis stop_at = 0;
+  double lost_gpu_hours = 0;  // work lost since the victim's last checkpoint, plus its restart
 };
 
 struct Unplaced {
@@ -104,6 +118,7 @@ struct StageTiming {
 
 struct Plan {
   Millis now = 0;
+  std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;
   std::vector<Unplaced> unplaced;  // in the order the cycle took them
   std::vector<StageTiming> timings;

@@ -85,6 +85,9 @@ struct PlaceStats {
 // returned; on failure nothing is taken.
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
                                    const EngineOptions& options, PlaceStats& stats);
+// The same, using only the nodes [begin, end) (a node, or a domain's range).
+std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
+                                     const EngineOptions& options, PlaceStats& stats);
 
 // ---- explain ----
 
@@ -93,5 +96,46 @@ std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
 // gang/topology cause when nodes fit its tasks one by one; Verdict::kNever when no node could ever
 // host it or no domain it may use is large enough. filter.type is ignored.
 Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std::span<const GpuTypeId> types);
+
+}  // namespace arbiter::engine
+
+namespace arbiter::engine {
+
+// ---- preempt ----
+
+// A running job the preemptor may evict, with what evicting it costs.
+struct Victim {
+  const RunningJob* running = nullptr;
+  Eviction::Kind kind = Eviction::Kind::kWithinQueue;
+  std::int64_t lost = 0;  // GPU-milliseconds: work since its last checkpoint plus restart overhead
+  double cost = 0;        // `lost` weighted by the victim's priority
+};
+
+// Whether the guards let `running` be evicted at `now` at all, whoever asks: its class is
+// preemptible, its queue preemptable, it has run its class's minimum runtime, it is outside its
+// cooldown and within its eviction budget. Returns the guard that refuses, or nullptr.
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now);
+
+// What evicting `running` at `now` loses, and that weighted by its priority.
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now);
+
+struct PreemptionResult {
+  Allocation allocation;        // the preemptor's, taken in the state
+  std::vector<Victim> victims;  // given back in the state
+  std::int64_t lost = 0;
+  double cost = 0;
+};
+
+// Searches for the cheapest set of running jobs whose eviction lets `filter.job` fit, quota and
+// placement (with its topology constraint) both. Victims are lower-priority jobs of its own queue,
+// or, when its queue is within its nominal quota, jobs other queues of its tree run on borrowed
+// quota (never taking such a queue below its own nominal). Candidate sets are compared by cost,
+// then number of victims, then the younger. The search is transactional: on success the victims
+// are given back and the preemptor's allocation taken and charged in `state`; on failure `state`
+// is unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
+// victims (already evicted this cycle).
+std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
+                                        std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
+                                        const EngineOptions& options);
 
 }  // namespace arbiter::engine

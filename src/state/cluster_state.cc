@@ -379,25 +379,47 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     return result;
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
+  for (const TaskAllocation& t : allocation.tasks) {
+    std::vector<JobId>& jobs = nodes_[t.node].jobs;
+    if (std::find(jobs.begin(), jobs.end(), job.id) == jobs.end()) jobs.push_back(job.id);
+  }
   running_.emplace(job.id, RunningJob{job, allocation, now, now});
   return Status::Ok();
 }
 
 Status ClusterState::Apply(const Plan& plan, std::span<const Job> pending) {
+  for (const Eviction& e : plan.evictions) {
+    if (Status st = Evict(e.job, plan.now); !st.ok()) return st;
+  }
   for (const struct Bind& b : plan.binds) {
     if (b.pending_index >= pending.size() || pending[b.pending_index].id != b.job) {
       return Status::Error("plan bind of job " + std::to_string(b.job) + " does not match the pending list");
     }
-    if (Status st = Bind(pending[b.pending_index], b.allocation, plan.now); !st.ok()) return st;
+    if (Status st = Bind(pending[b.pending_index], b.allocation, std::max(plan.now, b.start_after)); !st.ok()) return st;
   }
   return Status::Ok();
+}
+
+Status ClusterState::Evict(JobId id, Millis now) {
+  if (Status st = Unbind(id, now); !st.ok()) return st;
+  evictions_[id].push_back(now);
+  return Status::Ok();
+}
+
+std::span<const Millis> ClusterState::EvictionTimes(JobId id) const {
+  auto it = evictions_.find(id);
+  if (it == evictions_.end()) return {};
+  return it->second;
 }
 
 Status ClusterState::Unbind(JobId id, Millis now) {
   AccrueUsage(now);
   auto it = running_.find(id);
   if (it == running_.end()) return Status::Error("job " + std::to_string(id) + " is not running");
-  for (const TaskAllocation& t : it->second.allocation.tasks) GiveTask(t);
+  for (const TaskAllocation& t : it->second.allocation.tasks) {
+    GiveTask(t);
+    std::erase(nodes_[t.node].jobs, id);
+  }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
   running_.erase(it);
   return Status::Ok();
@@ -444,6 +466,7 @@ Status ClusterState::CheckInvariants() const {
   std::vector<std::int64_t> used(device_count_, 0), used_mem(device_count_, 0);
   std::vector<std::int64_t> cpu(nodes_.size(), 0), mem(nodes_.size(), 0);
   std::vector<std::uint32_t> tasks(nodes_.size(), 0);
+  std::vector<std::vector<JobId>> node_jobs(nodes_.size());
   std::vector<std::int64_t> usage(usage_.size(), 0);
   const std::size_t resources = quota_resource_count();
   for (const auto& [id, r] : running_) {
@@ -451,6 +474,7 @@ Status ClusterState::CheckInvariants() const {
       cpu[t.node] += t.cpu.value();
       mem[t.node] += t.memory.value();
       ++tasks[t.node];
+      if (std::find(node_jobs[t.node].begin(), node_jobs[t.node].end(), id) == node_jobs[t.node].end()) node_jobs[t.node].push_back(id);
       for (const DeviceShare& share : t.devices) {
         used[nodes_[t.node].first_device + share.device] += share.gpu.value();
         used_mem[nodes_[t.node].first_device + share.device] += share.memory.value();
@@ -471,6 +495,10 @@ Status ClusterState::CheckInvariants() const {
     if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0) return Status::Error(where + "CPU over-allocated or miscounted");
     if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0) return Status::Error(where + "memory over-allocated or miscounted");
     if (node.tasks != tasks[n]) return Status::Error(where + "task count");
+    std::vector<JobId> listed = node.jobs;
+    std::sort(listed.begin(), listed.end());
+    std::sort(node_jobs[n].begin(), node_jobs[n].end());
+    if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
     std::vector<std::uint32_t> whole(types, 0);
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];

@@ -1,0 +1,332 @@
+// Preemption and reclaim: the cheapest set of victims whose eviction lets a blocked job fit.
+//
+// The search is a transaction on the cycle's scratch state. For each candidate scope (one node,
+// then one domain of each operator level from the innermost out, then the cluster, never past the
+// preemptor's required level) it evicts the scope's eligible victims cheapest first until the
+// preemptor fits, quota and placement both, then reprieves every victim it can do without, most
+// expensive first, and undoes everything. Scopes are visited in order of a lower bound on their
+// cost, so the search stops as soon as no unvisited scope can beat the best set found.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "engine/stages.h"
+
+namespace arbiter::engine {
+namespace {
+
+std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
+
+void Remove(ClusterState& state, const RunningJob& r) {
+  for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t) state.GiveTask(*t);
+  state.Charge(r.job.queue, r.allocation.gpu_type, -GpusOf(r));
+}
+
+void Restore(ClusterState& state, const RunningJob& r) {
+  for (const TaskAllocation& t : r.allocation.tasks) state.TakeTask(t);
+  state.Charge(r.job.queue, r.allocation.gpu_type, GpusOf(r));
+}
+
+QueueId RootOf(const ClusterState& state, QueueId q) {
+  while (state.queue(q).parent != kNone) q = state.queue(q).parent;
+  return q;
+}
+
+// Quota resources of `type` that limit queue q (the type itself, and "gpu" for all types).
+std::vector<std::size_t> LimitedResources(const ClusterState& state, QueueId q, GpuTypeId type) {
+  std::vector<std::size_t> out;
+  if (type == kNone) return out;
+  for (std::size_t r : {std::size_t{1} + type, std::size_t{0}}) {
+    if (state.quota(q, r).limited) out.push_back(r);
+  }
+  return out;
+}
+
+// Whether the victim runs on quota its queue borrowed: evicting it leaves the queue at or above
+// its nominal quota in every limited resource (so reclaim never takes a queue below its own
+// guarantee, and the reclaimed queue has no claim to take it back).
+bool RunsOnBorrowedQuota(const ClusterState& state, const RunningJob& r) {
+  const std::vector<std::size_t> resources = LimitedResources(state, r.job.queue, r.allocation.gpu_type);
+  if (resources.empty()) return false;
+  for (std::size_t res : resources) {
+    if (state.usage(r.job.queue, res) - GpusOf(r) < state.quota(r.job.queue, res).nominal) return false;
+  }
+  return true;
+}
+
+struct Candidate {
+  std::vector<const Victim*> victims;
+  std::int64_t lost = 0;
+  double cost = 0;
+  Millis youngest = 0;  // latest start among the victims
+  NodeId begin = 0;
+  NodeId end = 0;
+};
+
+// Better: cheaper, then fewer victims, then younger victims.
+bool Better(const Candidate& a, const Candidate& b) {
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
+  return a.youngest > b.youngest;
+}
+
+class Search {
+ public:
+  Search(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
+         const std::unordered_set<JobId>& excluded, const EngineOptions& options)
+      : state_(state), filter_(filter), job_(*filter.job), now_(now), budget_(gpu_budget), excluded_(excluded), options_(options) {
+    const QuotaCheck quota = CheckQuota(state, job_.queue, filter.type, job_.total_gpu().value());
+    can_reclaim_ = state.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
+                   !LimitedResources(state, job_.queue, filter.type).empty();
+    root_ = RootOf(state, job_.queue);
+    for (const TaskGroup& g : job_.groups) {
+      whole_ += g.count * g.request.whole_gpus();
+      milli_ += g.count * g.request.gpu.value();
+    }
+  }
+
+  std::optional<PreemptionResult> Run() {
+    const Topology& topo = state_.topology();
+    const bool required = job_.topology.mode == ConstraintMode::kRequired;
+    const int max_level = required ? job_.topology.level : -1;
+    const NodeId all = static_cast<NodeId>(state_.node_count());
+
+    std::optional<Candidate> best;
+    // One node (an NVLink-level requirement is enforced by the placement inside the node).
+    std::vector<std::pair<NodeId, NodeId>> scopes;
+    for (NodeId n = 0; n < all; ++n) scopes.emplace_back(n, n + 1);
+    best = BestIn(scopes);
+    for (int level = topo.node_level() - 1; !best && level >= std::max(0, max_level); --level) {
+      scopes.clear();
+      for (DomainId d : state_.domains_at(level)) scopes.emplace_back(state_.domain(d).first_node, state_.domain(d).end_node);
+      best = BestIn(scopes);
+    }
+    if (!best && max_level < 0) best = BestIn({{0, all}});
+    if (!best) return std::nullopt;
+
+    PreemptionResult result;
+    for (const Victim* v : best->victims) {
+      Remove(state_, *v->running);
+      result.victims.push_back(*v);
+    }
+    PlaceStats stats;
+    std::optional<Allocation> allocation = PlaceJobIn(state_, filter_, best->begin, best->end, options_, stats);
+    assert(allocation);
+    state_.Charge(job_.queue, allocation->gpu_type, job_.total_gpu().value());
+    result.allocation = std::move(*allocation);
+    result.lost = best->lost;
+    result.cost = best->cost;
+    return result;
+  }
+
+ private:
+  // The victim entry of a running job, or nullptr when this preemptor may not evict it.
+  const Victim* Eligible(JobId id) {
+    auto it = victims_.find(id);
+    if (it != victims_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<Victim>& slot = victims_[id];
+    const RunningJob* r = state_.FindRunning(id);
+    if (!r || excluded_.count(id) || EvictionGuard(state_, *r, now_)) return nullptr;
+    Victim v = CostOf(state_, *r, now_);
+    if (r->job.queue == job_.queue) {
+      if (!state_.queue(job_.queue).spec.preempt_within_queue ||
+          state_.priority_class(r->job.priority_class).value >= state_.priority_class(job_.priority_class).value) {
+        return nullptr;
+      }
+      v.kind = Eviction::Kind::kWithinQueue;
+    } else {
+      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_ || !RunsOnBorrowedQuota(state_, *r)) return nullptr;
+      v.kind = Eviction::Kind::kReclaim;
+    }
+    slot = v;
+    return &*slot;
+  }
+
+  // Eligible victims with a task in [begin, end), in the order they are tried: within-queue
+  // victims cheapest first; reclaim victims lowest priority first, then cheapest; younger first
+  // among equals.
+  std::vector<const Victim*> VictimsIn(NodeId begin, NodeId end) {
+    std::vector<const Victim*> out;
+    for (NodeId n = begin; n < end; ++n) {
+      for (JobId id : state_.node(n).jobs) {
+        const Victim* v = Eligible(id);
+        if (v && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      }
+    }
+    auto key = [&](const Victim* v) {
+      const std::int32_t value = v->kind == Eviction::Kind::kReclaim ? state_.priority_class(v->running->job.priority_class).value : INT32_MIN;
+      return std::make_tuple(value, v->cost, -v->running->start_time, v->running->job.id);
+    };
+    std::sort(out.begin(), out.end(), [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
+    return out;
+  }
+
+  // GPUs of the preemptor's type the victims hold inside [begin, end).
+  std::int64_t HeldIn(const Victim& v, NodeId begin, NodeId end) const {
+    std::int64_t milli = 0;
+    for (const TaskAllocation& t : v.running->allocation.tasks) {
+      if (t.node < begin || t.node >= end) continue;
+      for (const DeviceShare& d : t.devices) {
+        if (state_.node(t.node).devices[d.device].type == filter_.type) milli += d.gpu.value();
+      }
+    }
+    return milli;
+  }
+
+  std::int64_t FreeMilliIn(NodeId begin, NodeId end) const {
+    std::int64_t milli = 0;
+    for (NodeId n = begin; n < end; ++n) {
+      for (const DeviceState& d : state_.node(n).devices) milli += d.type == filter_.type ? d.free.value() : 0;
+    }
+    return milli;
+  }
+
+  // Best candidate among scopes, visited in order of a lower bound on their cost (the cost of the
+  // cheapest victims per GPU that free the missing GPUs, taken fractionally).
+  std::optional<Candidate> BestIn(const std::vector<std::pair<NodeId, NodeId>>& scopes) {
+    struct Bound {
+      double cost;
+      std::size_t scope;
+      std::vector<const Victim*> victims;
+    };
+    std::vector<Bound> bounds;
+    for (std::size_t i = 0; i < scopes.size(); ++i) {
+      const auto [begin, end] = scopes[i];
+      std::vector<const Victim*> victims = VictimsIn(begin, end);
+      if (victims.empty()) continue;
+      double bound = 0;
+      if (filter_.type != kNone) {
+        std::int64_t missing = milli_ - FreeMilliIn(begin, end);
+        std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
+        std::int64_t held = 0;
+        for (const Victim* v : victims) {
+          const std::int64_t m = HeldIn(*v, begin, end);
+          held += m;
+          if (m > 0) per_gpu.emplace_back(v->cost / static_cast<double>(m), m);
+        }
+        if (held < missing) continue;  // evicting everything here would not free enough
+        std::sort(per_gpu.begin(), per_gpu.end());
+        for (const auto& [unit, m] : per_gpu) {
+          if (missing <= 0) break;
+          bound += unit * static_cast<double>(std::min(m, missing));
+          missing -= m;
+        }
+      }
+      bounds.push_back({bound, i, std::move(victims)});
+    }
+    std::stable_sort(bounds.begin(), bounds.end(), [](const Bound& a, const Bound& b) { return a.cost < b.cost; });
+    std::optional<Candidate> best;
+    for (const Bound& b : bounds) {
+      if (best && best->cost <= b.cost) break;
+      std::optional<Candidate> c = TryScope(scopes[b.scope].first, scopes[b.scope].second, b.victims);
+      if (c && (!best || Better(*c, *best))) best = std::move(c);
+    }
+    return best;
+  }
+
+  bool Fits(NodeId begin, NodeId end, int reclaim_victims) {
+    if (milli_ > FreeMilliIn(begin, end)) return false;
+    const QuotaCheck quota = CheckQuota(state_, job_.queue, filter_.type, job_.total_gpu().value());
+    if (!quota.ok || (reclaim_victims > 0 && quota.borrows)) return false;
+    PlaceStats stats;
+    std::optional<Allocation> a = PlaceJobIn(state_, filter_, begin, end, options_, stats);
+    if (!a) return false;
+    for (auto t = a->tasks.rbegin(); t != a->tasks.rend(); ++t) state_.GiveTask(*t);
+    return true;
+  }
+
+  std::optional<Candidate> TryScope(NodeId begin, NodeId end, const std::vector<const Victim*>& victims) {
+    std::vector<const Victim*> removed;
+    std::int64_t gpus = 0;
+    int reclaim = 0;
+    bool fits = false;
+    for (const Victim* v : victims) {
+      const std::int64_t g = GpusOf(*v->running);
+      if (budget_ >= 0 && gpus + g > budget_) continue;
+      if (v->kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *v->running)) continue;
+      Remove(state_, *v->running);
+      removed.push_back(v);
+      gpus += g;
+      reclaim += v->kind == Eviction::Kind::kReclaim;
+      if ((fits = Fits(begin, end, reclaim))) break;
+    }
+    if (!fits) {
+      for (auto it = removed.rbegin(); it != removed.rend(); ++it) Restore(state_, *(*it)->running);
+      return std::nullopt;
+    }
+    // Reprieve: give back every victim the preemptor can do without, most expensive first.
+    std::vector<const Victim*> order = removed;
+    std::stable_sort(order.begin(), order.end(), [](const Victim* a, const Victim* b) { return a->cost > b->cost; });
+    Candidate c;
+    c.begin = begin;
+    c.end = end;
+    for (const Victim* v : order) {
+      Restore(state_, *v->running);
+      reclaim -= v->kind == Eviction::Kind::kReclaim;
+      if (Fits(begin, end, reclaim)) continue;
+      Remove(state_, *v->running);
+      reclaim += v->kind == Eviction::Kind::kReclaim;
+      c.victims.push_back(v);
+    }
+    for (const Victim* v : c.victims) {
+      c.lost += v->lost;
+      c.cost += v->cost;
+      c.youngest = std::max(c.youngest, v->running->start_time);
+    }
+    for (auto it = c.victims.rbegin(); it != c.victims.rend(); ++it) Restore(state_, *(*it)->running);
+    // The minimum benefit: what the victims lose per GPU the preemptor gains.
+    const std::int64_t threshold = options_.preemption.max_loss_per_gpu;
+    if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_) return std::nullopt;
+    return c;
+  }
+
+  ClusterState& state_;
+  const JobFilter& filter_;
+  const Job& job_;
+  Millis now_;
+  std::int64_t budget_;
+  const std::unordered_set<JobId>& excluded_;
+  const EngineOptions& options_;
+  bool can_reclaim_ = false;
+  QueueId root_ = 0;
+  std::int64_t whole_ = 0;
+  std::int64_t milli_ = 0;
+  std::unordered_map<JobId, std::optional<Victim>> victims_;
+};
+
+}  // namespace
+
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now) {
+  const PriorityClassSpec& pc = state.priority_class(running.job.priority_class);
+  if (!pc.preemptible) return "priority class not preemptible";
+  if (!state.queue(running.job.queue).spec.preemptable) return "queue not preemptable";
+  if (now - running.start_time < pc.min_runtime) return "minimum runtime";
+  const std::span<const Millis> times = state.EvictionTimes(running.job.id);
+  if (!times.empty() && now - times.back() < pc.eviction_cooldown) return "eviction cooldown";
+  if (pc.max_evictions > 0) {
+    const auto recent = std::count_if(times.begin(), times.end(), [&](Millis t) { return t > now - pc.eviction_window; });
+    if (recent >= pc.max_evictions) return "eviction budget";
+  }
+  return nullptr;
+}
+
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) {
+  Victim v;
+  v.running = &running;
+  const Millis since = std::max(running.start_time, running.last_checkpoint);
+  const Millis lost_time = std::max<Millis>(0, now - since) + running.job.restart_overhead;
+  v.lost = GpusOf(running) * lost_time / kMilliPerGpu;
+  std::int32_t max_value = 1;
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) max_value = std::max(max_value, state.priority_class(c).value);
+  const double weight = 1.0 + std::max(0, state.priority_class(running.job.priority_class).value) / static_cast<double>(max_value);
+  v.cost = static_cast<double>(v.lost) * weight;
+  return v;
+}
+
+std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
+                                        const std::unordered_set<JobId>& excluded, const EngineOptions& options) {
+  Search search(state, filter, now, gpu_budget, excluded, options);
+  return search.Run();
+}
+
+}  // namespace arbiter::engine
