@@ -149,6 +149,11 @@ class ClusterState {
   // Fully free devices and free milli-GPU of `type` within a domain.
   std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const { return domain_free_devices_[d * gpu_types_.size() + type]; }
   std::int64_t DomainFreeMilli(DomainId d, GpuTypeId type) const { return domain_free_milli_[d * gpu_types_.size() + type]; }
+  // Nodes with at least one device of `type`, in id order.
+  const std::vector<NodeId>& NodesOfType(GpuTypeId type) const { return nodes_of_type_[type]; }
+  // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
+  // can fail for a reason other than its GPU type and the free capacity.
+  const IndexSet& UnusualNodes() const { return unusual_; }
   // Fully free devices of `type` on a node.
   std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const { return node_free_devices_[n * gpu_types_.size() + type]; }
 
@@ -199,7 +204,7 @@ class ClusterState {
 
  private:
   ClusterState() = default;
-  void IndexDevice(NodeId n, std::uint32_t d, bool insert);
+  void UpdateUnusual(NodeId n);
   void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
   Status CheckFits(const Job& job, const Allocation& allocation) const;
 
@@ -222,6 +227,8 @@ class ClusterState {
   std::vector<std::int64_t> domain_free_devices_;
   std::vector<std::int64_t> domain_free_milli_;
   std::vector<std::uint32_t> node_free_devices_;
+  std::vector<std::vector<NodeId>> nodes_of_type_;
+  IndexSet unusual_;
 
   std::vector<QuotaLimits> limits_;
   std::vector<std::int64_t> usage_;

@@ -32,7 +32,7 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
   std::array<std::int32_t, kCauseCount> counts{};
   std::int32_t fit_now = 0;
   JobFilter typed = filter;
-  for (NodeId n = 0; n < state.node_count(); ++n) {
+  auto evaluate = [&](NodeId n) {
     std::optional<Cause> cause = Cause::kNodeUnhealthy;
     bool first = true;
     for (GpuTypeId t : types) {
@@ -48,6 +48,30 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
     } else {
       ++fit_now;
     }
+  };
+  const NodeId nodes = static_cast<NodeId>(state.node_count());
+  if (types.empty() || types.front() == kNone || !job.node_selector.empty()) {
+    for (NodeId n = 0; n < nodes; ++n) evaluate(n);
+  } else {
+    // Without a node selector, a healthy, uncordoned, untainted node without any accepted GPU
+    // type fails for its type: count those in bulk and look only at the others.
+    std::vector<bool> seen(nodes, false);
+    std::int32_t visited = 0;
+    const IndexSet& unusual = state.UnusualNodes();
+    for (NodeId n = unusual.Next(0, nodes); n < nodes; n = unusual.Next(n + 1, nodes)) {
+      seen[n] = true;
+      ++visited;
+      evaluate(n);
+    }
+    for (GpuTypeId t : types) {
+      for (NodeId n : state.NodesOfType(t)) {
+        if (seen[n]) continue;
+        seen[n] = true;
+        ++visited;
+        evaluate(n);
+      }
+    }
+    counts[static_cast<std::size_t>(Cause::kGpuType)] += static_cast<std::int32_t>(nodes) - visited;
   }
   for (int c = 0; c < kCauseCount; ++c) {
     if (counts[static_cast<std::size_t>(c)] > 0) reason.node_counts.push_back({static_cast<Cause>(c), counts[static_cast<std::size_t>(c)]});

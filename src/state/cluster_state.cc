@@ -210,7 +210,13 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.node_free_devices_.assign(s.nodes_.size() * types, 0);
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
+  s.nodes_of_type_.assign(types, {});
+  s.unusual_ = IndexSet(s.nodes_.size());
   for (NodeId n = 0; n < s.nodes_.size(); ++n) {
+    s.UpdateUnusual(n);
+    for (GpuTypeId t = 0; t < types; ++t) {
+      if (s.nodes_[n].gpu_types.Contains(t)) s.nodes_of_type_[t].push_back(n);
+    }
     for (const DeviceState& d : s.nodes_[n].devices) {
       ++s.node_free_devices_[n * types + d.type];
       for (DomainId dom : s.nodes_[n].domains) {
@@ -425,15 +431,26 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   return Status::Ok();
 }
 
+void ClusterState::UpdateUnusual(NodeId n) {
+  const NodeState& node = nodes_[n];
+  if (!node.healthy || node.cordoned || !node.taints.empty()) {
+    unusual_.Insert(n);
+  } else {
+    unusual_.Erase(n);
+  }
+}
+
 Status ClusterState::SetCordoned(NodeId node, bool cordoned) {
   if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
   nodes_[node].cordoned = cordoned;
+  UpdateUnusual(node);
   return Status::Ok();
 }
 
 Status ClusterState::SetHealthy(NodeId node, bool healthy) {
   if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
   nodes_[node].healthy = healthy;
+  UpdateUnusual(node);
   return Status::Ok();
 }
 
