@@ -105,7 +105,7 @@ struct Topology {
 // Limits of one quota resource, in milli-GPU. The resource is either a GPU type name or "gpu"
 // (all GPU types together). A resource that no queue of the tree declares is not limited.
 struct QuotaSpec {
-  MilliGpu nominal{0};                    // guaranteed to this queue (its subtree)
+  MilliGpu nominal{0};                      // guaranteed to this queue (its subtree)
   std::optional<MilliGpu> borrowing_limit;  // most it may use above nominal; unset: unlimited
   std::optional<MilliGpu> lending_limit;    // most of its unused nominal others may use; unset: all
   std::optional<MilliGpu> max;              // hard cap on its usage; unset: none
@@ -135,7 +135,7 @@ struct PriorityClassSpec {
   Millis min_runtime = 0;  // not evicted before it has run this long since it (re)started
   Millis grace_period = 30 * kMillisPerSecond;  // from the checkpoint signal to the stop
   std::string checkpoint_signal = "SIGUSR1";
-  std::int32_t max_evictions = 0;             // per eviction_window; 0: no budget
+  std::int32_t max_evictions = 0;  // per eviction_window; 0: no budget
   Millis eviction_window = 24 * 3600 * kMillisPerSecond;
   Millis eviction_cooldown = 0;  // not evicted again this long after its last eviction
 };

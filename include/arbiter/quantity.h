@@ -23,8 +23,12 @@ class Quantity {
     value_ -= other.value_;
     return *this;
   }
-  friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.value_ + b.value_); }
-  friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.value_ - b.value_); }
+  friend constexpr Quantity operator+(Quantity a, Quantity b) {
+    return Quantity(a.value_ + b.value_);
+  }
+  friend constexpr Quantity operator-(Quantity a, Quantity b) {
+    return Quantity(a.value_ - b.value_);
+  }
   friend constexpr Quantity operator*(Quantity a, std::int64_t n) { return Quantity(a.value_ * n); }
   friend constexpr Quantity operator*(std::int64_t n, Quantity a) { return Quantity(a.value_ * n); }
   friend constexpr auto operator<=>(Quantity, Quantity) = default;

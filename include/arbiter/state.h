@@ -22,7 +22,8 @@ namespace arbiter {
 class IndexSet {
  public:
   IndexSet() = default;
-  explicit IndexSet(std::size_t size) : words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
+  explicit IndexSet(std::size_t size)
+      : words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
 
   void Insert(std::uint32_t i) {
     words_[i >> 6] |= std::uint64_t{1} << (i & 63);
@@ -89,8 +90,8 @@ struct QueueInfo {
 
 // Limits of one quota resource of one queue, resolved from the QueueSpecs (milli-GPU).
 struct QuotaLimits {
-  bool limited = false;        // false: no queue of this tree declares the resource
-  std::int64_t nominal = 0;    // own nominal plus the children's (the subtree's guarantee)
+  bool limited = false;               // false: no queue of this tree declares the resource
+  std::int64_t nominal = 0;           // own nominal plus the children's (the subtree's guarantee)
   std::int64_t borrowing_limit = -1;  // -1: unlimited
   std::int64_t lending_limit = -1;    // -1: lends all unused nominal
   std::int64_t max = -1;              // -1: none
@@ -140,29 +141,41 @@ class ClusterState {
   }
   // Devices (global index) of `type` partly used, whose free share lies in bucket `bucket`.
   static constexpr int kShareBuckets = 16;
-  static int ShareBucket(std::int64_t free_milli) { return static_cast<int>((free_milli - 1) * kShareBuckets / kMilliPerGpu); }
+  static int ShareBucket(std::int64_t free_milli) {
+    return static_cast<int>((free_milli - 1) * kShareBuckets / kMilliPerGpu);
+  }
   const IndexSet& DevicesWithFreeShare(GpuTypeId type, int bucket) const {
     return share_index_[type * kShareBuckets + bucket];
   }
   // Node owning a global device index.
   NodeId DeviceNode(std::uint32_t global_device) const { return device_node_[global_device]; }
   // Fully free devices and free milli-GPU of `type` within a domain.
-  std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const { return domain_free_devices_[d * gpu_types_.size() + type]; }
-  std::int64_t DomainFreeMilli(DomainId d, GpuTypeId type) const { return domain_free_milli_[d * gpu_types_.size() + type]; }
+  std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const {
+    return domain_free_devices_[d * gpu_types_.size() + type];
+  }
+  std::int64_t DomainFreeMilli(DomainId d, GpuTypeId type) const {
+    return domain_free_milli_[d * gpu_types_.size() + type];
+  }
   // Nodes with at least one device of `type`, in id order.
   const std::vector<NodeId>& NodesOfType(GpuTypeId type) const { return nodes_of_type_[type]; }
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
   // Fully free devices of `type` on a node.
-  std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const { return node_free_devices_[n * gpu_types_.size() + type]; }
+  std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const {
+    return node_free_devices_[n * gpu_types_.size() + type];
+  }
 
   // ---- Queues ----
   // Quota resources: 0 is "all GPUs", 1 + t is GPU type t.
   std::size_t quota_resource_count() const { return 1 + gpu_types_.size(); }
-  const QuotaLimits& quota(QueueId q, std::size_t resource) const { return limits_[q * quota_resource_count() + resource]; }
+  const QuotaLimits& quota(QueueId q, std::size_t resource) const {
+    return limits_[q * quota_resource_count() + resource];
+  }
   // Milli-GPU in use by the queue's subtree.
-  std::int64_t usage(QueueId q, std::size_t resource) const { return usage_[q * quota_resource_count() + resource]; }
+  std::int64_t usage(QueueId q, std::size_t resource) const {
+    return usage_[q * quota_resource_count() + resource];
+  }
   // GPU-milli-milliseconds of recent use, decayed with the fair-share half-life, as of the last
   // call to AccrueUsage.
   double recent_usage(QueueId q) const { return recent_usage_[q]; }

@@ -1,9 +1,9 @@
 // The arbiter command. Subcommands that exercise the engine: `plan` (one scheduling cycle over a
 // cluster file and a jobs file) and `lint` (check configuration files). Exit status: 0 on success,
 // 1 on bad input (with a one-line error naming the file and field), 2 on usage errors.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -29,13 +29,16 @@ std::string DescribeTask(const ClusterState& state, const TaskAllocation& task) 
   out += "[";
   for (std::size_t i = 0; i < task.devices.size();) {
     std::size_t j = i;
-    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1) ++j;
+    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1)
+      ++j;
     if (i > 0) out += ",";
-    out += j == i ? std::to_string(task.devices[i].device) : fmt::format("{}-{}", task.devices[i].device, task.devices[j].device);
+    out += j == i ? std::to_string(task.devices[i].device)
+                  : fmt::format("{}-{}", task.devices[i].device, task.devices[j].device);
     i = j + 1;
   }
   out += "]";
-  if (task.devices.size() == 1 && task.devices[0].gpu != kWholeGpu) out += ":" + Gpus(task.devices[0].gpu.value());
+  if (task.devices.size() == 1 && task.devices[0].gpu != kWholeGpu)
+    out += ":" + Gpus(task.devices[0].gpu.value());
   return out;
 }
 
@@ -43,9 +46,15 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<int>(c));
@@ -63,11 +72,12 @@ void PrintClusterSummary(const ClusterState& state) {
     for (const DeviceState& d : state.node(n).devices) ++gpus[state.gpu_type_name(d.type)];
   }
   std::string types;
-  for (const auto& [type, count] : gpus) types += fmt::format("{}{} {}", types.empty() ? "" : ", ", count, type);
+  for (const auto& [type, count] : gpus)
+    types += fmt::format("{}{} {}", types.empty() ? "" : ", ", count, type);
   std::string levels;
   for (const std::string& l : state.topology().levels) levels += (levels.empty() ? "" : " > ") + l;
-  fmt::print("cluster: {} nodes, {} GPUs ({}); topology {}\n", state.node_count(), state.device_count(),
-             types.empty() ? "none" : types, levels);
+  fmt::print("cluster: {} nodes, {} GPUs ({}); topology {}\n", state.node_count(),
+             state.device_count(), types.empty() ? "none" : types, levels);
   fmt::print("queues:");
   for (QueueId q = 0; q < state.queue_count(); ++q) {
     const QueueInfo& info = state.queue(q);
@@ -77,18 +87,21 @@ void PrintClusterSummary(const ClusterState& state) {
 }
 
 void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan) {
-  fmt::print("cycle at t={}s: {} pending, {} placed, {} not placed\n\n", plan.now / kMillisPerSecond, jobs.size(),
-             plan.binds.size(), plan.unplaced.size());
+  fmt::print("cycle at t={}s: {} pending, {} placed, {} not placed\n\n",
+             plan.now / kMillisPerSecond, jobs.size(), plan.binds.size(), plan.unplaced.size());
   if (!plan.binds.empty()) {
     fmt::print("PLACED (in scheduling order)\n");
-    fmt::print("  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", "JOB", "QUEUE", "CLASS", "GPUS", "TYPE", "TASKS -> NODE[DEVICES]");
+    fmt::print("  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", "JOB", "QUEUE", "CLASS", "GPUS", "TYPE",
+               "TASKS -> NODE[DEVICES]");
     for (const Bind& b : plan.binds) {
       const Job& job = jobs[b.pending_index];
       std::string tasks;
-      for (const TaskAllocation& t : b.allocation.tasks) tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
-      fmt::print("  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", job.name, state.queue(job.queue).spec.name,
-                 state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
-                 b.allocation.gpu_type == kNone ? "-" : state.gpu_type_name(b.allocation.gpu_type), tasks);
+      for (const TaskAllocation& t : b.allocation.tasks)
+        tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
+      fmt::print(
+          "  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", job.name, state.queue(job.queue).spec.name,
+          state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
+          b.allocation.gpu_type == kNone ? "-" : state.gpu_type_name(b.allocation.gpu_type), tasks);
     }
     fmt::print("\n");
   }
@@ -98,12 +111,14 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
     for (const Unplaced& u : plan.unplaced) {
       const Job& job = jobs[u.pending_index];
       fmt::print("  {:<24} {:<12} {:<6} {:>6} {}\n", job.name, state.queue(job.queue).spec.name,
-                 state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()), u.reason.Describe());
+                 state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
+                 u.reason.Describe());
     }
     fmt::print("\n");
   }
   std::string stages;
-  for (const StageTiming& t : plan.timings) stages += fmt::format("{}{} {}x {}us", stages.empty() ? "" : ", ", t.stage, t.calls, t.micros);
+  for (const StageTiming& t : plan.timings)
+    stages += fmt::format("{}{} {}x {}us", stages.empty() ? "" : ", ", t.stage, t.calls, t.micros);
   fmt::print("stages: {}\n", stages);
 }
 
@@ -112,14 +127,18 @@ void PrintPlanJson(const ClusterState& state, const std::vector<Job>& jobs, cons
   for (std::size_t i = 0; i < plan.binds.size(); ++i) {
     const Bind& b = plan.binds[i];
     const Job& job = jobs[b.pending_index];
-    fmt::print("{}\n  {{\"job\": {}, \"name\": {}, \"gpu_type\": {}, \"tasks\": [", i ? "," : "", job.id, JsonString(job.name),
-               b.allocation.gpu_type == kNone ? "null" : JsonString(state.gpu_type_name(b.allocation.gpu_type)));
+    fmt::print("{}\n  {{\"job\": {}, \"name\": {}, \"gpu_type\": {}, \"tasks\": [", i ? "," : "",
+               job.id, JsonString(job.name),
+               b.allocation.gpu_type == kNone
+                   ? "null"
+                   : JsonString(state.gpu_type_name(b.allocation.gpu_type)));
     for (std::size_t t = 0; t < b.allocation.tasks.size(); ++t) {
       const TaskAllocation& task = b.allocation.tasks[t];
-      fmt::print("{}{{\"group\": {}, \"index\": {}, \"node\": {}, \"devices\": [", t ? ", " : "", task.group, task.index,
-                 JsonString(state.node(task.node).name));
+      fmt::print("{}{{\"group\": {}, \"index\": {}, \"node\": {}, \"devices\": [", t ? ", " : "",
+                 task.group, task.index, JsonString(state.node(task.node).name));
       for (std::size_t d = 0; d < task.devices.size(); ++d) {
-        fmt::print("{}{{\"device\": {}, \"milli_gpu\": {}}}", d ? ", " : "", task.devices[d].device, task.devices[d].gpu.value());
+        fmt::print("{}{{\"device\": {}, \"milli_gpu\": {}}}", d ? ", " : "", task.devices[d].device,
+                   task.devices[d].gpu.value());
       }
       fmt::print("]}}");
     }
@@ -129,12 +148,17 @@ void PrintPlanJson(const ClusterState& state, const std::vector<Job>& jobs, cons
   for (std::size_t i = 0; i < plan.unplaced.size(); ++i) {
     const Unplaced& u = plan.unplaced[i];
     std::string counts;
-    for (const CauseCount& c : u.reason.node_counts) counts += fmt::format("{}{}: {}", counts.empty() ? "" : ", ", JsonString(CauseName(c.cause)), c.nodes);
-    fmt::print("{}\n  {{\"job\": {}, \"name\": {}, \"stage\": {}, \"cause\": {}, \"verdict\": {}, \"nodes_total\": {}, "
-               "\"node_counts\": {{{}}}, \"detail\": {}, \"message\": {}}}",
-               i ? "," : "", u.job, JsonString(jobs[u.pending_index].name), JsonString(StageName(u.reason.stage)),
-               JsonString(CauseName(u.reason.cause)), JsonString(u.reason.verdict == Verdict::kNever ? "never" : "wait"),
-               u.reason.nodes_total, counts, JsonString(u.reason.detail), JsonString(u.reason.Describe()));
+    for (const CauseCount& c : u.reason.node_counts)
+      counts += fmt::format("{}{}: {}", counts.empty() ? "" : ", ", JsonString(CauseName(c.cause)),
+                            c.nodes);
+    fmt::print(
+        "{}\n  {{\"job\": {}, \"name\": {}, \"stage\": {}, \"cause\": {}, \"verdict\": {}, "
+        "\"nodes_total\": {}, "
+        "\"node_counts\": {{{}}}, \"detail\": {}, \"message\": {}}}",
+        i ? "," : "", u.job, JsonString(jobs[u.pending_index].name),
+        JsonString(StageName(u.reason.stage)), JsonString(CauseName(u.reason.cause)),
+        JsonString(u.reason.verdict == Verdict::kNever ? "never" : "wait"), u.reason.nodes_total,
+        counts, JsonString(u.reason.detail), JsonString(u.reason.Describe()));
   }
   fmt::print("\n]}}\n");
 }
@@ -161,7 +185,8 @@ std::optional<Loaded> LoadCluster(const std::string& path) {
   return loaded;
 }
 
-int RunPlan(const std::string& cluster_path, const std::string& jobs_path, const std::string& now_text, bool json) {
+int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
+            const std::string& now_text, bool json) {
   std::optional<Loaded> loaded = LoadCluster(cluster_path);
   if (!loaded) return 1;
   ClusterState& state = *loaded->state;
@@ -183,7 +208,9 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path, const
   }
   EngineOptions options = loaded->config.engine;
   options.clock_micros = [] {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   };
   Engine engine(options);
   Plan plan = engine.Schedule(state, *jobs, now);
@@ -229,15 +256,22 @@ int main(int argc, char** argv) {
 
   std::string cluster, jobs, now;
   bool json = false;
-  CLI::App* plan = app.add_subcommand("plan", "Run one scheduling cycle over a cluster and its pending jobs; print the plan");
-  plan->add_option("--config", cluster, "Cluster configuration (YAML)")->required()->check(CLI::ExistingFile);
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Run one scheduling cycle over a cluster and its pending jobs; print the plan");
+  plan->add_option("--config", cluster, "Cluster configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
   plan->add_option("--jobs", jobs, "Pending jobs (YAML)")->required()->check(CLI::ExistingFile);
-  plan->add_option("--now", now, "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+  plan->add_option("--now", now,
+                   "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
   plan->add_flag("--json", json, "Print the plan as JSON");
 
   std::string lint_cluster, lint_jobs;
-  CLI::App* lint = app.add_subcommand("lint", "Check a cluster configuration (and optionally a jobs file)");
-  lint->add_option("--config", lint_cluster, "Cluster configuration (YAML)")->required()->check(CLI::ExistingFile);
+  CLI::App* lint =
+      app.add_subcommand("lint", "Check a cluster configuration (and optionally a jobs file)");
+  lint->add_option("--config", lint_cluster, "Cluster configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
   lint->add_option("--jobs", lint_jobs, "Jobs file (YAML)")->check(CLI::ExistingFile);
 
   try {

@@ -35,7 +35,8 @@ class StageTimer {
   }
 
   std::vector<StageTiming> Timings() const {
-    static constexpr const char* kNames[kCount] = {"order", "validate", "quota", "place", "explain"};
+    static constexpr const char* kNames[kCount] = {"order", "validate", "quota", "place",
+                                                   "explain"};
     std::vector<StageTiming> out;
     for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
     return out;
@@ -54,14 +55,21 @@ std::optional<std::string> Validate(const ClusterState& state, const Job& job) {
     auto where = [&g] { return "group '" + g.name + "': "; };
     if (g.count <= 0) return where() + "task count must be positive";
     const std::int64_t gpu = g.request.gpu.value();
-    if (gpu < 0 || (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0)) return where() + "GPU request must be a share of one device (1..1000 milli) or whole devices";
-    if (g.request.cpu.value() < 0 || g.request.memory.value() < 0 || g.request.gpu_memory.value() < 0) return where() + "requests must not be negative";
+    if (gpu < 0 || (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0))
+      return where() + "GPU request must be a share of one device (1..1000 milli) or whole devices";
+    if (g.request.cpu.value() < 0 || g.request.memory.value() < 0 ||
+        g.request.gpu_memory.value() < 0)
+      return where() + "requests must not be negative";
   }
   if (job.queue >= state.queue_count()) return "unknown queue";
-  if (!state.queue(job.queue).children.empty()) return "queue '" + state.queue(job.queue).spec.name + "' is a cohort; jobs go to its leaf queues";
+  if (!state.queue(job.queue).children.empty())
+    return "queue '" + state.queue(job.queue).spec.name +
+           "' is a cohort; jobs go to its leaf queues";
   if (job.priority_class >= state.priority_class_count()) return "unknown priority class";
   const int levels = static_cast<int>(state.topology().levels.size());
-  if (job.topology.mode != ConstraintMode::kUnconstrained && (job.topology.level < 0 || job.topology.level >= levels)) return "topology level out of range";
+  if (job.topology.mode != ConstraintMode::kUnconstrained &&
+      (job.topology.level < 0 || job.topology.level >= levels))
+    return "topology level out of range";
   for (const AffinityTerm& t : job.affinity) {
     if (t.level < 0 || t.level >= levels) return "affinity level out of range";
   }
@@ -87,7 +95,8 @@ std::string ShapeKey(const Job& job, GpuTypeId type, bool strict) {
   for (const auto& [k, v] : job.node_selector) key += k + '\0' + v + '\1';
   key += '\2';
   for (const Toleration& t : job.tolerations) {
-    key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) + static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
+    key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) +
+           static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
   }
   return key;
 }
@@ -114,12 +123,14 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   StageTimer timer(options_.clock_micros);
   plan.binds.reserve(pending.size());  // PlacedJob points into it
 
-  const std::vector<std::uint32_t> order =
-      timer.Run(StageTimer::kOrder, [&] { return engine::OrderPending(state, pending, now, options_.ordering); });
+  const std::vector<std::uint32_t> order = timer.Run(StageTimer::kOrder, [&] {
+    return engine::OrderPending(state, pending, now, options_.ordering);
+  });
 
   bool soft_taints = false;
   for (NodeId n = 0; n < state.node_count() && !soft_taints; ++n) {
-    for (const Taint& t : state.node(n).taints) soft_taints = soft_taints || t.effect == TaintEffect::kPreferNoSchedule;
+    for (const Taint& t : state.node(n).taints)
+      soft_taints = soft_taints || t.effect == TaintEffect::kPreferNoSchedule;
   }
 
   std::vector<PlacedJob> placed;
@@ -128,7 +139,9 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   std::unordered_set<JobId> seen;
   std::vector<std::uint32_t> deferred;
 
-  auto unplaced = [&](std::uint32_t index, Reason reason) { plan.unplaced.push_back({pending[index].id, index, std::move(reason)}); };
+  auto unplaced = [&](std::uint32_t index, Reason reason) {
+    plan.unplaced.push_back({pending[index].id, index, std::move(reason)});
+  };
 
   // Returns false when the job only fits by borrowing and borrowing is not yet allowed.
   auto schedule_job = [&](std::uint32_t index, bool allow_borrow) -> bool {
@@ -137,7 +150,8 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     std::optional<std::string> invalid;
     if (!allow_borrow) {
       invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
-        if (!seen.insert(job.id).second || state.FindRunning(job.id)) return "job id " + std::to_string(job.id) + " is already pending or running";
+        if (!seen.insert(job.id).second || state.FindRunning(job.id))
+          return "job id " + std::to_string(job.id) + " is already pending or running";
         return Validate(state, job);
       });
     }
@@ -154,7 +168,12 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
         if (job.gpu_types.Accepts(t)) types.push_back(t);
       }
       if (types.empty()) {
-        unplaced(index, Reason{Stage::kFilter, Verdict::kNever, Cause::kGpuType, static_cast<std::int32_t>(state.node_count()), {}, "no node has a GPU of an accepted type"});
+        unplaced(index, Reason{Stage::kFilter,
+                               Verdict::kNever,
+                               Cause::kGpuType,
+                               static_cast<std::int32_t>(state.node_count()),
+                               {},
+                               "no node has a GPU of an accepted type"});
         return true;
       }
     }
@@ -177,14 +196,22 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     });
     if (allowed.empty()) {
       if (borrow_needed) return false;
-      const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) { return QuotaNeverFits(state, job.queue, t, milli); });
-      unplaced(index, Reason{Stage::kQuota, never ? Verdict::kNever : Verdict::kWait, first_refusal.cause, 0, {}, first_refusal.detail});
+      const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) {
+        return QuotaNeverFits(state, job.queue, t, milli);
+      });
+      unplaced(index, Reason{Stage::kQuota,
+                             never ? Verdict::kNever : Verdict::kWait,
+                             first_refusal.cause,
+                             0,
+                             {},
+                             first_refusal.detail});
       return true;
     }
 
     // Place: strictly (preferences held as requirements) first, then relaxed if the job has any.
     const bool has_preferences = job.topology.mode == ConstraintMode::kPreferred || soft_taints ||
-                                 std::any_of(job.affinity.begin(), job.affinity.end(), [](const AffinityTerm& t) { return !t.required; });
+                                 std::any_of(job.affinity.begin(), job.affinity.end(),
+                                             [](const AffinityTerm& t) { return !t.required; });
     const bool cacheable = job.affinity.empty();
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
@@ -197,8 +224,8 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
         }
         JobFilter filter = engine::MakeJobFilter(state, job, t, strict, placed);
         engine::PlaceStats stats;
-        std::optional<Allocation> allocation =
-            timer.Run(StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
+        std::optional<Allocation> allocation = timer.Run(
+            StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
         if (allocation) {
           state.Charge(job.queue, allocation->gpu_type, milli);
           plan.binds.push_back({job.id, index, std::move(*allocation)});
@@ -220,7 +247,8 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
       }
     }
     JobFilter filter = engine::MakeJobFilter(state, job, allowed.front(), !has_preferences, placed);
-    Reason reason = timer.Run(StageTimer::kExplain, [&] { return engine::ExplainPlacement(state, filter, allowed); });
+    Reason reason = timer.Run(StageTimer::kExplain,
+                              [&] { return engine::ExplainPlacement(state, filter, allowed); });
     if (cacheable) explained.emplace(std::move(key), reason);
     unplaced(index, std::move(reason));
     return true;
@@ -234,8 +262,10 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
 
   // Give the scratch work back: the state leaves the cycle as it came in.
   for (auto it = plan.binds.rbegin(); it != plan.binds.rend(); ++it) {
-    for (auto task = it->allocation.tasks.rbegin(); task != it->allocation.tasks.rend(); ++task) state.GiveTask(*task);
-    state.Charge(pending[it->pending_index].queue, it->allocation.gpu_type, -pending[it->pending_index].total_gpu().value());
+    for (auto task = it->allocation.tasks.rbegin(); task != it->allocation.tasks.rend(); ++task)
+      state.GiveTask(*task);
+    state.Charge(pending[it->pending_index].queue, it->allocation.gpu_type,
+                 -pending[it->pending_index].total_gpu().value());
   }
   plan.timings = timer.Timings();
   return plan;

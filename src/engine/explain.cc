@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <array>
-#include <vector>
 #include <tuple>
+#include <vector>
 
 #include "engine/stages.h"
 
@@ -13,14 +13,16 @@ const TaskRequest& LargestTask(const Job& job) {
   const TaskRequest* largest = &job.groups.front().request;
   for (const TaskGroup& g : job.groups) {
     const TaskRequest& r = g.request;
-    if (std::tie(r.gpu, r.cpu, r.memory) > std::tie(largest->gpu, largest->cpu, largest->memory)) largest = &r;
+    if (std::tie(r.gpu, r.cpu, r.memory) > std::tie(largest->gpu, largest->cpu, largest->memory))
+      largest = &r;
   }
   return *largest;
 }
 
 }  // namespace
 
-Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std::span<const GpuTypeId> types) {
+Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
+                        std::span<const GpuTypeId> types) {
   const Job& job = *filter.job;
   const TaskRequest& task = LargestTask(job);
   const Topology& topo = state.topology();
@@ -39,7 +41,8 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
       if (t != kNone && !state.node(n).gpu_types.Contains(t) && !first) continue;
       typed.type = t;
       std::optional<Cause> c = FilterNode(state, n, task, typed);
-      if (!c || first || (*c != Cause::kGpuType && (*cause == Cause::kGpuType || *c > *cause))) cause = c;
+      if (!c || first || (*c != Cause::kGpuType && (*cause == Cause::kGpuType || *c > *cause)))
+        cause = c;
       first = false;
       if (!cause) break;
     }
@@ -74,9 +77,11 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
     counts[static_cast<std::size_t>(Cause::kGpuType)] += static_cast<std::int32_t>(nodes) - visited;
   }
   for (int c = 0; c < kCauseCount; ++c) {
-    if (counts[static_cast<std::size_t>(c)] > 0) reason.node_counts.push_back({static_cast<Cause>(c), counts[static_cast<std::size_t>(c)]});
+    if (counts[static_cast<std::size_t>(c)] > 0)
+      reason.node_counts.push_back({static_cast<Cause>(c), counts[static_cast<std::size_t>(c)]});
   }
-  std::stable_sort(reason.node_counts.begin(), reason.node_counts.end(), [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
+  std::stable_sort(reason.node_counts.begin(), reason.node_counts.end(),
+                   [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
 
   // Could the job ever fit? For each type: the GPUs on nodes that could ever host its largest task,
   // per domain of the level the gang must stay in (node ids at the node level, (node, group) at
@@ -84,7 +89,8 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
   const bool required = job.topology.mode == ConstraintMode::kRequired;
   const int level = required ? job.topology.level : -1;
   std::int64_t devices = 0;
-  for (const TaskGroup& g : job.groups) devices += g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
+  for (const TaskGroup& g : job.groups)
+    devices += g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
   bool ever = false, big_enough = false;
   std::int64_t largest_domain = 0;
   GpuTypeId largest_type = types.empty() ? kNone : types.front();
@@ -108,12 +114,14 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
       const NodeState& node = state.node(n);
       if (level == topo.nvlink_level()) {
         for (const DeviceState& d : node.devices) {
-          if (d.type == t) largest = std::max(largest, ++capacity[node.first_device + d.nvlink_group]);
+          if (d.type == t)
+            largest = std::max(largest, ++capacity[node.first_device + d.nvlink_group]);
         }
       } else {
         std::size_t key = 0;
         if (level == topo.node_level()) key = n;
-        if (level >= 0 && level < topo.node_level()) key = node.domains[static_cast<std::size_t>(level)];
+        if (level >= 0 && level < topo.node_level())
+          key = node.domains[static_cast<std::size_t>(level)];
         std::int64_t of_type = 0;
         for (const DeviceState& d : node.devices) of_type += d.type == t;
         largest = std::max(largest, capacity[key] += of_type);
@@ -134,7 +142,8 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
     if (required) reason.detail = "required level " + topo.levels[static_cast<std::size_t>(level)];
   } else {
     reason.stage = Stage::kFilter;
-    reason.cause = reason.node_counts.empty() ? Cause::kInsufficientGpu : reason.node_counts.front().cause;
+    reason.cause =
+        reason.node_counts.empty() ? Cause::kInsufficientGpu : reason.node_counts.front().cause;
   }
   if (!ever) {
     reason.verdict = Verdict::kNever;
@@ -142,9 +151,11 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std:
     reason.verdict = Verdict::kNever;
     reason.stage = Stage::kPlace;
     reason.cause = required ? Cause::kTopology : Cause::kGang;
-    const std::string where = level < 0 ? "the cluster" : "the largest " + topo.levels[static_cast<std::size_t>(level)];
-    reason.detail = where + " has " + std::to_string(largest_domain) + " " + state.gpu_type_name(largest_type) +
-                    " GPUs the job may use; it needs " + std::to_string(devices);
+    const std::string where =
+        level < 0 ? "the cluster" : "the largest " + topo.levels[static_cast<std::size_t>(level)];
+    reason.detail = where + " has " + std::to_string(largest_domain) + " " +
+                    state.gpu_type_name(largest_type) + " GPUs the job may use; it needs " +
+                    std::to_string(devices);
   }
   return reason;
 }

@@ -36,8 +36,10 @@ struct OrderingContext {
 
 OrderingContext MakeContext(const ClusterState& state) {
   OrderingContext ctx;
-  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) ctx.max_class = std::max<double>(ctx.max_class, state.priority_class(c).value);
-  for (QueueId q = 0; q < state.queue_count(); ++q) ctx.max_queue_priority = std::max<double>(ctx.max_queue_priority, state.queue(q).spec.priority);
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
+    ctx.max_class = std::max<double>(ctx.max_class, state.priority_class(c).value);
+  for (QueueId q = 0; q < state.queue_count(); ++q)
+    ctx.max_queue_priority = std::max<double>(ctx.max_queue_priority, state.queue(q).spec.priority);
   double total_usage = 0;
   for (QueueId q = 0; q < state.queue_count(); ++q) {
     if (state.queue(q).parent == kNone) total_usage += state.recent_usage(q);
@@ -51,33 +53,43 @@ OrderingContext MakeContext(const ClusterState& state) {
   return ctx;
 }
 
-double Key(const ClusterState& state, const OrderingContext& ctx, const Job& job, Millis now, const OrderingWeights& w) {
-  const double class_factor = Clamp01(state.priority_class(job.priority_class).value / ctx.max_class);
-  const double queue_factor = Clamp01(state.queue(job.queue).spec.priority / ctx.max_queue_priority);
-  const double age_factor = w.max_age > 0 ? Clamp01(static_cast<double>(now - job.submit_time) / static_cast<double>(w.max_age)) : 0.0;
-  return w.priority_class * class_factor + w.queue_priority * queue_factor + w.fair_share * ctx.fair_share[job.queue] + w.age * age_factor;
+double Key(const ClusterState& state, const OrderingContext& ctx, const Job& job, Millis now,
+           const OrderingWeights& w) {
+  const double class_factor =
+      Clamp01(state.priority_class(job.priority_class).value / ctx.max_class);
+  const double queue_factor =
+      Clamp01(state.queue(job.queue).spec.priority / ctx.max_queue_priority);
+  const double age_factor =
+      w.max_age > 0
+          ? Clamp01(static_cast<double>(now - job.submit_time) / static_cast<double>(w.max_age))
+          : 0.0;
+  return w.priority_class * class_factor + w.queue_priority * queue_factor +
+         w.fair_share * ctx.fair_share[job.queue] + w.age * age_factor;
 }
 
 }  // namespace
 
-double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w) {
+double OrderingKey(const ClusterState& state, const Job& job, Millis now,
+                   const OrderingWeights& w) {
   return Key(state, MakeContext(state), job, now, w);
 }
 
-std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending, Millis now,
-                                        const OrderingWeights& w) {
+std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
+                                        Millis now, const OrderingWeights& w) {
   const OrderingContext ctx = MakeContext(state);
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) {
     const Job& job = pending[i];
-    const bool known = job.queue < state.queue_count() && job.priority_class < state.priority_class_count();
+    const bool known =
+        job.queue < state.queue_count() && job.priority_class < state.priority_class_count();
     keys[i] = known ? Key(state, ctx, job, now, w) : 0.0;
   }
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
     if (keys[a] != keys[b]) return keys[a] > keys[b];
-    if (pending[a].submit_time != pending[b].submit_time) return pending[a].submit_time < pending[b].submit_time;
+    if (pending[a].submit_time != pending[b].submit_time)
+      return pending[a].submit_time < pending[b].submit_time;
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
     return a < b;
   });

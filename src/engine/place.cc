@@ -25,7 +25,8 @@ std::vector<Task> ExpandTasks(const Job& job) {
   std::vector<Task> tasks;
   tasks.reserve(static_cast<std::size_t>(job.task_count()));
   for (std::uint32_t g = 0; g < job.groups.size(); ++g) {
-    for (std::int32_t i = 0; i < job.groups[g].count; ++i) tasks.push_back({g, static_cast<std::uint32_t>(i), &job.groups[g].request});
+    for (std::int32_t i = 0; i < job.groups[g].count; ++i)
+      tasks.push_back({g, static_cast<std::uint32_t>(i), &job.groups[g].request});
   }
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
     const TaskRequest& x = *a.request;
@@ -39,33 +40,39 @@ constexpr std::uint32_t kAnyGroup = kNone;
 constexpr std::size_t kMaxGroups = 256;
 
 bool Eligible(const DeviceState& dev, const TaskRequest& req, GpuTypeId type, std::uint32_t group) {
-  return dev.type == type && dev.memory >= req.gpu_memory && (group == kAnyGroup || dev.nvlink_group == group);
+  return dev.type == type && dev.memory >= req.gpu_memory &&
+         (group == kAnyGroup || dev.nvlink_group == group);
 }
 
 // How a node's devices would serve a task; smaller is better.
 struct DeviceScore {
-  std::uint32_t spans = 0;     // NVLink groups a whole-GPU task spans
-  std::int64_t leftover = 0;   // free devices left in the chosen group / free share left on the device
+  std::uint32_t spans = 0;  // NVLink groups a whole-GPU task spans
+  std::int64_t leftover =
+      0;  // free devices left in the chosen group / free share left on the device
 };
 
 // Chooses devices of `node` for one task. A whole-GPU task takes the NVLink group with the fewest
 // eligible free devices that holds it, else (when allowed to span) the fullest groups first. A
 // share takes the partly used device with the least free share that holds it, else a free device
 // in the group with the fewest free devices.
-bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type, std::uint32_t group_only,
-                   bool allow_span, std::vector<DeviceShare>& out, DeviceScore& score) {
+bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type,
+                   std::uint32_t group_only, bool allow_span, std::vector<DeviceShare>& out,
+                   DeviceScore& score) {
   out.clear();
   score = {};
   if (req.gpu.value() == 0) return true;
   std::array<std::uint16_t, kMaxGroups> free_in_group{};
   for (const DeviceState& dev : node.devices) {
-    if (Eligible(dev, req, type, group_only) && dev.free == kWholeGpu) ++free_in_group[dev.nvlink_group];
+    if (Eligible(dev, req, type, group_only) && dev.free == kWholeGpu)
+      ++free_in_group[dev.nvlink_group];
   }
   if (req.shared()) {
     std::uint32_t best = kNone;
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];
-      if (!Eligible(dev, req, type, group_only) || dev.free == kWholeGpu || dev.free < req.gpu || dev.memory_free < req.gpu_memory) continue;
+      if (!Eligible(dev, req, type, group_only) || dev.free == kWholeGpu || dev.free < req.gpu ||
+          dev.memory_free < req.gpu_memory)
+        continue;
       if (best == kNone || dev.free < node.devices[best].free) best = d;
     }
     if (best != kNone) {
@@ -74,7 +81,9 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
       for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
         const DeviceState& dev = node.devices[d];
         if (!Eligible(dev, req, type, group_only) || dev.free != kWholeGpu) continue;
-        if (best == kNone || free_in_group[dev.nvlink_group] < free_in_group[node.devices[best].nvlink_group]) best = d;
+        if (best == kNone ||
+            free_in_group[dev.nvlink_group] < free_in_group[node.devices[best].nvlink_group])
+          best = d;
       }
       if (best == kNone) return false;
       score.leftover = kMilliPerGpu + free_in_group[node.devices[best].nvlink_group];
@@ -86,7 +95,9 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
   const std::int64_t want = req.whole_gpus();
   std::uint32_t best_group = kNone;
   for (std::uint32_t g = 0; g < node.nvlink_groups; ++g) {
-    if (free_in_group[g] >= want && (best_group == kNone || free_in_group[g] < free_in_group[best_group])) best_group = g;
+    if (free_in_group[g] >= want &&
+        (best_group == kNone || free_in_group[g] < free_in_group[best_group]))
+      best_group = g;
   }
   auto take_from = [&](std::uint32_t g, std::int64_t n) {
     for (std::uint32_t d = 0; d < node.devices.size() && n > 0; ++d) {
@@ -110,7 +121,9 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
   // Span as few groups as possible: fullest groups first.
   std::vector<std::uint32_t> groups(node.nvlink_groups);
   for (std::uint32_t g = 0; g < groups.size(); ++g) groups[g] = g;
-  std::stable_sort(groups.begin(), groups.end(), [&](std::uint32_t a, std::uint32_t b) { return free_in_group[a] > free_in_group[b]; });
+  std::stable_sort(groups.begin(), groups.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return free_in_group[a] > free_in_group[b];
+  });
   std::int64_t need = want;
   for (std::uint32_t g : groups) {
     if (need <= 0) break;
@@ -120,14 +133,23 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
     ++score.spans;
     score.leftover = free_in_group[g] - n;
   }
-  std::sort(out.begin(), out.end(), [](const DeviceShare& a, const DeviceShare& b) { return a.device < b.device; });
+  std::sort(out.begin(), out.end(),
+            [](const DeviceShare& a, const DeviceShare& b) { return a.device < b.device; });
   return true;
 }
 
 class Placer {
  public:
-  Placer(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end, const EngineOptions& options, PlaceStats& stats)
-      : state_(state), filter_(filter), job_(*filter.job), options_(options), stats_(stats), tasks_(ExpandTasks(job_)), begin_(begin), end_(end) {
+  Placer(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
+         const EngineOptions& options, PlaceStats& stats)
+      : state_(state),
+        filter_(filter),
+        job_(*filter.job),
+        options_(options),
+        stats_(stats),
+        tasks_(ExpandTasks(job_)),
+        begin_(begin),
+        end_(end) {
     allocation_.gpu_type = job_.total_gpu().value() > 0 ? filter.type : kNone;
   }
 
@@ -156,9 +178,10 @@ class Placer {
 
  private:
   Allocation Done() {
-    std::sort(allocation_.tasks.begin(), allocation_.tasks.end(), [](const TaskAllocation& a, const TaskAllocation& b) {
-      return std::tie(a.group, a.index) < std::tie(b.group, b.index);
-    });
+    std::sort(allocation_.tasks.begin(), allocation_.tasks.end(),
+              [](const TaskAllocation& a, const TaskAllocation& b) {
+                return std::tie(a.group, a.index) < std::tie(b.group, b.index);
+              });
     return std::move(allocation_);
   }
 
@@ -175,7 +198,8 @@ class Placer {
   }
 
   void GiveBackAll() {
-    for (auto it = allocation_.tasks.rbegin(); it != allocation_.tasks.rend(); ++it) state_.GiveTask(*it);
+    for (auto it = allocation_.tasks.rbegin(); it != allocation_.tasks.rend(); ++it)
+      state_.GiveTask(*it);
     allocation_.tasks.clear();
   }
 
@@ -186,7 +210,8 @@ class Placer {
   }
 
   bool HasSharedTasks() const {
-    return std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.request->shared(); });
+    return std::any_of(tasks_.begin(), tasks_.end(),
+                       [](const Task& t) { return t.request->shared(); });
   }
 
   // Every task on one node (and, per_group, inside one NVLink group of it).
@@ -201,7 +226,9 @@ class Placer {
         if (per_group && allocation_.gpu_type != kNone) {
           // Skip groups without enough free devices of the type before taking anything.
           std::int64_t free = 0;
-          for (const DeviceState& dev : node.devices) free += dev.nvlink_group == g && dev.type == allocation_.gpu_type && dev.free == kWholeGpu;
+          for (const DeviceState& dev : node.devices)
+            free +=
+                dev.nvlink_group == g && dev.type == allocation_.gpu_type && dev.free == kWholeGpu;
           if (free < devices) continue;
         }
         if (PlaceAllOnNode(n, per_group ? g : kAnyGroup)) return true;
@@ -215,7 +242,8 @@ class Placer {
       }
       return false;
     }
-    for (std::uint32_t c = static_cast<std::uint32_t>(devices); c <= state_.max_devices_per_node(); ++c) {
+    for (std::uint32_t c = static_cast<std::uint32_t>(devices); c <= state_.max_devices_per_node();
+         ++c) {
       const IndexSet& set = state_.NodesWithFreeDevices(allocation_.gpu_type, c);
       for (NodeId n = set.Next(begin_, end_); n < end_; n = set.Next(n + 1, end_)) {
         if (try_node(n)) return true;
@@ -229,7 +257,8 @@ class Placer {
     DeviceScore score;
     for (const Task& t : tasks_) {
       if (FilterNode(state_, n, *t.request, filter_) ||
-          !ChooseDevices(state_.node(n), *t.request, allocation_.gpu_type, group, group == kAnyGroup, devices, score)) {
+          !ChooseDevices(state_.node(n), *t.request, allocation_.gpu_type, group,
+                         group == kAnyGroup, devices, score)) {
         GiveBackAll();
         return false;
       }
@@ -248,13 +277,15 @@ class Placer {
       const Domain& dom = state_.domain(d);
       if (dom.first_node < begin_ || dom.end_node > end_) continue;  // outside the scope
       if (allocation_.gpu_type == kNone ||
-          (state_.DomainFreeMilli(d, allocation_.gpu_type) >= milli && state_.DomainFreeDevices(d, allocation_.gpu_type) >= devices)) {
+          (state_.DomainFreeMilli(d, allocation_.gpu_type) >= milli &&
+           state_.DomainFreeDevices(d, allocation_.gpu_type) >= devices)) {
         candidates.push_back(d);
       }
     }
     if (allocation_.gpu_type != kNone) {
       std::stable_sort(candidates.begin(), candidates.end(), [&](DomainId a, DomainId b) {
-        return state_.DomainFreeMilli(a, allocation_.gpu_type) < state_.DomainFreeMilli(b, allocation_.gpu_type);
+        return state_.DomainFreeMilli(a, allocation_.gpu_type) <
+               state_.DomainFreeMilli(b, allocation_.gpu_type);
       });
     }
     for (DomainId d : candidates) {
@@ -280,7 +311,8 @@ class Placer {
   }
 
   // The best node in [begin, end) for one task.
-  bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best, std::vector<DeviceShare>& best_devices) {
+  bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best,
+                  std::vector<DeviceShare>& best_devices) {
     if (begin >= end) return false;
     const TaskRequest& req = *t.request;
     const GpuTypeId type = allocation_.gpu_type;
@@ -306,7 +338,8 @@ class Placer {
       // No GPU: prefer nodes without GPUs, then the least free CPU that holds it.
       for (NodeId n = begin; n < end; ++n) {
         const NodeState& node = state_.node(n);
-        const std::int64_t extra = (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
+        const std::int64_t extra =
+            (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
         // Cheap rejections first: the key can only improve on the best so far, and must fit.
         if (found > 0 && extra >= std::get<2>(best_score)) continue;
         if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
@@ -316,23 +349,30 @@ class Placer {
     }
     if (req.shared()) {
       const std::uint32_t first = state_.node(begin).first_device;
-      const std::uint32_t last = end < state_.node_count() ? state_.node(end).first_device : static_cast<std::uint32_t>(state_.device_count());
-      for (int b = ClusterState::ShareBucket(req.gpu.value()); b < ClusterState::kShareBuckets && found == 0; ++b) {
+      const std::uint32_t last = end < state_.node_count()
+                                     ? state_.node(end).first_device
+                                     : static_cast<std::uint32_t>(state_.device_count());
+      for (int b = ClusterState::ShareBucket(req.gpu.value());
+           b < ClusterState::kShareBuckets && found == 0; ++b) {
         const IndexSet& set = state_.DevicesWithFreeShare(type, b);
-        for (std::uint32_t g = set.Next(first, last); g < last && found < limit; g = set.Next(g + 1, last)) {
+        for (std::uint32_t g = set.Next(first, last); g < last && found < limit;
+             g = set.Next(g + 1, last)) {
           const NodeId n = state_.DeviceNode(g);
           const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
-          if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory) continue;
+          if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory)
+            continue;
           consider(n, 0);
         }
       }
       if (found > 0) return true;
     }
     // Whole free devices: nodes with the fewest free devices that hold the task first.
-    const std::uint32_t from = static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus()));
+    const std::uint32_t from =
+        static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus()));
     for (std::uint32_t c = from; c <= state_.max_devices_per_node() && found == 0; ++c) {
       const IndexSet& set = state_.NodesWithFreeDevices(type, c);
-      for (NodeId n = set.Next(begin, end); n < end && found < limit; n = set.Next(n + 1, end)) consider(n, 0);
+      for (NodeId n = set.Next(begin, end); n < end && found < limit; n = set.Next(n + 1, end))
+        consider(n, 0);
     }
     return found > 0;
   }
@@ -350,12 +390,13 @@ class Placer {
 
 }  // namespace
 
-std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter, const EngineOptions& options, PlaceStats& stats) {
+std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
+                                   const EngineOptions& options, PlaceStats& stats) {
   return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options, stats);
 }
 
-std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
-                                     const EngineOptions& options, PlaceStats& stats) {
+std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
+                                     NodeId end, const EngineOptions& options, PlaceStats& stats) {
   Placer placer(state, filter, begin, end, options, stats);
   return placer.Place();
 }

@@ -18,7 +18,8 @@ namespace {
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
 
 void Remove(ClusterState& state, const RunningJob& r) {
-  for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t) state.GiveTask(*t);
+  for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t)
+    state.GiveTask(*t);
   state.Charge(r.job.queue, r.allocation.gpu_type, -GpusOf(r));
 }
 
@@ -46,10 +47,12 @@ std::vector<std::size_t> LimitedResources(const ClusterState& state, QueueId q, 
 // its nominal quota in every limited resource (so reclaim never takes a queue below its own
 // guarantee, and the reclaimed queue has no claim to take it back).
 bool RunsOnBorrowedQuota(const ClusterState& state, const RunningJob& r) {
-  const std::vector<std::size_t> resources = LimitedResources(state, r.job.queue, r.allocation.gpu_type);
+  const std::vector<std::size_t> resources =
+      LimitedResources(state, r.job.queue, r.allocation.gpu_type);
   if (resources.empty()) return false;
   for (std::size_t res : resources) {
-    if (state.usage(r.job.queue, res) - GpusOf(r) < state.quota(r.job.queue, res).nominal) return false;
+    if (state.usage(r.job.queue, res) - GpusOf(r) < state.quota(r.job.queue, res).nominal)
+      return false;
   }
   return true;
 }
@@ -74,7 +77,13 @@ class Search {
  public:
   Search(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
          const std::unordered_set<JobId>& excluded, const EngineOptions& options)
-      : state_(state), filter_(filter), job_(*filter.job), now_(now), budget_(gpu_budget), excluded_(excluded), options_(options) {
+      : state_(state),
+        filter_(filter),
+        job_(*filter.job),
+        now_(now),
+        budget_(gpu_budget),
+        excluded_(excluded),
+        options_(options) {
     const QuotaCheck quota = CheckQuota(state, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state, job_.queue, filter.type).empty();
@@ -98,7 +107,8 @@ class Search {
     best = BestIn(scopes);
     for (int level = topo.node_level() - 1; !best && level >= std::max(0, max_level); --level) {
       scopes.clear();
-      for (DomainId d : state_.domains_at(level)) scopes.emplace_back(state_.domain(d).first_node, state_.domain(d).end_node);
+      for (DomainId d : state_.domains_at(level))
+        scopes.emplace_back(state_.domain(d).first_node, state_.domain(d).end_node);
       best = BestIn(scopes);
     }
     if (!best && max_level < 0) best = BestIn({{0, all}});
@@ -110,7 +120,8 @@ class Search {
       result.victims.push_back(*v);
     }
     PlaceStats stats;
-    std::optional<Allocation> allocation = PlaceJobIn(state_, filter_, best->begin, best->end, options_, stats);
+    std::optional<Allocation> allocation =
+        PlaceJobIn(state_, filter_, best->begin, best->end, options_, stats);
     assert(allocation);
     state_.Charge(job_.queue, allocation->gpu_type, job_.total_gpu().value());
     result.allocation = std::move(*allocation);
@@ -130,12 +141,15 @@ class Search {
     Victim v = CostOf(state_, *r, now_);
     if (r->job.queue == job_.queue) {
       if (!state_.queue(job_.queue).spec.preempt_within_queue ||
-          state_.priority_class(r->job.priority_class).value >= state_.priority_class(job_.priority_class).value) {
+          state_.priority_class(r->job.priority_class).value >=
+              state_.priority_class(job_.priority_class).value) {
         return nullptr;
       }
       v.kind = Eviction::Kind::kWithinQueue;
     } else {
-      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_ || !RunsOnBorrowedQuota(state_, *r)) return nullptr;
+      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_ ||
+          !RunsOnBorrowedQuota(state_, *r))
+        return nullptr;
       v.kind = Eviction::Kind::kReclaim;
     }
     slot = v;
@@ -154,10 +168,13 @@ class Search {
       }
     }
     auto key = [&](const Victim* v) {
-      const std::int32_t value = v->kind == Eviction::Kind::kReclaim ? state_.priority_class(v->running->job.priority_class).value : INT32_MIN;
+      const std::int32_t value = v->kind == Eviction::Kind::kReclaim
+                                     ? state_.priority_class(v->running->job.priority_class).value
+                                     : INT32_MIN;
       return std::make_tuple(value, v->cost, -v->running->start_time, v->running->job.id);
     };
-    std::sort(out.begin(), out.end(), [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
+    std::sort(out.begin(), out.end(),
+              [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
     return out;
   }
 
@@ -176,7 +193,8 @@ class Search {
   std::int64_t FreeMilliIn(NodeId begin, NodeId end) const {
     std::int64_t milli = 0;
     for (NodeId n = begin; n < end; ++n) {
-      for (const DeviceState& d : state_.node(n).devices) milli += d.type == filter_.type ? d.free.value() : 0;
+      for (const DeviceState& d : state_.node(n).devices)
+        milli += d.type == filter_.type ? d.free.value() : 0;
     }
     return milli;
   }
@@ -214,11 +232,13 @@ class Search {
       }
       bounds.push_back({bound, i, std::move(victims)});
     }
-    std::stable_sort(bounds.begin(), bounds.end(), [](const Bound& a, const Bound& b) { return a.cost < b.cost; });
+    std::stable_sort(bounds.begin(), bounds.end(),
+                     [](const Bound& a, const Bound& b) { return a.cost < b.cost; });
     std::optional<Candidate> best;
     for (const Bound& b : bounds) {
       if (best && best->cost <= b.cost) break;
-      std::optional<Candidate> c = TryScope(scopes[b.scope].first, scopes[b.scope].second, b.victims);
+      std::optional<Candidate> c =
+          TryScope(scopes[b.scope].first, scopes[b.scope].second, b.victims);
       if (c && (!best || Better(*c, *best))) best = std::move(c);
     }
     return best;
@@ -235,7 +255,8 @@ class Search {
     return true;
   }
 
-  std::optional<Candidate> TryScope(NodeId begin, NodeId end, const std::vector<const Victim*>& victims) {
+  std::optional<Candidate> TryScope(NodeId begin, NodeId end,
+                                    const std::vector<const Victim*>& victims) {
     std::vector<const Victim*> removed;
     std::int64_t gpus = 0;
     int reclaim = 0;
@@ -243,7 +264,8 @@ class Search {
     for (const Victim* v : victims) {
       const std::int64_t g = GpusOf(*v->running);
       if (budget_ >= 0 && gpus + g > budget_) continue;
-      if (v->kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *v->running)) continue;
+      if (v->kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *v->running))
+        continue;
       Remove(state_, *v->running);
       removed.push_back(v);
       gpus += g;
@@ -256,7 +278,8 @@ class Search {
     }
     // Reprieve: give back every victim the preemptor can do without, most expensive first.
     std::vector<const Victim*> order = removed;
-    std::stable_sort(order.begin(), order.end(), [](const Victim* a, const Victim* b) { return a->cost > b->cost; });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Victim* a, const Victim* b) { return a->cost > b->cost; });
     Candidate c;
     c.begin = begin;
     c.end = end;
@@ -273,10 +296,12 @@ class Search {
       c.cost += v->cost;
       c.youngest = std::max(c.youngest, v->running->start_time);
     }
-    for (auto it = c.victims.rbegin(); it != c.victims.rend(); ++it) Restore(state_, *(*it)->running);
+    for (auto it = c.victims.rbegin(); it != c.victims.rend(); ++it)
+      Restore(state_, *(*it)->running);
     // The minimum benefit: what the victims lose per GPU the preemptor gains.
     const std::int64_t threshold = options_.preemption.max_loss_per_gpu;
-    if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_) return std::nullopt;
+    if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_)
+      return std::nullopt;
     return c;
   }
 
@@ -304,7 +329,8 @@ const char* EvictionGuard(const ClusterState& state, const RunningJob& running, 
   const std::span<const Millis> times = state.EvictionTimes(running.job.id);
   if (!times.empty() && now - times.back() < pc.eviction_cooldown) return "eviction cooldown";
   if (pc.max_evictions > 0) {
-    const auto recent = std::count_if(times.begin(), times.end(), [&](Millis t) { return t > now - pc.eviction_window; });
+    const auto recent = std::count_if(times.begin(), times.end(),
+                                      [&](Millis t) { return t > now - pc.eviction_window; });
     if (recent >= pc.max_evictions) return "eviction budget";
   }
   return nullptr;
@@ -317,14 +343,18 @@ Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) 
   const Millis lost_time = std::max<Millis>(0, now - since) + running.job.restart_overhead;
   v.lost = GpusOf(running) * lost_time / kMilliPerGpu;
   std::int32_t max_value = 1;
-  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) max_value = std::max(max_value, state.priority_class(c).value);
-  const double weight = 1.0 + std::max(0, state.priority_class(running.job.priority_class).value) / static_cast<double>(max_value);
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
+    max_value = std::max(max_value, state.priority_class(c).value);
+  const double weight = 1.0 + std::max(0, state.priority_class(running.job.priority_class).value) /
+                                  static_cast<double>(max_value);
   v.cost = static_cast<double>(v.lost) * weight;
   return v;
 }
 
-std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
-                                        const std::unordered_set<JobId>& excluded, const EngineOptions& options) {
+std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
+                                        std::int64_t gpu_budget,
+                                        const std::unordered_set<JobId>& excluded,
+                                        const EngineOptions& options) {
   Search search(state, filter, now, gpu_budget, excluded, options);
   return search.Run();
 }

@@ -31,12 +31,15 @@ std::int64_t HeldBack(const ClusterState& state, QueueId parent, QueueId except,
 
 }  // namespace
 
-QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
+QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type,
+                      std::int64_t milli) {
   QuotaCheck check;
   if (type == kNone || milli == 0) return check;
   const std::size_t resources[] = {0, std::size_t{1} + type};
   for (std::size_t r : resources) {
-    auto resource = [&] { return r == 0 ? std::string(kAllGpusResource) : state.gpu_type_name(type); };
+    auto resource = [&] {
+      return r == 0 ? std::string(kAllGpusResource) : state.gpu_type_name(type);
+    };
     QueueId child = kNone;
     for (QueueId x = queue; x != kNone; child = x, x = state.queue(x).parent) {
       const QuotaLimits& l = state.quota(x, r);
@@ -44,7 +47,8 @@ QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type, 
       const std::int64_t after = state.usage(x, r) + milli;
       auto where = [&] { return "queue " + state.queue(x).spec.name + ", " + resource() + ": "; };
       if (l.max >= 0 && after > l.max) {
-        return {false, check.borrows, Cause::kQuotaMax, where() + Gpus(after) + " would exceed max " + Gpus(l.max)};
+        return {false, check.borrows, Cause::kQuotaMax,
+                where() + Gpus(after) + " would exceed max " + Gpus(l.max)};
       }
       const std::int64_t held = state.queue(x).children.empty() ? 0 : HeldBack(state, x, child, r);
       if (after + held <= l.nominal) break;  // within the guarantee: nothing borrowed above here
@@ -52,11 +56,14 @@ QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type, 
       const std::int64_t borrowed = after + held - l.nominal;
       if (l.borrowing_limit >= 0 && borrowed > l.borrowing_limit) {
         return {false, check.borrows, Cause::kQuotaBorrowingLimit,
-                where() + "would borrow " + Gpus(borrowed) + " above nominal " + Gpus(l.nominal) + ", limit " + Gpus(l.borrowing_limit)};
+                where() + "would borrow " + Gpus(borrowed) + " above nominal " + Gpus(l.nominal) +
+                    ", limit " + Gpus(l.borrowing_limit)};
       }
       if (state.queue(x).parent == kNone) {
         const Cause cause = x == queue ? Cause::kQuotaMax : Cause::kQuotaCohort;
-        return {false, check.borrows, cause, where() + Gpus(after) + " in use would exceed the tree's quota " + Gpus(l.nominal - held)};
+        return {false, check.borrows, cause,
+                where() + Gpus(after) + " in use would exceed the tree's quota " +
+                    Gpus(l.nominal - held)};
       }
     }
   }

@@ -86,8 +86,8 @@ struct PlaceStats {
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
                                    const EngineOptions& options, PlaceStats& stats);
 // The same, using only the nodes [begin, end) (a node, or a domain's range).
-std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
-                                     const EngineOptions& options, PlaceStats& stats);
+std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
+                                     NodeId end, const EngineOptions& options, PlaceStats& stats);
 
 // ---- explain ----
 
@@ -95,7 +95,8 @@ std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filte
 // job without GPUs): per node, the first failing cause for the job's largest task, or the
 // gang/topology cause when nodes fit its tasks one by one; Verdict::kNever when no node could ever
 // host it or no domain it may use is large enough. filter.type is ignored.
-Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter, std::span<const GpuTypeId> types);
+Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
+                        std::span<const GpuTypeId> types);
 
 }  // namespace arbiter::engine
 
@@ -135,7 +136,8 @@ struct PreemptionResult {
 // is unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
 // victims (already evicted this cycle).
 std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
-                                        std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
+                                        std::int64_t gpu_budget,
+                                        const std::unordered_set<JobId>& excluded,
                                         const EngineOptions& options);
 
 }  // namespace arbiter::engine

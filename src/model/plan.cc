@@ -6,33 +6,54 @@ namespace arbiter {
 
 const char* CauseName(Cause cause) {
   switch (cause) {
-    case Cause::kNodeUnhealthy: return "node unhealthy";
-    case Cause::kNodeCordoned: return "node cordoned";
-    case Cause::kUntoleratedTaint: return "untolerated taint";
-    case Cause::kNodeSelector: return "node selector mismatch";
-    case Cause::kGpuType: return "no GPU of an accepted type";
-    case Cause::kGpuMemory: return "GPU memory too small";
-    case Cause::kInsufficientGpu: return "insufficient GPU";
-    case Cause::kInsufficientCpu: return "insufficient CPU";
-    case Cause::kInsufficientMemory: return "insufficient memory";
-    case Cause::kAffinity: return "affinity not met";
-    case Cause::kAntiAffinity: return "anti-affinity conflict";
-    case Cause::kTopology: return "no topology domain holds the gang";
-    case Cause::kGang: return "gang does not fit at once";
-    case Cause::kQuotaMax: return "queue at its max quota";
-    case Cause::kQuotaBorrowingLimit: return "queue at its borrowing limit";
-    case Cause::kQuotaCohort: return "cohort has no unused quota to lend";
-    case Cause::kInvalid: return "invalid job";
+    case Cause::kNodeUnhealthy:
+      return "node unhealthy";
+    case Cause::kNodeCordoned:
+      return "node cordoned";
+    case Cause::kUntoleratedTaint:
+      return "untolerated taint";
+    case Cause::kNodeSelector:
+      return "node selector mismatch";
+    case Cause::kGpuType:
+      return "no GPU of an accepted type";
+    case Cause::kGpuMemory:
+      return "GPU memory too small";
+    case Cause::kInsufficientGpu:
+      return "insufficient GPU";
+    case Cause::kInsufficientCpu:
+      return "insufficient CPU";
+    case Cause::kInsufficientMemory:
+      return "insufficient memory";
+    case Cause::kAffinity:
+      return "affinity not met";
+    case Cause::kAntiAffinity:
+      return "anti-affinity conflict";
+    case Cause::kTopology:
+      return "no topology domain holds the gang";
+    case Cause::kGang:
+      return "gang does not fit at once";
+    case Cause::kQuotaMax:
+      return "queue at its max quota";
+    case Cause::kQuotaBorrowingLimit:
+      return "queue at its borrowing limit";
+    case Cause::kQuotaCohort:
+      return "cohort has no unused quota to lend";
+    case Cause::kInvalid:
+      return "invalid job";
   }
   return "unknown";
 }
 
 const char* StageName(Stage stage) {
   switch (stage) {
-    case Stage::kValidate: return "validate";
-    case Stage::kQuota: return "quota";
-    case Stage::kFilter: return "filter";
-    case Stage::kPlace: return "place";
+    case Stage::kValidate:
+      return "validate";
+    case Stage::kQuota:
+      return "quota";
+    case Stage::kFilter:
+      return "filter";
+    case Stage::kPlace:
+      return "place";
   }
   return "unknown";
 }

@@ -34,21 +34,25 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   {
     std::set<std::string> seen;
     for (const std::string& level : s.topology_.levels) {
-      if (!seen.insert(level).second) return Status::Error("topology.levels: duplicate level " + Quoted(level));
+      if (!seen.insert(level).second)
+        return Status::Error("topology.levels: duplicate level " + Quoted(level));
     }
   }
 
   // Priority classes.
-  if (spec.priority_classes.empty()) return Status::Error("priority_classes: at least one is required");
+  if (spec.priority_classes.empty())
+    return Status::Error("priority_classes: at least one is required");
   for (const PriorityClassSpec& pc : spec.priority_classes) {
-    if (s.FindPriorityClass(pc.name)) return Status::Error("priority_classes: duplicate name " + Quoted(pc.name));
+    if (s.FindPriorityClass(pc.name))
+      return Status::Error("priority_classes: duplicate name " + Quoted(pc.name));
     s.classes_.push_back(pc);
   }
 
   // GPU types, in order of first appearance.
   for (const NodeSpec& n : spec.nodes) {
     for (const DeviceSpec& d : n.devices) {
-      if (d.type.empty()) return Status::Error("nodes." + n.name + ".devices: a device has no GPU model");
+      if (d.type.empty())
+        return Status::Error("nodes." + n.name + ".devices: a device has no GPU model");
       if (!s.FindGpuType(d.type)) s.gpu_types_.push_back(d.type);
     }
   }
@@ -69,14 +73,17 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   for (QueueInfo& q : s.queues_) {
     if (q.spec.parent.empty()) continue;
     auto parent = s.FindQueue(q.spec.parent);
-    if (!parent) return Status::Error("queues." + q.spec.name + ".parent: unknown queue " + Quoted(q.spec.parent));
+    if (!parent)
+      return Status::Error("queues." + q.spec.name + ".parent: unknown queue " +
+                           Quoted(q.spec.parent));
     q.parent = *parent;
     s.queues_[*parent].children.push_back(q.id);
   }
   for (QueueInfo& q : s.queues_) {
     int depth = 0;
     for (QueueId p = q.parent; p != kNone; p = s.queues_[p].parent) {
-      if (++depth > static_cast<int>(s.queues_.size())) return Status::Error("queues." + q.spec.name + ".parent: the queue tree has a cycle");
+      if (++depth > static_cast<int>(s.queues_.size()))
+        return Status::Error("queues." + q.spec.name + ".parent: the queue tree has a cycle");
     }
     q.depth = depth;
   }
@@ -93,12 +100,15 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       std::size_t r = 0;
       if (resource != kAllGpusResource) {
         auto t = s.FindGpuType(resource);
-        if (!t) return Status::Error("queues." + q.spec.name + ".quota: " + Quoted(resource) + " is neither 'gpu' nor a GPU model of any node");
+        if (!t)
+          return Status::Error("queues." + q.spec.name + ".quota: " + Quoted(resource) +
+                               " is neither 'gpu' nor a GPU model of any node");
         r = 1 + *t;
       }
       const std::string field = "queues." + q.spec.name + ".quota." + resource;
       auto negative = [](const std::optional<MilliGpu>& v) { return v && v->value() < 0; };
-      if (quota.nominal.value() < 0 || negative(quota.borrowing_limit) || negative(quota.lending_limit) || negative(quota.max)) {
+      if (quota.nominal.value() < 0 || negative(quota.borrowing_limit) ||
+          negative(quota.lending_limit) || negative(quota.max)) {
         return Status::Error(field + ": quantities must not be negative");
       }
       QuotaLimits& l = s.limits_[q.id * resources + r];
@@ -112,7 +122,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   // Deepest first, so children are summed before their parents.
   std::vector<QueueId> by_depth(s.queues_.size());
   for (QueueId i = 0; i < by_depth.size(); ++i) by_depth[i] = i;
-  std::stable_sort(by_depth.begin(), by_depth.end(), [&](QueueId a, QueueId b) { return s.queues_[a].depth > s.queues_[b].depth; });
+  std::stable_sort(by_depth.begin(), by_depth.end(),
+                   [&](QueueId a, QueueId b) { return s.queues_[a].depth > s.queues_[b].depth; });
   for (QueueId q : by_depth) {
     for (std::size_t r = 0; r < resources; ++r) {
       std::int64_t nominal = own_nominal[q * resources + r];
@@ -130,7 +141,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     for (QueueId q = 0; q < s.queues_.size(); ++q) {
       if (declared[q * resources + r]) root_declares[root_of(q)] = true;
     }
-    for (QueueId q = 0; q < s.queues_.size(); ++q) s.limits_[q * resources + r].limited = root_declares.count(root_of(q)) > 0;
+    for (QueueId q = 0; q < s.queues_.size(); ++q)
+      s.limits_[q * resources + r].limited = root_declares.count(root_of(q)) > 0;
   }
 
   // Topology domains: identity is (parent domain, name); ids in order of first appearance.
@@ -140,7 +152,9 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
     if (static_cast<int>(n.domains.size()) != operator_levels) {
-      return Status::Error("nodes." + n.name + ".topology: expected a domain for each of the " + std::to_string(operator_levels) + " levels above 'node', got " + std::to_string(n.domains.size()));
+      return Status::Error("nodes." + n.name + ".topology: expected a domain for each of the " +
+                           std::to_string(operator_levels) + " levels above 'node', got " +
+                           std::to_string(n.domains.size()));
     }
     DomainId parent = kNone;
     for (int level = 0; level < operator_levels; ++level) {
@@ -161,14 +175,17 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   // Nodes ordered by their domain path so that each domain is a contiguous range.
   std::vector<std::size_t> order(spec.nodes.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return node_domains[a] < node_domains[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return node_domains[a] < node_domains[b]; });
 
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
     const NodeSpec& n = spec.nodes[order[pos]];
     if (n.name.empty()) return Status::Error("nodes: a node has no name");
     const NodeId id = static_cast<NodeId>(pos);
-    if (!s.node_by_name_.emplace(n.name, id).second) return Status::Error("nodes: duplicate name " + Quoted(n.name));
-    if (n.cpu.value() < 0 || n.memory.value() < 0) return Status::Error("nodes." + n.name + ": cpu and memory must not be negative");
+    if (!s.node_by_name_.emplace(n.name, id).second)
+      return Status::Error("nodes: duplicate name " + Quoted(n.name));
+    if (n.cpu.value() < 0 || n.memory.value() < 0)
+      return Status::Error("nodes." + n.name + ": cpu and memory must not be negative");
     NodeState ns;
     ns.name = n.name;
     ns.labels = n.labels;
@@ -180,11 +197,13 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     ns.first_device = static_cast<std::uint32_t>(s.device_count_);
     std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
     for (const DeviceSpec& d : n.devices) {
-      if (d.memory.value() < 0) return Status::Error("nodes." + n.name + ".devices: memory must not be negative");
+      if (d.memory.value() < 0)
+        return Status::Error("nodes." + n.name + ".devices: memory must not be negative");
       DeviceState ds;
       ds.type = *s.FindGpuType(d.type);
       ds.memory = ds.memory_free = d.memory;
-      ds.nvlink_group = groups.emplace(d.nvlink_group, static_cast<std::uint32_t>(groups.size())).first->second;
+      ds.nvlink_group =
+          groups.emplace(d.nvlink_group, static_cast<std::uint32_t>(groups.size())).first->second;
       ns.gpu_types.Add(ds.type);
       ns.devices.push_back(ds);
       s.device_node_.push_back(id);
@@ -199,9 +218,12 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     }
     s.nodes_.push_back(std::move(ns));
   }
-  for (DomainId d = 0; d < s.domains_.size(); ++d) s.domains_by_level_[static_cast<std::size_t>(s.domains_[d].level)].push_back(d);
+  for (DomainId d = 0; d < s.domains_.size(); ++d)
+    s.domains_by_level_[static_cast<std::size_t>(s.domains_[d].level)].push_back(d);
   for (auto& level : s.domains_by_level_) {
-    std::sort(level.begin(), level.end(), [&](DomainId a, DomainId b) { return s.domains_[a].first_node < s.domains_[b].first_node; });
+    std::sort(level.begin(), level.end(), [&](DomainId a, DomainId b) {
+      return s.domains_[a].first_node < s.domains_[b].first_node;
+    });
   }
 
   // Indexes: every device starts fully free.
@@ -278,8 +300,10 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
   assert(dev.memory_free.value() >= 0 && dev.memory_free <= dev.memory);
 
   const std::uint32_t global = node.first_device + d;
-  if (old_free > 0 && old_free < kMilliPerGpu) share_index_[dev.type * kShareBuckets + ShareBucket(old_free)].Erase(global);
-  if (new_free > 0 && new_free < kMilliPerGpu) share_index_[dev.type * kShareBuckets + ShareBucket(new_free)].Insert(global);
+  if (old_free > 0 && old_free < kMilliPerGpu)
+    share_index_[dev.type * kShareBuckets + ShareBucket(old_free)].Erase(global);
+  if (new_free > 0 && new_free < kMilliPerGpu)
+    share_index_[dev.type * kShareBuckets + ShareBucket(new_free)].Insert(global);
 
   const int whole_delta = (new_free == kMilliPerGpu) - (old_free == kMilliPerGpu);
   if (whole_delta != 0) {
@@ -311,7 +335,8 @@ void ClusterState::GiveTask(const TaskAllocation& task) {
   node.cpu_free += task.cpu;
   node.memory_free += task.memory;
   --node.tasks;
-  for (const DeviceShare& share : task.devices) AdjustFree(task.node, share.device, share.gpu, share.memory);
+  for (const DeviceShare& share : task.devices)
+    AdjustFree(task.node, share.device, share.gpu, share.memory);
 }
 
 void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
@@ -325,35 +350,50 @@ void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
 
 // Checks one task against what is free now, given what earlier tasks of the same job took.
 Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) const {
-  if (running_.count(job.id)) return Status::Error("job " + std::to_string(job.id) + " is already running");
-  if (job.queue >= queues_.size()) return Status::Error("job " + std::to_string(job.id) + ": unknown queue id");
-  if (job.priority_class >= classes_.size()) return Status::Error("job " + std::to_string(job.id) + ": unknown priority class id");
+  if (running_.count(job.id))
+    return Status::Error("job " + std::to_string(job.id) + " is already running");
+  if (job.queue >= queues_.size())
+    return Status::Error("job " + std::to_string(job.id) + ": unknown queue id");
+  if (job.priority_class >= classes_.size())
+    return Status::Error("job " + std::to_string(job.id) + ": unknown priority class id");
   if (static_cast<std::int64_t>(allocation.tasks.size()) != job.task_count()) {
-    return Status::Error("job " + std::to_string(job.id) + ": allocation has " + std::to_string(allocation.tasks.size()) + " tasks, the job " + std::to_string(job.task_count()));
+    return Status::Error("job " + std::to_string(job.id) + ": allocation has " +
+                         std::to_string(allocation.tasks.size()) + " tasks, the job " +
+                         std::to_string(job.task_count()));
   }
   const bool uses_gpu = job.total_gpu().value() > 0;
-  if (uses_gpu && (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
+  if (uses_gpu &&
+      (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
     return Status::Error("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
   }
   std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
   for (const TaskAllocation& t : allocation.tasks) {
-    const std::string where = "job " + std::to_string(job.id) + " task " + std::to_string(t.group) + "/" + std::to_string(t.index);
-    if (t.group >= job.groups.size() || t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || !seen.emplace(t.group, t.index).second) {
+    const std::string where = "job " + std::to_string(job.id) + " task " + std::to_string(t.group) +
+                              "/" + std::to_string(t.index);
+    if (t.group >= job.groups.size() ||
+        t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) ||
+        !seen.emplace(t.group, t.index).second) {
       return Status::Error(where + ": no such task, or placed twice");
     }
     const TaskRequest& req = job.groups[t.group].request;
     if (t.node >= nodes_.size()) return Status::Error(where + ": unknown node");
-    if (t.cpu != req.cpu || t.memory != req.memory) return Status::Error(where + ": cpu or memory differs from the request");
+    if (t.cpu != req.cpu || t.memory != req.memory)
+      return Status::Error(where + ": cpu or memory differs from the request");
     const std::int64_t want_devices = req.shared() ? 1 : req.whole_gpus();
-    if (static_cast<std::int64_t>(t.devices.size()) != want_devices) return Status::Error(where + ": wrong number of devices");
+    if (static_cast<std::int64_t>(t.devices.size()) != want_devices)
+      return Status::Error(where + ": wrong number of devices");
     std::set<std::uint32_t> devices;
     for (const DeviceShare& share : t.devices) {
-      if (share.device >= nodes_[t.node].devices.size() || !devices.insert(share.device).second) return Status::Error(where + ": bad device index");
+      if (share.device >= nodes_[t.node].devices.size() || !devices.insert(share.device).second)
+        return Status::Error(where + ": bad device index");
       const DeviceState& dev = nodes_[t.node].devices[share.device];
-      if (dev.type != allocation.gpu_type) return Status::Error(where + ": device of another GPU type");
+      if (dev.type != allocation.gpu_type)
+        return Status::Error(where + ": device of another GPU type");
       if (req.shared()) {
-        if (share.gpu != req.gpu || share.memory != req.gpu_memory) return Status::Error(where + ": share differs from the request");
-      } else if (share.gpu != kWholeGpu || share.memory != dev.memory || dev.memory < req.gpu_memory) {
+        if (share.gpu != req.gpu || share.memory != req.gpu_memory)
+          return Status::Error(where + ": share differs from the request");
+      } else if (share.gpu != kWholeGpu || share.memory != dev.memory ||
+                 dev.memory < req.gpu_memory) {
         return Status::Error(where + ": a whole device must be taken whole, with enough memory");
       }
     }
@@ -374,7 +414,8 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
       fits = fits && dev.free >= share.gpu && dev.memory_free >= share.memory;
     }
     if (!fits) {
-      result = Status::Error("job " + std::to_string(job.id) + ": task " + std::to_string(t.group) + "/" + std::to_string(t.index) + " does not fit on node " + node.name);
+      result = Status::Error("job " + std::to_string(job.id) + ": task " + std::to_string(t.group) +
+                             "/" + std::to_string(t.index) + " does not fit on node " + node.name);
       break;
     }
     TakeTask(t);
@@ -399,9 +440,12 @@ Status ClusterState::Apply(const Plan& plan, std::span<const Job> pending) {
   }
   for (const struct Bind& b : plan.binds) {
     if (b.pending_index >= pending.size() || pending[b.pending_index].id != b.job) {
-      return Status::Error("plan bind of job " + std::to_string(b.job) + " does not match the pending list");
+      return Status::Error("plan bind of job " + std::to_string(b.job) +
+                           " does not match the pending list");
     }
-    if (Status st = Bind(pending[b.pending_index], b.allocation, std::max(plan.now, b.start_after)); !st.ok()) return st;
+    if (Status st = Bind(pending[b.pending_index], b.allocation, std::max(plan.now, b.start_after));
+        !st.ok())
+      return st;
   }
   return Status::Ok();
 }
@@ -491,7 +535,9 @@ Status ClusterState::CheckInvariants() const {
       cpu[t.node] += t.cpu.value();
       mem[t.node] += t.memory.value();
       ++tasks[t.node];
-      if (std::find(node_jobs[t.node].begin(), node_jobs[t.node].end(), id) == node_jobs[t.node].end()) node_jobs[t.node].push_back(id);
+      if (std::find(node_jobs[t.node].begin(), node_jobs[t.node].end(), id) ==
+          node_jobs[t.node].end())
+        node_jobs[t.node].push_back(id);
       for (const DeviceShare& share : t.devices) {
         used[nodes_[t.node].first_device + share.device] += share.gpu.value();
         used_mem[nodes_[t.node].first_device + share.device] += share.memory.value();
@@ -504,13 +550,17 @@ Status ClusterState::CheckInvariants() const {
       }
     }
   }
-  if (usage != usage_) return Status::Error("invariant: queue usage does not match the running jobs");
-  std::vector<std::int64_t> dom_devices(domains_.size() * types, 0), dom_milli(domains_.size() * types, 0);
+  if (usage != usage_)
+    return Status::Error("invariant: queue usage does not match the running jobs");
+  std::vector<std::int64_t> dom_devices(domains_.size() * types, 0),
+      dom_milli(domains_.size() * types, 0);
   for (NodeId n = 0; n < nodes_.size(); ++n) {
     const NodeState& node = nodes_[n];
     const std::string where = "invariant: node " + node.name + ": ";
-    if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0) return Status::Error(where + "CPU over-allocated or miscounted");
-    if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0) return Status::Error(where + "memory over-allocated or miscounted");
+    if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0)
+      return Status::Error(where + "CPU over-allocated or miscounted");
+    if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0)
+      return Status::Error(where + "memory over-allocated or miscounted");
     if (node.tasks != tasks[n]) return Status::Error(where + "task count");
     std::vector<JobId> listed = node.jobs;
     std::sort(listed.begin(), listed.end());
@@ -520,12 +570,19 @@ Status ClusterState::CheckInvariants() const {
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];
       const std::uint32_t g = node.first_device + d;
-      if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g]) return Status::Error(where + "device " + std::to_string(d) + " over-allocated or miscounted");
-      if (used_mem[g] > dev.memory.value() || dev.memory_free.value() != dev.memory.value() - used_mem[g]) return Status::Error(where + "device " + std::to_string(d) + " memory over-allocated or miscounted");
+      if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g])
+        return Status::Error(where + "device " + std::to_string(d) +
+                             " over-allocated or miscounted");
+      if (used_mem[g] > dev.memory.value() ||
+          dev.memory_free.value() != dev.memory.value() - used_mem[g])
+        return Status::Error(where + "device " + std::to_string(d) +
+                             " memory over-allocated or miscounted");
       if (dev.free.value() == kMilliPerGpu) ++whole[dev.type];
       for (int b = 0; b < kShareBuckets; ++b) {
-        const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu && ShareBucket(dev.free.value()) == b;
-        if (share_index_[dev.type * kShareBuckets + b].Contains(g) != expect) return Status::Error(where + "share index out of date");
+        const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu &&
+                            ShareBucket(dev.free.value()) == b;
+        if (share_index_[dev.type * kShareBuckets + b].Contains(g) != expect)
+          return Status::Error(where + "share index out of date");
       }
       for (DomainId dom : node.domains) {
         dom_devices[dom * types + dev.type] += dev.free.value() == kMilliPerGpu;
@@ -533,13 +590,16 @@ Status ClusterState::CheckInvariants() const {
       }
     }
     for (GpuTypeId t = 0; t < types; ++t) {
-      if (node_free_devices_[n * types + t] != whole[t]) return Status::Error(where + "free device count out of date");
+      if (node_free_devices_[n * types + t] != whole[t])
+        return Status::Error(where + "free device count out of date");
       for (std::uint32_t c = 1; c <= max_devices_; ++c) {
-        if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c)) return Status::Error(where + "free device index out of date");
+        if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c))
+          return Status::Error(where + "free device index out of date");
       }
     }
   }
-  if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_) return Status::Error("invariant: domain free capacity out of date");
+  if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_)
+    return Status::Error("invariant: domain free capacity out of date");
   return Status::Ok();
 }
 

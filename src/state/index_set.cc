@@ -24,7 +24,8 @@ std::uint32_t IndexSet::Next(std::uint32_t from, std::uint32_t end) const {
     if (w > last_word) return end;
     word = words_[w];
   }
-  const std::uint32_t i = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+  const std::uint32_t i =
+      static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
   return i < end ? i : end;
 }
 

@@ -29,7 +29,8 @@ Job InQueue(const ClusterState& state, JobId id, const std::string& queue, Milli
 
 TEST(Order, TiesGoBySubmitTimeThenId) {
   ClusterState state = MakeState(TwoQueues());
-  std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5), InQueue(state, 2, "a", 4)};
+  std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5),
+                           InQueue(state, 2, "a", 4)};
   OrderingWeights w;
   w.age = 0;  // isolate the tie-breaks
   EXPECT_EQ(engine::OrderPending(state, jobs, 10, w), (std::vector<std::uint32_t>{2, 1, 0}));
@@ -56,7 +57,8 @@ TEST(Order, FairShareFavoursTheQueueThatUsedLess) {
 
   // a's job was submitted first, but b has the better fair-share factor.
   std::vector<Job> jobs = {InQueue(state, 1, "a", 0), InQueue(state, 2, "b", 1)};
-  EXPECT_EQ(engine::OrderPending(state, jobs, 3600 * kMillisPerSecond, {}), (std::vector<std::uint32_t>{1, 0}));
+  EXPECT_EQ(engine::OrderPending(state, jobs, 3600 * kMillisPerSecond, {}),
+            (std::vector<std::uint32_t>{1, 0}));
   const OrderingWeights w;
   EXPECT_NEAR(engine::OrderingKey(state, jobs[1], 0, w) - engine::OrderingKey(state, jobs[0], 0, w),
               w.fair_share * (1.0 - 0.25), 1e-6);  // a used all: 2^(-1 / 0.5) = 0.25; b: 1

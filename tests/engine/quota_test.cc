@@ -16,8 +16,8 @@ using testing::MakeState;
 using testing::Nodes;
 using testing::RunCycle;
 
-QuotaSpec Quota(std::int64_t nominal, std::optional<std::int64_t> borrowing = {}, std::optional<std::int64_t> lending = {},
-                std::optional<std::int64_t> max = {}) {
+QuotaSpec Quota(std::int64_t nominal, std::optional<std::int64_t> borrowing = {},
+                std::optional<std::int64_t> lending = {}, std::optional<std::int64_t> max = {}) {
   QuotaSpec q;
   q.nominal = MilliGpu(nominal * kMilliPerGpu);
   if (borrowing) q.borrowing_limit = MilliGpu(*borrowing * kMilliPerGpu);
@@ -36,7 +36,8 @@ ClusterSpec TwoTeams(QuotaSpec a, QuotaSpec b) {
   return spec;
 }
 
-std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first, int n) {
+std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first,
+                            int n) {
   std::vector<Job> jobs;
   for (int i = 0; i < n; ++i) {
     Job j = GpuJob(first + static_cast<JobId>(i), 1, 1000);
@@ -88,7 +89,7 @@ TEST(Quota, MaxIsAHardCap) {
 TEST(Quota, GuaranteedQuotaIsServedBeforeBorrowingInACycle) {
   ClusterState state = MakeState(TwoTeams(Quota(8), Quota(8)));
   std::vector<Job> jobs = OneGpuJobs(state, "a", 1, 16);
-  for (Job& j : jobs) j.priority_class = 0;  // a's jobs are P0
+  for (Job& j : jobs) j.priority_class = 0;                         // a's jobs are P0
   for (Job& j : OneGpuJobs(state, "b", 100, 8)) jobs.push_back(j);  // b's are P1
   Plan plan = RunCycle(state, jobs);
   int a = 0, b = 0;

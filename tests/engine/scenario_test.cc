@@ -19,7 +19,8 @@ using testing::NodesOf;
 using testing::RunCycle;
 
 // Occupies `gpus` whole GPUs on the named node with a running job.
-void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus, int first_device = 0) {
+void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus,
+            int first_device = 0) {
   Job job = GpuJob(id, 1, gpus * kMilliPerGpu);
   Allocation a;
   a.gpu_type = 0;
@@ -168,7 +169,8 @@ TEST(Scenario, FilterReasonsCountNodesPerCause) {
   Add(spec, Nodes("small", 1, "H800", 2));
   Add(spec, Nodes("other", 1, "A100", 8));
   for (NodeSpec& n : spec.nodes) {
-    if (n.name.rfind("tainted", 0) == 0) n.taints.push_back({"dedicated", "inference", TaintEffect::kNoSchedule});
+    if (n.name.rfind("tainted", 0) == 0)
+      n.taints.push_back({"dedicated", "inference", TaintEffect::kNoSchedule});
     if (n.name.rfind("cordoned", 0) == 0) n.cordoned = true;
   }
   ClusterState state = MakeState(spec);
@@ -180,7 +182,8 @@ TEST(Scenario, FilterReasonsCountNodesPerCause) {
   EXPECT_EQ(u->reason.stage, Stage::kFilter);
   EXPECT_EQ(u->reason.verdict, Verdict::kWait);  // the cordon may be lifted
   EXPECT_EQ(u->reason.Describe(),
-            "filter: 0/5 nodes fit: 2 untolerated taint, 1 node cordoned, 1 no GPU of an accepted type, 1 insufficient GPU");
+            "filter: 0/5 nodes fit: 2 untolerated taint, 1 node cordoned, 1 no GPU of an accepted "
+            "type, 1 insufficient GPU");
   // Tolerating the taint makes it fit.
   job.tolerations.push_back({"dedicated", Toleration::Op::kEqual, "inference", std::nullopt});
   Plan plan2 = RunCycle(state, {job});
@@ -279,7 +282,8 @@ TEST(Scenario, SamePlanForTheSameInputs) {
   Add(spec, Nodes("b", 4, "H800", 8, 4, {"leaf-1"}));
   std::vector<Job> jobs;
   for (JobId id = 1; id <= 40; ++id) {
-    jobs.push_back(GpuJob(id, static_cast<std::int32_t>(1 + id % 3), (id % 4 == 0) ? 500 : 1000 * static_cast<std::int64_t>(1 + id % 4)));
+    jobs.push_back(GpuJob(id, static_cast<std::int32_t>(1 + id % 3),
+                          (id % 4 == 0) ? 500 : 1000 * static_cast<std::int64_t>(1 + id % 4)));
   }
   ClusterState fresh = MakeState(spec);
   ClusterState used = MakeState(spec);
@@ -295,9 +299,11 @@ TEST(Scenario, SamePlanForTheSameInputs) {
     ASSERT_EQ(a.binds[i].allocation.tasks.size(), b.binds[i].allocation.tasks.size());
     for (std::size_t t = 0; t < a.binds[i].allocation.tasks.size(); ++t) {
       EXPECT_EQ(a.binds[i].allocation.tasks[t].node, b.binds[i].allocation.tasks[t].node);
-      ASSERT_EQ(a.binds[i].allocation.tasks[t].devices.size(), b.binds[i].allocation.tasks[t].devices.size());
+      ASSERT_EQ(a.binds[i].allocation.tasks[t].devices.size(),
+                b.binds[i].allocation.tasks[t].devices.size());
       for (std::size_t d = 0; d < a.binds[i].allocation.tasks[t].devices.size(); ++d) {
-        EXPECT_EQ(a.binds[i].allocation.tasks[t].devices[d].device, b.binds[i].allocation.tasks[t].devices[d].device);
+        EXPECT_EQ(a.binds[i].allocation.tasks[t].devices[d].device,
+                  b.binds[i].allocation.tasks[t].devices[d].device);
       }
     }
   }

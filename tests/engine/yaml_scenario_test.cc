@@ -46,7 +46,8 @@ std::vector<std::string> SplitDocuments(const std::string& text) {
 
 std::vector<std::string> ScenarioFiles() {
   std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(fs::path(ARBITER_SOURCE_DIR) / "tests" / "scenarios")) {
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(ARBITER_SOURCE_DIR) / "tests" / "scenarios")) {
     if (entry.path().extension() == ".yaml") files.push_back(entry.path().filename().string());
   }
   std::sort(files.begin(), files.end());
@@ -136,7 +137,8 @@ TEST_P(YamlScenario, DecidesAsExpected) {
               for (const DeviceShare& d : t.devices) got.push_back(d.device);
             }
             std::sort(got.begin(), got.end());
-            EXPECT_EQ(got, node.second.as<std::vector<std::uint32_t>>()) << name << " on " << node.first.as<std::string>();
+            EXPECT_EQ(got, node.second.as<std::vector<std::uint32_t>>())
+                << name << " on " << node.first.as<std::string>();
           }
         }
       }
@@ -150,16 +152,21 @@ TEST_P(YamlScenario, DecidesAsExpected) {
         const YAML::Node want = item.second;
         if (!want || !want.IsMap()) continue;
         if (want["stage"]) {
-          EXPECT_EQ(StageName(r.stage), want["stage"].as<std::string>()) << name << ": " << r.Describe();
+          EXPECT_EQ(StageName(r.stage), want["stage"].as<std::string>())
+              << name << ": " << r.Describe();
         }
         if (want["cause"]) {
-          EXPECT_EQ(CauseName(r.cause), want["cause"].as<std::string>()) << name << ": " << r.Describe();
+          EXPECT_EQ(CauseName(r.cause), want["cause"].as<std::string>())
+              << name << ": " << r.Describe();
         }
         if (want["verdict"]) {
-          EXPECT_EQ(r.verdict == Verdict::kNever ? "never" : "wait", want["verdict"].as<std::string>()) << name << ": " << r.Describe();
+          EXPECT_EQ(r.verdict == Verdict::kNever ? "never" : "wait",
+                    want["verdict"].as<std::string>())
+              << name << ": " << r.Describe();
         }
         if (want["message"]) {
-          EXPECT_NE(r.Describe().find(want["message"].as<std::string>()), std::string::npos) << name << ": " << r.Describe();
+          EXPECT_NE(r.Describe().find(want["message"].as<std::string>()), std::string::npos)
+              << name << ": " << r.Describe();
         }
       }
     }

@@ -23,11 +23,15 @@ ClusterSpec RandomCluster() {
   for (int i = 0; i < nodes; ++i) {
     const int gpus = i == 0 ? *rc::gen::element(1, 8) : *rc::gen::element(0, 1, 2, 4, 8);
     const int group = *rc::gen::element(0, 2, 4);
-    const char* type = *rc::gen::elementOf(std::vector<const char*>(std::begin(kTypes), std::end(kTypes)));
-    auto n = testing::Nodes("n" + std::to_string(i), 1, type, gpus, group, {"leaf-" + std::to_string(i % leaves)});
+    const char* type =
+        *rc::gen::elementOf(std::vector<const char*>(std::begin(kTypes), std::end(kTypes)));
+    auto n = testing::Nodes("n" + std::to_string(i), 1, type, gpus, group,
+                            {"leaf-" + std::to_string(i % leaves)});
     n[0].cpu = MilliCpu(*rc::gen::inRange(4, 65) * 1000);
-    if (*rc::gen::inRange(0, 8) == 0) n[0].taints.push_back({"dedicated", "x", TaintEffect::kNoSchedule});
-    if (*rc::gen::inRange(0, 8) == 0) n[0].taints.push_back({"soft", "y", TaintEffect::kPreferNoSchedule});
+    if (*rc::gen::inRange(0, 8) == 0)
+      n[0].taints.push_back({"dedicated", "x", TaintEffect::kNoSchedule});
+    if (*rc::gen::inRange(0, 8) == 0)
+      n[0].taints.push_back({"soft", "y", TaintEffect::kPreferNoSchedule});
     if (*rc::gen::inRange(0, 10) == 0) n[0].cordoned = true;
     spec.nodes.push_back(n[0]);
   }
@@ -36,17 +40,22 @@ ClusterSpec RandomCluster() {
     if (*rc::gen::arbitrary<bool>()) {
       QuotaSpec quota;
       quota.nominal = MilliGpu(*rc::gen::inRange(0, 16) * 1000);
-      if (*rc::gen::arbitrary<bool>()) quota.borrowing_limit = MilliGpu(*rc::gen::inRange(0, 8) * 1000);
-      if (*rc::gen::arbitrary<bool>()) quota.lending_limit = MilliGpu(*rc::gen::inRange(0, 8) * 1000);
+      if (*rc::gen::arbitrary<bool>())
+        quota.borrowing_limit = MilliGpu(*rc::gen::inRange(0, 8) * 1000);
+      if (*rc::gen::arbitrary<bool>())
+        quota.lending_limit = MilliGpu(*rc::gen::inRange(0, 8) * 1000);
       if (*rc::gen::arbitrary<bool>()) quota.max = MilliGpu(*rc::gen::inRange(0, 24) * 1000);
-      spec.queues[static_cast<std::size_t>(q)].quota[*rc::gen::element(std::string("gpu"), spec.nodes[0].devices[0].type)] = quota;
+      spec.queues[static_cast<std::size_t>(q)]
+          .quota[*rc::gen::element(std::string("gpu"), spec.nodes[0].devices[0].type)] = quota;
     }
   }
   return spec;
 }
 
 Job RandomJob(const ClusterState& state, JobId id, Millis now) {
-  Job job = testing::GpuJob(id, *rc::gen::inRange(1, 5), *rc::gen::element<std::int64_t>(0, 100, 250, 500, 900, 1000, 2000, 4000, 8000));
+  Job job = testing::GpuJob(
+      id, *rc::gen::inRange(1, 5),
+      *rc::gen::element<std::int64_t>(0, 100, 250, 500, 900, 1000, 2000, 4000, 8000));
   job.queue = *rc::gen::element(*state.FindQueue("a"), *state.FindQueue("b"));
   job.priority_class = *rc::gen::inRange<PriorityClassId>(0, 3);
   job.submit_time = now - *rc::gen::inRange<Millis>(0, 100000);
@@ -65,12 +74,14 @@ Job RandomJob(const ClusterState& state, JobId id, Millis now) {
     job.topology.level = *rc::gen::inRange(0, static_cast<int>(state.topology().levels.size()));
     job.topology.mode = *rc::gen::element(ConstraintMode::kRequired, ConstraintMode::kPreferred);
   }
-  if (*rc::gen::inRange(0, 4) == 0) job.tolerations.push_back({"dedicated", Toleration::Op::kExists, "", std::nullopt});
+  if (*rc::gen::inRange(0, 4) == 0)
+    job.tolerations.push_back({"dedicated", Toleration::Op::kExists, "", std::nullopt});
   if (*rc::gen::inRange(0, 5) == 0) {
     job.labels["app"] = *rc::gen::element(std::string("x"), std::string("y"));
     job.affinity.push_back({{{"app", *rc::gen::element(std::string("x"), std::string("y"))}},
                             *rc::gen::inRange(0, static_cast<int>(state.topology().levels.size())),
-                            *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>()});
+                            *rc::gen::arbitrary<bool>(),
+                            *rc::gen::arbitrary<bool>()});
   }
   return job;
 }
@@ -92,7 +103,8 @@ Status CheckBind(const ClusterState& state, const Job& job, const Allocation& al
       for (const DeviceShare& d : t.devices) groups.insert(node.devices[d.device].nvlink_group);
     }
   }
-  if (domains.size() > 1 || groups.size() > 1) return Status::Error("job " + std::to_string(job.id) + " spans its required topology level");
+  if (domains.size() > 1 || groups.size() > 1)
+    return Status::Error("job " + std::to_string(job.id) + " spans its required topology level");
   return Status::Ok();
 }
 
@@ -103,7 +115,8 @@ Status CheckQuotas(const ClusterState& state) {
       if (!l.limited) continue;
       const std::int64_t used = state.usage(q, r);
       if (l.max >= 0 && used > l.max) return Status::Error("queue over its max");
-      if (l.borrowing_limit >= 0 && used - l.nominal > l.borrowing_limit) return Status::Error("queue over its borrowing limit");
+      if (l.borrowing_limit >= 0 && used - l.nominal > l.borrowing_limit)
+        return Status::Error("queue over its borrowing limit");
     }
   }
   return Status::Ok();
@@ -132,7 +145,8 @@ RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) {
     for (std::size_t i = 0; i < plan.binds.size(); ++i) {
       RC_ASSERT(again.binds[i].job == plan.binds[i].job);
       for (std::size_t t = 0; t < plan.binds[i].allocation.tasks.size(); ++t) {
-        RC_ASSERT(again.binds[i].allocation.tasks[t].node == plan.binds[i].allocation.tasks[t].node);
+        RC_ASSERT(again.binds[i].allocation.tasks[t].node ==
+                  plan.binds[i].allocation.tasks[t].node);
       }
     }
     RC_ASSERT(plan.binds.size() + plan.unplaced.size() == pending.size());

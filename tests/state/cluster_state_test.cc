@@ -26,7 +26,8 @@ TEST(ClusterState, CreateRejectsBadConfigurationNamingTheField) {
 
   ClusterSpec parent = spec;
   parent.queues.push_back(testing::Queue("a", "nowhere"));
-  EXPECT_NE(CreateError(parent).find("queues.a.parent: unknown queue 'nowhere'"), std::string::npos);
+  EXPECT_NE(CreateError(parent).find("queues.a.parent: unknown queue 'nowhere'"),
+            std::string::npos);
 
   ClusterSpec cycle = spec;
   cycle.queues = {testing::Queue("a", "b"), testing::Queue("b", "a")};
@@ -56,7 +57,8 @@ TEST(ClusterState, DomainsAreContiguousNodeRanges) {
       const Domain& dom = state.domain(d);
       for (NodeId n = 0; n < state.node_count(); ++n) {
         const bool inside = n >= dom.first_node && n < dom.end_node;
-        EXPECT_EQ(state.node(n).domains[static_cast<std::size_t>(level)] == d, inside) << dom.name << " " << state.node(n).name;
+        EXPECT_EQ(state.node(n).domains[static_cast<std::size_t>(level)] == d, inside)
+            << dom.name << " " << state.node(n).name;
       }
     }
   }
@@ -128,12 +130,12 @@ TEST(ClusterState, BindRejectsAllocationsThatDoNotMatchTheJob) {
   };
   const NodeId h = *state.FindNode("n-0");
   const NodeId a100 = *state.FindNode("a-0");
-  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0}), 0).ok());           // one device short
-  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 0}), 0).ok());        // the same device twice
-  EXPECT_FALSE(state.Bind(job, alloc(1, a100, {0, 1}), 0).ok());     // a type the job does not accept
-  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 9}), 0).ok());        // no such device
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0}), 0).ok());        // one device short
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 0}), 0).ok());     // the same device twice
+  EXPECT_FALSE(state.Bind(job, alloc(1, a100, {0, 1}), 0).ok());  // a type the job does not accept
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {0, 9}), 0).ok());     // no such device
   EXPECT_TRUE(state.Bind(job, alloc(0, h, {0, 1}), 0).ok());
-  EXPECT_FALSE(state.Bind(job, alloc(0, h, {2, 3}), 0).ok());        // already running
+  EXPECT_FALSE(state.Bind(job, alloc(0, h, {2, 3}), 0).ok());  // already running
   EXPECT_TRUE(state.CheckInvariants().ok());
 }
 

@@ -15,14 +15,16 @@ namespace arbiter::testing {
 
 // `count` nodes named prefix-0.. with `gpus` devices of `type` in NVLink groups of `group_size`
 // (0: one group), 64 cores and 512 GiB each, all in the given domains (one per operator level).
-inline std::vector<NodeSpec> Nodes(const std::string& prefix, int count, const std::string& type, int gpus,
-                                   int group_size = 0, std::vector<std::string> domains = {}) {
+inline std::vector<NodeSpec> Nodes(const std::string& prefix, int count, const std::string& type,
+                                   int gpus, int group_size = 0,
+                                   std::vector<std::string> domains = {}) {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < count; ++i) {
     NodeSpec n;
     n.name = prefix + "-" + std::to_string(i);
     for (int d = 0; d < gpus; ++d) {
-      n.devices.push_back({type, GpuMemMiB(81920), static_cast<std::uint32_t>(group_size > 0 ? d / group_size : 0)});
+      n.devices.push_back({type, GpuMemMiB(81920),
+                           static_cast<std::uint32_t>(group_size > 0 ? d / group_size : 0)});
     }
     n.cpu = MilliCpu(64000);
     n.memory = MemMiB(512 * 1024);
@@ -75,7 +77,8 @@ inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
 
 // Runs one cycle, checks the state came back unchanged in its counts, applies the plan and
 // checks the invariants.
-inline Plan RunCycle(ClusterState& state, const std::vector<Job>& pending, Millis now = 0, EngineOptions options = {}) {
+inline Plan RunCycle(ClusterState& state, const std::vector<Job>& pending, Millis now = 0,
+                     EngineOptions options = {}) {
   Engine engine(std::move(options));
   Plan plan = engine.Schedule(state, pending, now);
   Status before = state.CheckInvariants();
