@@ -16,7 +16,7 @@ using engine::PlacedJob;
 // Accumulates the calls and time of the cycle's stages; time only when a clock was injected.
 class StageTimer {
  public:
-  enum Id { kOrder, kValidate, kQuota, kPlace, kExplain, kCount };
+  enum Id { kOrder, kValidate, kQuota, kPlace, kExplain, kPreempt, kCount };
   explicit StageTimer(const std::function<std::int64_t()>& clock) : clock_(clock) {}
 
   template <typename F>
@@ -228,7 +228,7 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
             StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
         if (allocation) {
           state.Charge(job.queue, allocation->gpu_type, milli);
-          plan.binds.push_back({job.id, index, std::move(*allocation)});
+          plan.binds.push_back({job.id, index, std::move(*allocation), now});
           placed.push_back({&job, &plan.binds.back().allocation});
           return true;
         }
@@ -260,13 +260,97 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   }
   for (std::uint32_t index : deferred) (void)schedule_job(index, /*allow_borrow=*/true);
 
-  // Give the scratch work back: the state leaves the cycle as it came in.
-  for (auto it = plan.binds.rbegin(); it != plan.binds.rend(); ++it) {
-    for (auto task = it->allocation.tasks.rbegin(); task != it->allocation.tasks.rend(); ++task)
-      state.GiveTask(*task);
-    state.Charge(pending[it->pending_index].queue, it->allocation.gpu_type,
-                 -pending[it->pending_index].total_gpu().value());
+  const std::size_t placed_directly = plan.binds.size();
+
+  // Preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
+  // scratch state, and nothing is evicted unless the preemptor is placed in this plan.
+  struct Preemption {
+    std::size_t bind = 0;             // index into plan.binds
+    std::size_t first_eviction = 0;   // its victims: plan.evictions[first_eviction, end)
+    std::size_t end_eviction = 0;
+  };
+  std::vector<Preemption> preemptions;
+  if (options_.preemption.enabled) {
+    std::int64_t budget = options_.preemption.max_gpus_per_cycle;
+    int attempts = 0;
+    std::unordered_set<JobId> evicted;
+    std::unordered_set<std::string> hopeless;  // shapes of a queue and class that found no victims
+    std::vector<bool> resolved(plan.unplaced.size(), false);
+    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
+      if (attempts >= options_.preemption.max_attempts_per_cycle || budget == 0) break;
+      const Unplaced& entry = plan.unplaced[u];
+      if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate) continue;
+      const Job& job = pending[entry.pending_index];
+      std::string key;
+      if (job.affinity.empty()) {
+        key = ShapeKey(job, kNone, false) + std::to_string(job.queue) + '/' +
+              std::to_string(state.priority_class(job.priority_class).value);
+        if (hopeless.count(key)) continue;
+      }
+      ++attempts;
+      std::vector<GpuTypeId> types;
+      if (job.total_gpu().value() == 0) types.push_back(kNone);
+      for (GpuTypeId t = 0; t < state.gpu_type_count() && job.total_gpu().value() > 0; ++t) {
+        if (job.gpu_types.Accepts(t)) types.push_back(t);
+      }
+      for (GpuTypeId t : types) {
+        JobFilter filter = engine::MakeJobFilter(state, job, t, /*strict=*/false, placed);
+        std::optional<engine::PreemptionResult> result = timer.Run(StageTimer::kPreempt, [&] {
+          return engine::Preempt(state, filter, now, budget, evicted, options_);
+        });
+        if (!result) continue;
+        Preemption p;
+        p.first_eviction = plan.evictions.size();
+        Millis start = now;
+        for (const engine::Victim& v : result->victims) {
+          const RunningJob& r = *v.running;
+          const PriorityClassSpec& pc = state.priority_class(r.job.priority_class);
+          Eviction e;
+          e.job = r.job.id;
+          e.preemptor = job.id;
+          e.kind = v.kind;
+          e.signal = pc.checkpoint_signal;
+          e.signal_at = now;
+          e.stop_at = now + pc.grace_period;
+          e.lost_gpu_hours = static_cast<double>(v.lost) / (3600.0 * kMillisPerSecond);
+          start = std::max(start, e.stop_at);
+          evicted.insert(r.job.id);
+          if (budget > 0) budget = std::max<std::int64_t>(0, budget - r.job.total_gpu().value());
+          plan.evictions.push_back(std::move(e));
+        }
+        p.end_eviction = plan.evictions.size();
+        p.bind = plan.binds.size();
+        plan.binds.push_back({job.id, entry.pending_index, std::move(result->allocation), start});
+        placed.push_back({&job, &plan.binds.back().allocation});
+        preemptions.push_back(p);
+        resolved[u] = true;
+        break;
+      }
+      if (!resolved[u] && !key.empty()) hopeless.insert(std::move(key));
+    }
+    std::size_t kept = 0;
+    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
+      if (resolved[u]) continue;
+      if (kept != u) plan.unplaced[kept] = std::move(plan.unplaced[u]);
+      ++kept;
+    }
+    plan.unplaced.resize(kept);
   }
+
+  // Give the scratch work back, newest first: the state leaves the cycle as it came in.
+  auto give_back = [&](const Bind& b) {
+    for (auto task = b.allocation.tasks.rbegin(); task != b.allocation.tasks.rend(); ++task) state.GiveTask(*task);
+    state.Charge(pending[b.pending_index].queue, b.allocation.gpu_type, -pending[b.pending_index].total_gpu().value());
+  };
+  for (auto p = preemptions.rbegin(); p != preemptions.rend(); ++p) {
+    give_back(plan.binds[p->bind]);
+    for (std::size_t e = p->end_eviction; e-- > p->first_eviction;) {
+      const RunningJob& r = *state.FindRunning(plan.evictions[e].job);
+      for (const TaskAllocation& t : r.allocation.tasks) state.TakeTask(t);
+      state.Charge(r.job.queue, r.allocation.gpu_type, r.job.total_gpu().value());
+    }
+  }
+  for (std::size_t b = placed_directly; b-- > 0;) give_back(plan.binds[b]);
   plan.timings = timer.Timings();
   return plan;
 }

@@ -99,16 +99,19 @@ TEST(Quota, GuaranteedQuotaIsServedBeforeBorrowingInACycle) {
 }
 
 TEST(Quota, WithinNominalIsNeverRefusedByQuota) {
-  ClusterState state = MakeState(TwoTeams(Quota(8), Quota(8)));
+  ClusterSpec spec = TwoTeams(Quota(8), Quota(8));
+  spec.queues[2].reclaim = false;  // b waits instead of reclaiming (see the preemption tests)
+  ClusterState state = MakeState(spec);
   RunCycle(state, OneGpuJobs(state, "a", 1, 16));  // a borrows all of b's idle quota
   EXPECT_EQ(state.usage(*state.FindQueue("a"), 0), 16000);
   engine::QuotaCheck check = engine::CheckQuota(state, *state.FindQueue("b"), 0, 1000);
   EXPECT_TRUE(check.ok);
   EXPECT_FALSE(check.borrows);
-  // The capacity is what is missing now (reclaim is what gives it back).
+  // The capacity is what is missing now.
   Plan plan = RunCycle(state, OneGpuJobs(state, "b", 100, 1));
   ASSERT_NE(FindUnplaced(plan, 100), nullptr);
   EXPECT_EQ(FindUnplaced(plan, 100)->reason.stage, Stage::kFilter);
+  EXPECT_TRUE(plan.evictions.empty());
 }
 
 TEST(Quota, AllGpusResourceLimitsEveryTypeTogether) {

@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "arbiter/engine.h"
@@ -16,9 +17,9 @@ namespace {
 
 const char* const kTypes[] = {"H800", "A100", "L40S"};
 
-ClusterSpec RandomCluster() {
+ClusterSpec RandomCluster(int max_nodes) {
   ClusterSpec spec = testing::Cluster({"leaf"});
-  const int nodes = *rc::gen::inRange(1, 13);
+  const int nodes = *rc::gen::inRange(1, max_nodes + 1);
   const int leaves = *rc::gen::inRange(1, 4);
   for (int i = 0; i < nodes; ++i) {
     const int gpus = i == 0 ? *rc::gen::element(1, 8) : *rc::gen::element(0, 1, 2, 4, 8);
@@ -36,6 +37,16 @@ ClusterSpec RandomCluster() {
     spec.nodes.push_back(n[0]);
   }
   spec.queues = {testing::Queue("org"), testing::Queue("a", "org"), testing::Queue("b", "org")};
+  spec.queues[1].preemptable = *rc::gen::inRange(0, 4) != 0;
+  spec.queues[2].reclaim = *rc::gen::inRange(0, 4) != 0;
+  for (PriorityClassSpec& pc : spec.priority_classes) {
+    pc.preemptible = *rc::gen::inRange(0, 4) != 0;
+    pc.min_runtime = *rc::gen::element<Millis>(0, 60000, 180000);
+    pc.max_evictions = *rc::gen::inRange(0, 3);
+    pc.eviction_window = 600000;
+    pc.eviction_cooldown = *rc::gen::element<Millis>(0, 120000);
+    pc.grace_period = *rc::gen::element<Millis>(0, 30000);
+  }
   for (int q = 1; q <= 2; ++q) {
     if (*rc::gen::arbitrary<bool>()) {
       QuotaSpec quota;
@@ -52,13 +63,16 @@ ClusterSpec RandomCluster() {
   return spec;
 }
 
-Job RandomJob(const ClusterState& state, JobId id, Millis now) {
+// A random job; `simple` keeps to small GPU gangs with no constraints (they contend more).
+Job RandomJob(const ClusterState& state, JobId id, Millis now, bool simple) {
   Job job = testing::GpuJob(
-      id, *rc::gen::inRange(1, 5),
-      *rc::gen::element<std::int64_t>(0, 100, 250, 500, 900, 1000, 2000, 4000, 8000));
+      id, *rc::gen::inRange(1, simple ? 3 : 5),
+      simple ? *rc::gen::element<std::int64_t>(500, 1000, 2000, 4000)
+             : *rc::gen::element<std::int64_t>(0, 100, 250, 500, 900, 1000, 2000, 4000, 8000));
   job.queue = *rc::gen::element(*state.FindQueue("a"), *state.FindQueue("b"));
   job.priority_class = *rc::gen::inRange<PriorityClassId>(0, 3);
   job.submit_time = now - *rc::gen::inRange<Millis>(0, 100000);
+  if (simple) return job;
   job.groups[0].request.cpu = MilliCpu(*rc::gen::inRange(0, 9) * 1000);
   if (*rc::gen::inRange(0, 3) == 0) {
     TaskGroup extra = job.groups[0];
@@ -84,6 +98,61 @@ Job RandomJob(const ClusterState& state, JobId id, Millis now) {
                             *rc::gen::arbitrary<bool>()});
   }
   return job;
+}
+
+// What every eviction must satisfy, checked against the state before the plan is applied.
+Status CheckEvictions(const ClusterState& state, const Plan& plan, const std::vector<Job>& pending,
+                      std::int64_t max_gpus_per_cycle) {
+  std::set<JobId> preemptors;
+  for (const Bind& b : plan.binds) preemptors.insert(b.job);
+  std::int64_t evicted = 0;
+  for (const Eviction& e : plan.evictions) {
+    const RunningJob* r = state.FindRunning(e.job);
+    if (!r) return Status::Error("evicted a job that is not running");
+    const PriorityClassSpec& pc = state.priority_class(r->job.priority_class);
+    if (!pc.preemptible) return Status::Error("evicted a non-preemptible job");
+    if (!state.queue(r->job.queue).spec.preemptable) return Status::Error("evicted a job of a queue that is not preemptable");
+    if (plan.now - r->start_time < pc.min_runtime) return Status::Error("evicted a job inside its minimum runtime");
+    const auto times = state.EvictionTimes(e.job);
+    if (!times.empty() && plan.now - times.back() < pc.eviction_cooldown) return Status::Error("evicted a job in its cooldown");
+    if (pc.max_evictions > 0 &&
+        std::count_if(times.begin(), times.end(), [&](Millis t) { return t > plan.now - pc.eviction_window; }) >= pc.max_evictions) {
+      return Status::Error("evicted a job past its eviction budget");
+    }
+    if (!preemptors.count(e.preemptor)) return Status::Error("evicted for a job that is not placed in the plan");
+    const Job* preemptor = nullptr;
+    for (const Job& j : pending) {
+      if (j.id == e.preemptor) preemptor = &j;
+    }
+    if (!preemptor) return Status::Error("preemptor is not pending");
+    if (e.kind == Eviction::Kind::kWithinQueue &&
+        (preemptor->queue != r->job.queue ||
+         state.priority_class(preemptor->priority_class).value <= pc.value)) {
+      return Status::Error("within-queue eviction by a job that is not of higher priority in the same queue");
+    }
+    evicted += r->job.total_gpu().value();
+  }
+  if (max_gpus_per_cycle >= 0 && evicted > max_gpus_per_cycle) return Status::Error("evicted more GPUs than the cycle's cap");
+  return Status::Ok();
+}
+
+// After a plan is applied, no queue that lost work to reclaim (and none to its own preemptors) is
+// below its nominal quota in the resources its victims used.
+Status CheckReclaimedQueues(const ClusterState& state, const Plan& plan,
+                            const std::map<JobId, std::pair<QueueId, GpuTypeId>>& victims) {
+  std::set<QueueId> within;
+  for (const Eviction& e : plan.evictions) {
+    if (e.kind == Eviction::Kind::kWithinQueue) within.insert(victims.at(e.job).first);
+  }
+  for (const Eviction& e : plan.evictions) {
+    const auto [q, type] = victims.at(e.job);
+    if (e.kind != Eviction::Kind::kReclaim || within.count(q)) continue;
+    for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
+      const QuotaLimits& l = state.quota(q, r);
+      if (l.limited && state.usage(q, r) < l.nominal) return Status::Error("reclaim took a queue below its nominal quota");
+    }
+  }
+  return Status::Ok();
 }
 
 // What every bind must satisfy beyond what ClusterState::Bind checks itself.
@@ -122,19 +191,27 @@ Status CheckQuotas(const ClusterState& state) {
   return Status::Ok();
 }
 
-RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) {
-  const ClusterSpec spec = RandomCluster();
+// Random cycles on a random cluster: up to `max_nodes` nodes, up to `max_arrivals` jobs per cycle,
+// each running job ending after a cycle with probability 1 / `end_one_in`.
+void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simple_jobs) {
+  const ClusterSpec spec = RandomCluster(max_nodes);
   Result<ClusterState> created = ClusterState::Create(spec);
   RC_ASSERT(created.ok());
   ClusterState& state = created.value();
-  Engine engine;
+  EngineOptions options;
+  options.preemption.max_gpus_per_cycle = *rc::gen::element<std::int64_t>(-1, 4000, 8000);
+  Engine engine(options);
   JobId next_id = 1;
   std::vector<Job> pending;
-  const int cycles = *rc::gen::inRange(1, 6);
+  const int cycles = *rc::gen::inRange(1, 8);
+  Millis now = 0;
+  bool any_eviction = false;
+  bool contended = false;
+  bool any_reclaim = false;
   for (int cycle = 0; cycle < cycles; ++cycle) {
-    const Millis now = (cycle + 1) * 60000;
-    const int arrivals = *rc::gen::inRange(0, 12);
-    for (int i = 0; i < arrivals; ++i) pending.push_back(RandomJob(state, next_id++, now));
+    now += *rc::gen::element<Millis>(30000, 60000, 120000);
+    const int arrivals = *rc::gen::inRange(0, max_arrivals + 1);
+    for (int i = 0; i < arrivals; ++i) pending.push_back(RandomJob(state, next_id++, now, simple_jobs));
 
     Plan plan = engine.Schedule(state, pending, now);
     Status restored = state.CheckInvariants();
@@ -156,12 +233,32 @@ RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) {
       Status bind = CheckBind(state, job, b.allocation);
       RC_ASSERT(bind.ok());
     }
+    for (const Unplaced& u : plan.unplaced) {
+      for (const auto& [id, r] : state.running()) {
+        const Job& j = pending[u.pending_index];
+        if (r.job.queue == j.queue && state.priority_class(r.job.priority_class).value < state.priority_class(j.priority_class).value &&
+            state.priority_class(r.job.priority_class).preemptible && state.queue(r.job.queue).spec.preemptable) contended = true;
+      }
+    }
+    for (const Eviction& e : plan.evictions) {
+      any_eviction = true;
+      any_reclaim = any_reclaim || e.kind == Eviction::Kind::kReclaim;
+    }
+    Status evictions = CheckEvictions(state, plan, pending, options.preemption.max_gpus_per_cycle);
+    RC_ASSERT(evictions.ok());
+    std::map<JobId, std::pair<QueueId, GpuTypeId>> victim_queues;
+    for (const Eviction& e : plan.evictions) {
+      const RunningJob* r = state.FindRunning(e.job);
+      victim_queues[e.job] = {r->job.queue, r->allocation.gpu_type};
+    }
     Status applied = state.Apply(plan, pending);
     RC_ASSERT(applied.ok());
     Status invariants = state.CheckInvariants();
     RC_ASSERT(invariants.ok());
     Status quotas = CheckQuotas(state);
     RC_ASSERT(quotas.ok());
+    Status reclaimed = CheckReclaimedQueues(state, plan, victim_queues);
+    RC_ASSERT(reclaimed.ok());
 
     std::set<JobId> bound;
     for (const Bind& b : plan.binds) bound.insert(b.job);
@@ -171,11 +268,19 @@ RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) {
     for (const auto& [id, r] : state.running()) running.push_back(id);
     std::sort(running.begin(), running.end());
     for (JobId id : running) {
-      if (*rc::gen::inRange(0, 3) == 0) RC_ASSERT(state.Unbind(id, now).ok());
+      if (*rc::gen::inRange(0, end_one_in) == 0) RC_ASSERT(state.Unbind(id, now).ok());
     }
     RC_ASSERT(state.CheckInvariants().ok());
   }
+  RC_CLASSIFY(any_eviction, "cases with evictions");
+  RC_CLASSIFY(contended, "cases where a job waited while lower-priority work of its queue ran");
+  RC_CLASSIFY(any_reclaim, "cases with reclaim");
 }
+
+RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) { RunRandomCycles(12, 11, 3, false); }
+
+// Small, busy clusters where jobs seldom end: preemption and reclaim happen often.
+RC_GTEST_PROP(EngineProperty, PreemptionKeepsItsPromises, ()) { RunRandomCycles(2, 24, 20, true); }
 
 }  // namespace
 }  // namespace arbiter

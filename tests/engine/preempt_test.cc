@@ -1,0 +1,331 @@
+// Preemption and reclaim: who may evict whom, which victims, and the guards against thrashing.
+#include <gtest/gtest.h>
+
+#include "engine/stages.h"
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::Cluster;
+using testing::FindBind;
+using testing::FindUnplaced;
+using testing::GpuJob;
+using testing::MakeState;
+using testing::Nodes;
+using testing::RunCycle;
+
+constexpr Millis kMinute = 60 * kMillisPerSecond;
+constexpr Millis kHour = 60 * kMinute;
+
+// Starts `job` at `start` on the given node's devices [first, first + gpus).
+void Start(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first, Millis start) {
+  Allocation a;
+  a.gpu_type = 0;
+  const NodeId n = *state.FindNode(node);
+  for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(job.groups[0].count); ++i) {
+    TaskAllocation t;
+    t.index = i;
+    t.node = n;
+    t.cpu = job.groups[0].request.cpu;
+    t.memory = job.groups[0].request.memory;
+    const std::int64_t whole = job.groups[0].request.whole_gpus();
+    for (std::int64_t d = 0; d < whole; ++d, ++first) t.devices.push_back({first, kWholeGpu, state.node(n).devices[first].memory});
+    a.tasks.push_back(t);
+  }
+  ASSERT_TRUE(state.Bind(job, a, start).ok());
+}
+
+Job WithClass(Job job, PriorityClassId c) {
+  job.priority_class = c;
+  return job;
+}
+
+constexpr PriorityClassId kP0 = 0, kP1 = 1, kP2 = 2;
+
+TEST(Preempt, HigherPriorityEvictsLowerWithGraceAndStartsAfterIt) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  spec.priority_classes[kP2].grace_period = 2 * kMinute;
+  spec.priority_classes[kP2].checkpoint_signal = "SIGUSR2";
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "n-0", 0, 0);
+  const Millis now = kHour;
+  Plan plan = RunCycle(state, {WithClass(GpuJob(2, 1, 8000), kP0)}, now);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  const Eviction& e = plan.evictions[0];
+  EXPECT_EQ(e.job, 1u);
+  EXPECT_EQ(e.preemptor, 2u);
+  EXPECT_EQ(e.kind, Eviction::Kind::kWithinQueue);
+  EXPECT_EQ(e.signal, "SIGUSR2");
+  EXPECT_EQ(e.signal_at, now);
+  EXPECT_EQ(e.stop_at, now + 2 * kMinute);
+  EXPECT_NEAR(e.lost_gpu_hours, 8.0, 1e-9);  // 8 GPUs, an hour since it started, no checkpoint
+  const Bind* b = FindBind(plan, 2);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->start_after, now + 2 * kMinute);
+  EXPECT_EQ(state.FindRunning(1), nullptr);
+  EXPECT_EQ(state.EvictionTimes(1).size(), 1u);
+  EXPECT_NE(state.FindRunning(2), nullptr);
+}
+
+TEST(Preempt, NeverEvictsNonPreemptibleWorkOrEqualPriority) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues.push_back(testing::Queue("serving"));
+  spec.queues.back().preemptable = false;
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP0), "n-0", 0, 0);  // P0 is not preemptible
+  Job serving = WithClass(GpuJob(2, 1, 8000), kP2);
+  serving.queue = *state.FindQueue("serving");  // P2, but in a queue that is not preemptable
+  Start(state, serving, "n-1", 0, 0);
+  Plan plan = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, kHour);
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_NE(FindUnplaced(plan, 3), nullptr);
+  // Equal priority never preempts within a queue.
+  ClusterSpec spec2 = Cluster();
+  Add(spec2, Nodes("n", 1, "H800", 8));
+  ClusterState state2 = MakeState(spec2);
+  Start(state2, WithClass(GpuJob(1, 1, 8000), kP1), "n-0", 0, 0);
+  EXPECT_TRUE(RunCycle(state2, {WithClass(GpuJob(2, 1, 8000), kP1)}, kHour).evictions.empty());
+}
+
+TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  spec.priority_classes[kP2].min_runtime = 30 * kMinute;
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "n-0", 0, 0);
+  Job high = WithClass(GpuJob(2, 1, 8000), kP0);
+  Plan early = RunCycle(state, {high}, 10 * kMinute);
+  EXPECT_TRUE(early.evictions.empty());
+  Plan later = RunCycle(state, {high}, 30 * kMinute);
+  EXPECT_EQ(later.evictions.size(), 1u);
+}
+
+TEST(Preempt, ChoosesTheVictimThatLosesLeastSinceItsCheckpoint) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "n-0", 0, 0);
+  Start(state, WithClass(GpuJob(2, 1, 8000), kP2), "n-1", 0, 0);
+  ASSERT_TRUE(state.RecordCheckpoint(1, 20 * kMinute).ok());  // lost 4 hours at 4h+20m
+  ASSERT_TRUE(state.RecordCheckpoint(2, 4 * kHour).ok());     // lost 20 minutes
+  Plan plan = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, 4 * kHour + 20 * kMinute);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, 2u);
+  EXPECT_NEAR(plan.evictions[0].lost_gpu_hours, 8.0 / 3, 1e-9);
+}
+
+TEST(Preempt, RestartOverheadCountsAsLostWork) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  ClusterState state = MakeState(spec);
+  Job slow_restart = WithClass(GpuJob(1, 1, 8000), kP2);
+  slow_restart.restart_overhead = 2 * kHour;
+  Start(state, slow_restart, "n-0", 0, 0);
+  Start(state, WithClass(GpuJob(2, 1, 8000), kP2), "n-1", 0, 0);
+  Plan plan = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, kHour);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, 2u);
+}
+
+TEST(Preempt, EvictsOnlyWhatThePreemptorNeeds) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  ClusterState state = MakeState(spec);
+  for (JobId id = 1; id <= 8; ++id) {
+    Start(state, WithClass(GpuJob(id, 1, 1000), kP2), "n-0", static_cast<std::uint32_t>(id - 1), static_cast<Millis>(id) * kMinute);
+  }
+  // Two GPUs: the two that lose least are the two started last.
+  Plan plan = RunCycle(state, {WithClass(GpuJob(100, 1, 2000), kP0)}, kHour);
+  ASSERT_EQ(plan.evictions.size(), 2u);
+  std::vector<JobId> victims = {plan.evictions[0].job, plan.evictions[1].job};
+  std::sort(victims.begin(), victims.end());
+  EXPECT_EQ(victims, (std::vector<JobId>{7, 8}));
+  EXPECT_EQ(state.running().size(), 7u);
+}
+
+TEST(Preempt, NothingIsEvictedUnlessThePreemptorThenFits) {
+  ClusterSpec spec = Cluster({"leaf"});
+  Add(spec, Nodes("a", 1, "H800", 8, 0, {"leaf-a"}));
+  Add(spec, Nodes("b", 1, "H800", 8, 0, {"leaf-b"}));
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "a-0", 0, 0);
+  Start(state, WithClass(GpuJob(2, 1, 8000), kP0), "b-0", 0, 0);  // not preemptible
+  // 16 GPUs in one leaf: evicting job 1 would free 8, never enough.
+  Job gang = WithClass(GpuJob(3, 2, 8000), kP0);
+  gang.topology = {state.topology().LevelIndex("leaf"), ConstraintMode::kRequired};
+  Plan plan = RunCycle(state, {gang}, kHour);
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_NE(FindUnplaced(plan, 3), nullptr);
+  EXPECT_NE(state.FindRunning(1), nullptr);
+}
+
+TEST(Preempt, GangVictimsFreeAWholeDomainForARequiredTopology) {
+  ClusterSpec spec = Cluster({"leaf"});
+  Add(spec, Nodes("a", 2, "H800", 8, 0, {"leaf-a"}));
+  Add(spec, Nodes("b", 2, "H800", 8, 0, {"leaf-b"}));
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "a-0", 0, 0);
+  Start(state, WithClass(GpuJob(2, 1, 8000), kP2), "a-1", 0, 0);
+  Start(state, WithClass(GpuJob(3, 1, 8000), kP2), "b-0", 0, 0);
+  Start(state, WithClass(GpuJob(4, 1, 8000), kP0), "b-1", 0, 0);
+  ASSERT_TRUE(state.RecordCheckpoint(3, kHour).ok());  // b-0's job loses nothing
+  Job gang = WithClass(GpuJob(10, 2, 8000), kP0);
+  gang.topology = {state.topology().LevelIndex("leaf"), ConstraintMode::kRequired};
+  Plan plan = RunCycle(state, {gang}, kHour);
+  // leaf-b would be cheaper per victim, but its P0 job cannot go: leaf-a's two jobs are evicted.
+  ASSERT_EQ(plan.evictions.size(), 2u);
+  std::vector<JobId> victims = {plan.evictions[0].job, plan.evictions[1].job};
+  std::sort(victims.begin(), victims.end());
+  EXPECT_EQ(victims, (std::vector<JobId>{1, 2}));
+}
+
+TEST(Preempt, CapOnGpusEvictedPerCycle) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 3, "H800", 8));
+  ClusterState state = MakeState(spec);
+  for (JobId id = 1; id <= 3; ++id) Start(state, WithClass(GpuJob(id, 1, 8000), kP2), "n-" + std::to_string(id - 1), 0, 0);
+  std::vector<Job> high;
+  for (JobId id = 10; id <= 12; ++id) high.push_back(WithClass(GpuJob(id, 1, 8000), kP0));
+  EngineOptions options;
+  options.preemption.max_gpus_per_cycle = 8000;
+  Plan plan = RunCycle(state, high, kHour, options);
+  EXPECT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.binds.size(), 1u);
+  Plan next = RunCycle(state, {high[1], high[2]}, kHour + kMinute, options);
+  EXPECT_EQ(next.evictions.size(), 1u);  // one more per cycle
+}
+
+TEST(Preempt, EvictionBudgetAndCooldownStopRepeatedEvictions) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  spec.priority_classes[kP2].max_evictions = 2;
+  spec.priority_classes[kP2].eviction_window = 24 * kHour;
+  spec.priority_classes[kP2].eviction_cooldown = 30 * kMinute;
+  ClusterState state = MakeState(spec);
+  const Job training = WithClass(GpuJob(1, 1, 8000), kP2);
+  Millis t = 0;
+  int evictions = 0;
+  // A P0 task arrives every 10 minutes, runs 5; the training job restarts whenever it can.
+  for (JobId id = 100; id < 100 + 36; ++id, t += 10 * kMinute) {
+    if (!state.FindRunning(1)) {
+      Plan restart = RunCycle(state, {training}, t);
+      (void)restart;
+    }
+    Plan plan = RunCycle(state, {WithClass(GpuJob(id, 1, 1000), kP0)}, t + kMinute);
+    evictions += static_cast<int>(plan.evictions.size());
+    if (state.FindRunning(id)) {
+      ASSERT_TRUE(state.Unbind(id, t + 6 * kMinute).ok());
+    }
+  }
+  // Six hours: without guards, 36 evictions. Cooldown spaces them, the budget caps them at 2 a day.
+  EXPECT_EQ(evictions, 2);
+  EXPECT_EQ(state.EvictionTimes(1).size(), 2u);
+  EXPECT_GE(state.EvictionTimes(1)[1] - state.EvictionTimes(1)[0], 30 * kMinute);
+}
+
+TEST(Preempt, MinimumBenefitKeepsABigJobFromDyingForASmallOne) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  ClusterState state = MakeState(spec);
+  Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "n-0", 0, 0);
+  ASSERT_TRUE(state.RecordCheckpoint(1, 90 * kMinute).ok());  // at 2h it loses 8 x 0.5 = 4 GPU-hours
+  EngineOptions options;
+  options.preemption.max_loss_per_gpu = kHour;  // at most one GPU-hour lost per GPU gained
+  Plan small = RunCycle(state, {WithClass(GpuJob(2, 1, 1000), kP0)}, 2 * kHour, options);
+  EXPECT_TRUE(small.evictions.empty());  // 4 GPU-hours for 1 GPU
+  Plan big = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, 2 * kHour, options);
+  EXPECT_EQ(big.evictions.size(), 1u);  // 0.5 GPU-hours per GPU
+}
+
+ClusterSpec Cohort(std::int64_t a_nominal, std::int64_t b_nominal) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("a", "org"), testing::Queue("b", "org")};
+  spec.queues[1].quota["H800"].nominal = MilliGpu(a_nominal * kMilliPerGpu);
+  spec.queues[2].quota["H800"].nominal = MilliGpu(b_nominal * kMilliPerGpu);
+  return spec;
+}
+
+TEST(Reclaim, QueueBelowItsGuaranteeTakesBackBorrowedGpusLowestPriorityFirst) {
+  ClusterState state = MakeState(Cohort(8, 8));
+  const QueueId a = *state.FindQueue("a");
+  const QueueId b = *state.FindQueue("b");
+  // a runs 16 one-GPU jobs: 8 on its own quota, 8 borrowed from b. The later ones are P1.
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 16; ++id) {
+    Job j = WithClass(GpuJob(id, 1, 1000), id <= 12 ? kP2 : kP1);
+    j.queue = a;
+    j.submit_time = static_cast<Millis>(id);
+    jobs.push_back(j);
+  }
+  RunCycle(state, jobs, kMinute);
+  ASSERT_EQ(state.usage(a, 0), 16000);
+  // b asks for 3 GPUs, P2 itself: reclaim does not look at the preemptor's priority.
+  Job claim = WithClass(GpuJob(100, 1, 3000), kP2);
+  claim.queue = b;
+  Plan plan = RunCycle(state, {claim}, kHour);
+  ASSERT_NE(FindBind(plan, 100), nullptr);
+  ASSERT_EQ(plan.evictions.size(), 3u);
+  for (const Eviction& e : plan.evictions) {
+    EXPECT_EQ(e.kind, Eviction::Kind::kReclaim);
+    EXPECT_LE(e.job, 12u) << "a P1 job was evicted while P2 ones were borrowing";
+  }
+  EXPECT_EQ(state.usage(a, 0), 13000);
+}
+
+TEST(Reclaim, NeverTakesAQueueBelowItsGuarantee) {
+  ClusterState state = MakeState(Cohort(12, 4));
+  const QueueId a = *state.FindQueue("a");
+  const QueueId b = *state.FindQueue("b");
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 14; ++id) {
+    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
+    j.queue = a;
+    jobs.push_back(j);
+  }
+  RunCycle(state, jobs, 0);  // a: 12 own + 2 borrowed
+  Job claim = WithClass(GpuJob(100, 1, 4000), kP2);
+  claim.queue = b;
+  Plan plan = RunCycle(state, {claim}, kHour);
+  // b's guarantee is 4, free capacity 2: two borrowed GPUs come back, a keeps its 12.
+  ASSERT_NE(FindBind(plan, 100), nullptr);
+  EXPECT_EQ(plan.evictions.size(), 2u);
+  EXPECT_EQ(state.usage(a, 0), 12000);
+  // And a cannot reclaim back: it is at its guarantee, b within its own.
+  Job back = WithClass(GpuJob(200, 1, 1000), kP0);
+  back.queue = a;
+  Plan plan2 = RunCycle(state, {back}, 2 * kHour);
+  EXPECT_TRUE(plan2.evictions.empty() || plan2.evictions[0].kind == Eviction::Kind::kWithinQueue);
+  for (const Eviction& e : plan2.evictions) EXPECT_NE(e.job, 100u);
+}
+
+TEST(Reclaim, ABorrowingQueueCannotReclaim) {
+  ClusterState state = MakeState(Cohort(8, 8));
+  const QueueId a = *state.FindQueue("a");
+  const QueueId b = *state.FindQueue("b");
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 8; ++id) {
+    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
+    j.queue = b;
+    jobs.push_back(j);
+  }
+  for (JobId id = 9; id <= 16; ++id) {
+    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
+    j.queue = a;
+    jobs.push_back(j);
+  }
+  RunCycle(state, jobs, 0);  // both at their nominal 8: nobody borrows
+  Job more = WithClass(GpuJob(100, 1, 1000), kP0);
+  more.queue = a;  // would borrow: a P0 job may only preempt within its own queue
+  Plan plan = RunCycle(state, {more}, kHour);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].kind, Eviction::Kind::kWithinQueue);
+  EXPECT_GE(plan.evictions[0].job, 9u);
+}
+
+}  // namespace
+}  // namespace arbiter
