@@ -148,7 +148,7 @@ class ClusterLoader {
   }
 
   void LoadScheduler(const Value& value) {
-    Map m(value, {"ordering", "fair_share_half_life", "score_candidates"});
+    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "preemption"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age"});
@@ -165,6 +165,14 @@ class ClusterLoader {
     if (const Value* v = m.Find("score_candidates")) {
       out_.engine.score_candidates = v->Int32(1, 1 << 16);
     }
+    if (const Value* v = m.Find("preemption")) {
+      Map p(*v, {"enabled", "max_gpus_per_cycle", "max_loss_per_gpu", "max_attempts_per_cycle"});
+      PreemptionOptions& o = out_.engine.preemption;
+      if (const Value* x = p.Find("enabled")) o.enabled = x->Bool();
+      if (const Value* x = p.Find("max_gpus_per_cycle")) o.max_gpus_per_cycle = x->Gpus().value();
+      if (const Value* x = p.Find("max_loss_per_gpu")) o.max_loss_per_gpu = x->Duration();
+      if (const Value* x = p.Find("max_attempts_per_cycle")) o.max_attempts_per_cycle = x->Int32(0, 1 << 20);
+    }
   }
 
   static Millis PositiveDuration(const Value& v) {
@@ -178,7 +186,8 @@ class ClusterLoader {
     if (items.empty()) value.Fail("list at least one priority class");
     std::map<std::string, int> seen;  // name -> line
     for (const Value& item : items) {
-      Map m(item, {"name", "value", "preemptible"});
+      Map m(item, {"name", "value", "preemptible", "min_runtime", "grace_period", "checkpoint_signal",
+                   "max_evictions", "eviction_window", "eviction_cooldown"});
       PriorityClassSpec pc;
       const Value& name = m.Get("name");
       pc.name = name.NonEmptyString();
@@ -188,6 +197,17 @@ class ClusterLoader {
       }
       pc.value = m.Get("value").Int32(kInt32Min, kInt32Max);
       if (const Value* v = m.Find("preemptible")) pc.preemptible = v->Bool();
+      if (const Value* v = m.Find("min_runtime")) pc.min_runtime = v->Duration();
+      if (const Value* v = m.Find("grace_period")) pc.grace_period = v->Duration();
+      if (const Value* v = m.Find("checkpoint_signal")) {
+        pc.checkpoint_signal = v->NonEmptyString();
+        if (pc.checkpoint_signal.rfind("SIG", 0) != 0) {
+          v->Fail(fmt::format("expected a signal name such as SIGUSR1, got '{}'", pc.checkpoint_signal));
+        }
+      }
+      if (const Value* v = m.Find("max_evictions")) pc.max_evictions = v->Int32(0, kInt32Max);
+      if (const Value* v = m.Find("eviction_window")) pc.eviction_window = PositiveDuration(*v);
+      if (const Value* v = m.Find("eviction_cooldown")) pc.eviction_cooldown = v->Duration();
       out_.cluster.priority_classes.push_back(std::move(pc));
     }
   }
@@ -358,7 +378,8 @@ class ClusterLoader {
     std::vector<std::optional<Value>> parents;
     std::vector<std::string> names;
     for (const Value& item : items) {
-      Map m(item, {"name", "parent", "weight", "priority", "preemptable", "quota"});
+      Map m(item, {"name", "parent", "weight", "priority", "preemptable", "preempt_within_queue",
+                   "reclaim", "quota"});
       QueueSpec q;
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();
@@ -375,6 +396,8 @@ class ClusterLoader {
       if (const Value* v = m.Find("weight")) q.weight = v->Int32(1, kInt32Max);
       if (const Value* v = m.Find("priority")) q.priority = v->Int32(kInt32Min, kInt32Max);
       if (const Value* v = m.Find("preemptable")) q.preemptable = v->Bool();
+      if (const Value* v = m.Find("preempt_within_queue")) q.preempt_within_queue = v->Bool();
+      if (const Value* v = m.Find("reclaim")) q.reclaim = v->Bool();
       if (const Value* v = m.Find("quota")) {
         for (const Entry& e : Entries(*v)) {
           if (IndexOf(resources, e.key) < 0) {

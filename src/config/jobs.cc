@@ -28,7 +28,7 @@ constexpr std::int64_t kMaxReplicas = 1 << 16;
 constexpr std::string_view kJobFields[] = {
     // Identity and times.
     "name", "user", "queue", "priority_class", "submit_time", "runtime_estimate",
-    "checkpoint_interval",
+    "checkpoint_interval", "restart_overhead",
     // Placement constraints.
     "gpu_types", "topology", "node_selector", "tolerations", "labels", "affinity",
     // Shape.
@@ -76,6 +76,7 @@ class JobsLoader {
     if (const Value* v = m.Find("submit_time")) job.submit_time = v->Duration();
     if (const Value* v = m.Find("runtime_estimate")) job.runtime_estimate = v->Duration();
     if (const Value* v = m.Find("checkpoint_interval")) job.checkpoint_interval = v->Duration();
+    if (const Value* v = m.Find("restart_overhead")) job.restart_overhead = v->Duration();
     if (const Value* v = m.Find("gpu_types")) {
       for (const Value& t : v->Items()) {
         job.gpu_types.Add(Resolve(t, "GPU type", gpu_types_, &ClusterState::FindGpuType));

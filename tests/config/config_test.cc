@@ -279,6 +279,33 @@ TEST(ConfigCluster, Scheduler) {
   EXPECT_EQ(c.engine.score_candidates, 3);
 }
 
+TEST(ConfigCluster, PreemptionSettings) {
+  ClusterConfig c = MustParseCluster(
+      Edit("  - {name: P1, value: 100}",
+           "  - {name: P1, value: 100, min_runtime: 20m, grace_period: 2m, checkpoint_signal: SIGUSR2,\n"
+           "     max_evictions: 3, eviction_window: 12h, eviction_cooldown: 1h}") +
+      R"(scheduler:
+  preemption: {enabled: true, max_gpus_per_cycle: 64, max_loss_per_gpu: 30m, max_attempts_per_cycle: 8}
+)");
+  const PriorityClassSpec& p1 = c.cluster.priority_classes[1];
+  EXPECT_EQ(p1.min_runtime, 20 * 60 * 1000LL);
+  EXPECT_EQ(p1.grace_period, 2 * 60 * 1000LL);
+  EXPECT_EQ(p1.checkpoint_signal, "SIGUSR2");
+  EXPECT_EQ(p1.max_evictions, 3);
+  EXPECT_EQ(p1.eviction_window, 12 * 3600 * 1000LL);
+  EXPECT_EQ(p1.eviction_cooldown, 3600 * 1000LL);
+  EXPECT_EQ(c.engine.preemption.max_gpus_per_cycle, 64000);
+  EXPECT_EQ(c.engine.preemption.max_loss_per_gpu, 30 * 60 * 1000LL);
+  EXPECT_EQ(c.engine.preemption.max_attempts_per_cycle, 8);
+  ClusterConfig q = MustParseCluster(Edit("    parent: org\n    quota", "    parent: org\n    reclaim: false\n    preempt_within_queue: false\n    quota"));
+  EXPECT_FALSE(q.cluster.queues[1].reclaim);
+  EXPECT_FALSE(q.cluster.queues[1].preempt_within_queue);
+  EXPECT_TRUE(HasSubstr(ClusterError(Edit("{name: P1, value: 100}", "{name: P1, value: 100, checkpoint_signal: USR1}")),
+                        "priority_classes[1].checkpoint_signal: expected a signal name such as SIGUSR1, got 'USR1'"));
+  EXPECT_TRUE(HasSubstr(ClusterError(Edit("{name: P1, value: 100}", "{name: P1, value: 100, min_runtime: -5m}")),
+                        "priority_classes[1].min_runtime"));
+}
+
 TEST(ConfigCluster, ExpandsNames) {
   ClusterConfig c = MustParseCluster(kCluster);
   std::vector<std::string> names;
@@ -624,7 +651,8 @@ TEST(ConfigJobs, TaskChecks) {
   EXPECT_EQ(JobsError(state, head + "    runtme_estimate: 1h\n"),
             "j.yaml:5:5: jobs[0].runtme_estimate: unknown field 'runtme_estimate' (expected one "
             "of: name, user, queue, priority_class, submit_time, runtime_estimate, "
-            "checkpoint_interval, gpu_types, topology, node_selector, tolerations, labels, "
+            "checkpoint_interval, restart_overhead, gpu_types, topology, node_selector, "
+            "tolerations, labels, "
             "affinity, replicas, groups, tasks, gpus, gpu_memory, cpu, memory); did you mean "
             "'runtime_estimate'?");
   EXPECT_EQ(JobsError(state, "jobs:\n  - {queue: batch, priority_class: P1}\n"),
