@@ -86,7 +86,9 @@ void PrintClusterSummary(const ClusterState& state) {
   fmt::print("\n");
 }
 
-void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan) {
+// `victims`: the names of the jobs the plan evicts, taken before it was applied.
+void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
+                   const std::map<JobId, std::string>& victims) {
   fmt::print("cycle at t={}s: {} pending, {} placed, {} not placed\n\n",
              plan.now / kMillisPerSecond, jobs.size(), plan.binds.size(), plan.unplaced.size());
   if (!plan.binds.empty()) {
@@ -102,6 +104,21 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
           "  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", job.name, state.queue(job.queue).spec.name,
           state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
           b.allocation.gpu_type == kNone ? "-" : state.gpu_type_name(b.allocation.gpu_type), tasks);
+    }
+    fmt::print("\n");
+  }
+  if (!plan.evictions.empty()) {
+    fmt::print("EVICTED (signalled now, stopped after their grace period)\n");
+    fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>8} {:>10}\n", "JOB", "FOR", "KIND", "SIGNAL", "STOP AT", "LOST GPU-H");
+    for (const Eviction& e : plan.evictions) {
+      auto victim = victims.find(e.job);
+      std::string preemptor = std::to_string(e.preemptor);
+      for (const Job& j : jobs) {
+        if (j.id == e.preemptor) preemptor = j.name;
+      }
+      fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n", victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
+                 e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within-queue", e.signal,
+                 e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
     fmt::print("\n");
   }
@@ -214,6 +231,8 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
   };
   Engine engine(options);
   Plan plan = engine.Schedule(state, *jobs, now);
+  std::map<JobId, std::string> victims;
+  for (const Eviction& e : plan.evictions) victims[e.job] = state.FindRunning(e.job)->job.name;
   if (Status st = state.Apply(plan, *jobs); !st.ok()) {
     fmt::print(stderr, "internal error: the plan does not apply: {}\n", st.message());
     return 3;
@@ -226,7 +245,7 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
     PrintPlanJson(state, *jobs, plan);
   } else {
     PrintClusterSummary(state);
-    PrintPlanText(state, *jobs, plan);
+    PrintPlanText(state, *jobs, plan, victims);
   }
   return 0;
 }

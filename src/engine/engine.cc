@@ -35,8 +35,8 @@ class StageTimer {
   }
 
   std::vector<StageTiming> Timings() const {
-    static constexpr const char* kNames[kCount] = {"order", "validate", "quota", "place",
-                                                   "explain"};
+    static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",
+                                                   "place",   "explain",  "preempt"};
     std::vector<StageTiming> out;
     for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
     return out;

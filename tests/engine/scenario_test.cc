@@ -1,6 +1,8 @@
 // Scheduling scenarios: a cluster, queues and jobs in; binds and reasons out.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "arbiter/engine.h"
 #include "engine/stages.h"
 #include "testing/builders.h"
@@ -346,6 +348,29 @@ TEST(Scenario, InvalidJobsAreRejectedWithTheField) {
   for (const Unplaced& u : plan.unplaced) {
     EXPECT_EQ(u.reason.stage, Stage::kValidate);
     EXPECT_EQ(u.reason.verdict, Verdict::kNever);
+  }
+}
+
+TEST(Scenario, EveryStageIsNamedAndTimedWithAnInjectedClock) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  ClusterState state = MakeState(spec);
+  EngineOptions options;
+  std::int64_t ticks = 0;
+  options.clock_micros = [&ticks] { return ticks += 10; };
+  Plan plan = RunCycle(state, {GpuJob(1, 1, 1000), GpuJob(2, 1, 16000)}, 0, options);
+  std::set<std::string> names;
+  for (const StageTiming& t : plan.timings) {
+    ASSERT_NE(t.stage, nullptr);
+    names.insert(t.stage);
+    EXPECT_GE(t.micros, 0);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"order", "validate", "quota", "place", "explain", "preempt"}));
+  for (const StageTiming& t : plan.timings) {
+    if (std::string(t.stage) == "place") {
+      EXPECT_EQ(t.calls, 2);
+      EXPECT_EQ(t.micros, 20);
+    }
   }
 }
 
