@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|preempt] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,6 +18,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
+#include "preempt_bench.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -49,11 +50,6 @@ double Seconds(std::chrono::steady_clock::duration d) {
 
 void Print(const std::string& name, const char* suffix, double value, const char* unit) {
   std::printf("BENCH %s%s %.6g %s\n", name.c_str(), suffix, value, unit);
-}
-
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "arbiter_bench: %s\n", what.c_str());
-  std::exit(1);
 }
 
 // FNV-1a over what the plan decided (binds with their devices, unplaced jobs with their reasons):
@@ -219,7 +215,7 @@ Options ParseArgs(int argc, char** argv) {
     } else if (arg == "--no-clock") {
       opt.clock = false;
     } else {
-      Fail("usage: arbiter_bench [--only 10k|1k] [--reps N] [--seed N] [--no-clock]");
+      Fail("usage: arbiter_bench [--only 10k|1k|preempt] [--reps N] [--seed N] [--no-clock]");
     }
   }
   return opt;
@@ -235,6 +231,10 @@ int main(int argc, char** argv) {
   for (const Variant& v : kVariants) {
     if (!opt.only.empty() && opt.only != v.name) continue;
     RunVariant(v, opt);
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "preempt") {
+    RunPreemptBench(10'000, 100'000, opt.reps > 0 ? opt.reps : 200, opt.seed, "");
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -19,6 +21,11 @@
 #include "arbiter/model.h"
 
 namespace arbiter::bench {
+
+[[noreturn]] inline void Fail(const std::string& what) {
+  std::fprintf(stderr, "arbiter_bench: %s\n", what.c_str());
+  std::exit(1);
+}
 
 inline constexpr std::int64_t kGiB = 1024;  // MiB per GiB
 

@@ -8,6 +8,7 @@
 // cost, so the search stops as soon as no unvisited scope can beat the best set found.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <unordered_map>
 
 #include "engine/stages.h"
@@ -91,6 +92,8 @@ class Search {
     for (const TaskGroup& g : job_.groups) {
       whole_ += g.count * g.request.whole_gpus();
       milli_ += g.count * g.request.gpu.value();
+      const TaskRequest& r = g.request;
+      if (!largest_ || std::tie(r.gpu, r.cpu, r.memory) > std::tie(largest_->gpu, largest_->cpu, largest_->memory)) largest_ = &r;
     }
   }
 
@@ -103,7 +106,11 @@ class Search {
     std::optional<Candidate> best;
     // One node (an NVLink-level requirement is enforced by the placement inside the node).
     std::vector<std::pair<NodeId, NodeId>> scopes;
-    for (NodeId n = 0; n < all; ++n) scopes.emplace_back(n, n + 1);
+    if (filter_.type == kNone) {
+      for (NodeId n = 0; n < all; ++n) scopes.emplace_back(n, n + 1);
+    } else {
+      for (NodeId n : state_.NodesOfType(filter_.type)) scopes.emplace_back(n, n + 1);
+    }
     best = BestIn(scopes);
     for (int level = topo.node_level() - 1; !best && level >= std::max(0, max_level); --level) {
       scopes.clear();
@@ -156,26 +163,27 @@ class Search {
     return &*slot;
   }
 
-  // Eligible victims with a task in [begin, end), in the order they are tried: within-queue
-  // victims cheapest first; reclaim victims lowest priority first, then cheapest; younger first
-  // among equals.
-  std::vector<const Victim*> VictimsIn(NodeId begin, NodeId end) {
-    std::vector<const Victim*> out;
+  // Eligible victims with a task in [begin, end), each once, into `out`.
+  void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
+    out.clear();
     for (NodeId n = begin; n < end; ++n) {
       for (JobId id : state_.node(n).jobs) {
         const Victim* v = Eligible(id);
-        if (v && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+        if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end())) out.push_back(v);
       }
     }
+  }
+
+  // The order victims are tried in: within-queue victims cheapest first; reclaim victims lowest
+  // priority first, then cheapest; younger first among equals.
+  void SortForEviction(std::vector<const Victim*>& victims) const {
     auto key = [&](const Victim* v) {
       const std::int32_t value = v->kind == Eviction::Kind::kReclaim
                                      ? state_.priority_class(v->running->job.priority_class).value
                                      : INT32_MIN;
       return std::make_tuple(value, v->cost, -v->running->start_time, v->running->job.id);
     };
-    std::sort(out.begin(), out.end(),
-              [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
-    return out;
+    std::sort(victims.begin(), victims.end(), [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
   }
 
   // GPUs of the preemptor's type the victims hold inside [begin, end).
@@ -205,17 +213,20 @@ class Search {
     struct Bound {
       double cost;
       std::size_t scope;
-      std::vector<const Victim*> victims;
     };
     std::vector<Bound> bounds;
+    std::vector<const Victim*> victims;
+    std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
     for (std::size_t i = 0; i < scopes.size(); ++i) {
       const auto [begin, end] = scopes[i];
-      std::vector<const Victim*> victims = VictimsIn(begin, end);
+      // A single node must be able to host the largest task at all.
+      if (end == begin + 1 && FilterNodeEver(state_, begin, *largest_, job_, filter_.type)) continue;
+      VictimsIn(begin, end, victims);
       if (victims.empty()) continue;
       double bound = 0;
       if (filter_.type != kNone) {
         std::int64_t missing = milli_ - FreeMilliIn(begin, end);
-        std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
+        per_gpu.clear();
         std::int64_t held = 0;
         for (const Victim* v : victims) {
           const std::int64_t m = HeldIn(*v, begin, end);
@@ -230,15 +241,17 @@ class Search {
           missing -= m;
         }
       }
-      bounds.push_back({bound, i, std::move(victims)});
+      bounds.push_back({bound, i});
     }
     std::stable_sort(bounds.begin(), bounds.end(),
                      [](const Bound& a, const Bound& b) { return a.cost < b.cost; });
     std::optional<Candidate> best;
     for (const Bound& b : bounds) {
       if (best && best->cost <= b.cost) break;
-      std::optional<Candidate> c =
-          TryScope(scopes[b.scope].first, scopes[b.scope].second, b.victims);
+      const auto [begin, end] = scopes[b.scope];
+      VictimsIn(begin, end, victims);
+      SortForEviction(victims);
+      std::optional<Candidate> c = TryScope(begin, end, victims);
       if (c && (!best || Better(*c, *best))) best = std::move(c);
     }
     return best;
@@ -316,6 +329,7 @@ class Search {
   QueueId root_ = 0;
   std::int64_t whole_ = 0;
   std::int64_t milli_ = 0;
+  const TaskRequest* largest_ = nullptr;
   std::unordered_map<JobId, std::optional<Victim>> victims_;
 };
 
