@@ -40,9 +40,26 @@ struct PreemptionOptions {
   int max_attempts_per_cycle = 32;
 };
 
+// Backfill with reservations (as Slurm's sched/backfill): the first blocked jobs in order get a
+// reservation computed from the running jobs' runtime estimates; later jobs may start ahead only
+// if, by their own estimate, they end before the earliest reservation, or if they stay off every
+// reserved device.
+struct BackfillOptions {
+  int reservations = 1;  // blocked jobs per cycle that get a reservation; 0 disables backfill
+  // A running job past its estimate is assumed to end this long from now (re-evaluated every
+  // cycle, so the reservation slides while the job overruns, and nothing new lands on the
+  // reserved devices meanwhile).
+  Millis overrun_grace = 5 * 60 * kMillisPerSecond;
+  // Assumed runtime of a job without an estimate (running, or pending for backfill purposes).
+  Millis default_runtime = 24 * 3600 * kMillisPerSecond;
+  // Placement attempts when computing one reservation.
+  int max_attempts = 64;
+};
+
 struct EngineOptions {
   OrderingWeights ordering;
   PreemptionOptions preemption;
+  BackfillOptions backfill;
   // Candidate nodes scored per task once a feasible one is found in the best-fitting bucket.
   int score_candidates = 8;
   // Optional monotonic clock in microseconds, used only to time the stages of a cycle.

@@ -125,6 +125,9 @@ struct QueueSpec {
   // evict work other queues run on borrowed quota (reclaimWithinCohort).
   bool preempt_within_queue = true;
   bool reclaim = true;
+  // No job of this queue starts ahead of an earlier blocked job of the same queue (Kueue's
+  // StrictFIFO); otherwise later jobs may start when they fit (BestEffortFIFO, with backfill).
+  bool strict_fifo = false;
 };
 
 // A priority class: its value orders jobs; the rest protects its jobs when they are victims.

@@ -55,6 +55,7 @@ enum class Cause : std::uint8_t {
   kQuotaMax,
   kQuotaBorrowingLimit,
   kQuotaCohort,  // the queue would borrow, and its cohort has no unused quota to lend
+  kQueueOrder,   // an earlier job of its strict-FIFO queue is blocked
   kInvalid,      // the job itself is malformed
 };
 inline constexpr int kCauseCount = static_cast<int>(Cause::kInvalid) + 1;
@@ -78,6 +79,8 @@ struct Reason {
   std::int32_t nodes_total = 0;           // nodes the filter considered (filter / place stages)
   std::vector<CauseCount> node_counts;    // nodes per first failing cause, largest first
   std::string detail;                     // names the queue, level or field concerned
+  // When the job holds a backfill reservation: the time it is expected to start (-1: none).
+  Millis reserved_start = -1;
 
   // E.g. "filter: 0/128 nodes fit: 96 insufficient GPU, 32 untolerated taint".
   std::string Describe() const;
@@ -116,8 +119,19 @@ struct StageTiming {
   std::int64_t micros = 0;
 };
 
+// A blocked job's reservation: the devices and the time at which, by the running jobs' runtime
+// estimates, it will fit. Lower jobs may start ahead of it only if they end before `start` by
+// their own estimate or stay off these devices.
+struct Reservation {
+  JobId job = 0;
+  std::uint32_t pending_index = 0;
+  Millis start = 0;
+  Allocation allocation;
+};
+
 struct Plan {
   Millis now = 0;
+  std::vector<Reservation> reservations;
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;
   std::vector<Unplaced> unplaced;  // in the order the cycle took them

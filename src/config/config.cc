@@ -148,7 +148,7 @@ class ClusterLoader {
   }
 
   void LoadScheduler(const Value& value) {
-    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "preemption"});
+    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age"});
@@ -172,6 +172,14 @@ class ClusterLoader {
       if (const Value* x = p.Find("max_gpus_per_cycle")) o.max_gpus_per_cycle = x->Gpus().value();
       if (const Value* x = p.Find("max_loss_per_gpu")) o.max_loss_per_gpu = x->Duration();
       if (const Value* x = p.Find("max_attempts_per_cycle")) o.max_attempts_per_cycle = x->Int32(0, 1 << 20);
+    }
+    if (const Value* v = m.Find("backfill")) {
+      Map b(*v, {"reservations", "overrun_grace", "default_runtime", "max_attempts"});
+      BackfillOptions& o = out_.engine.backfill;
+      if (const Value* x = b.Find("reservations")) o.reservations = x->Int32(0, 1 << 16);
+      if (const Value* x = b.Find("overrun_grace")) o.overrun_grace = PositiveDuration(*x);
+      if (const Value* x = b.Find("default_runtime")) o.default_runtime = PositiveDuration(*x);
+      if (const Value* x = b.Find("max_attempts")) o.max_attempts = x->Int32(1, 1 << 20);
     }
   }
 
@@ -379,7 +387,7 @@ class ClusterLoader {
     std::vector<std::string> names;
     for (const Value& item : items) {
       Map m(item, {"name", "parent", "weight", "priority", "preemptable", "preempt_within_queue",
-                   "reclaim", "quota"});
+                   "reclaim", "strict_fifo", "quota"});
       QueueSpec q;
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();
@@ -398,6 +406,7 @@ class ClusterLoader {
       if (const Value* v = m.Find("preemptable")) q.preemptable = v->Bool();
       if (const Value* v = m.Find("preempt_within_queue")) q.preempt_within_queue = v->Bool();
       if (const Value* v = m.Find("reclaim")) q.reclaim = v->Bool();
+      if (const Value* v = m.Find("strict_fifo")) q.strict_fifo = v->Bool();
       if (const Value* v = m.Find("quota")) {
         for (const Entry& e : Entries(*v)) {
           if (IndexOf(resources, e.key) < 0) {

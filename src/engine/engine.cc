@@ -16,7 +16,7 @@ using engine::PlacedJob;
 // Accumulates the calls and time of the cycle's stages; time only when a clock was injected.
 class StageTimer {
  public:
-  enum Id { kOrder, kValidate, kQuota, kPlace, kExplain, kPreempt, kCount };
+  enum Id { kOrder, kValidate, kQuota, kPlace, kExplain, kBackfill, kPreempt, kCount };
   explicit StageTimer(const std::function<std::int64_t()>& clock) : clock_(clock) {}
 
   template <typename F>
@@ -35,8 +35,8 @@ class StageTimer {
   }
 
   std::vector<StageTiming> Timings() const {
-    static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",
-                                                   "place",   "explain",  "preempt"};
+    static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",   "place",
+                                                   "explain", "backfill", "preempt"};
     std::vector<StageTiming> out;
     for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
     return out;
@@ -138,6 +138,8 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
   std::unordered_map<std::string, Reason> explained;  // why, per shape and allowed types
   std::unordered_set<JobId> seen;
   std::vector<std::uint32_t> deferred;
+  engine::ReservationHolds holds;          // devices reserved for blocked jobs (backfill)
+  std::unordered_set<QueueId> fifo_blocked;  // strict-FIFO queues whose head is blocked
 
   auto unplaced = [&](std::uint32_t index, Reason reason) {
     plan.unplaced.push_back({pending[index].id, index, std::move(reason)});
@@ -157,6 +159,11 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     }
     if (invalid) {
       unplaced(index, Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
+      return true;
+    }
+    if (fifo_blocked.count(job.queue)) {
+      unplaced(index, Reason{Stage::kPlace, Verdict::kWait, Cause::kQueueOrder, 0, {},
+                             "queue " + state.queue(job.queue).spec.name + " is strict FIFO"});
       return true;
     }
     const std::int64_t milli = job.total_gpu().value();
@@ -213,19 +220,25 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
                                  std::any_of(job.affinity.begin(), job.affinity.end(),
                                              [](const AffinityTerm& t) { return !t.required; });
     const bool cacheable = job.affinity.empty();
+    // Backfill: a job that ends before the earliest reservation may use reserved devices.
+    // A job without an estimate is not trusted to end in time.
+    const bool ends_before_reservations = !holds.empty() && job.runtime_estimate > 0 &&
+                                          now + job.runtime_estimate <= holds.earliest_start();
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
       for (GpuTypeId t : allowed) {
         std::string key;
         if (cacheable) {
-          key = ShapeKey(job, t, strict);
+          key = ShapeKey(job, t, strict) + (ends_before_reservations ? 'S' : 'L');
           auto it = failed_shapes.find(key);
           if (it != failed_shapes.end()) continue;
         }
         JobFilter filter = engine::MakeJobFilter(state, job, t, strict, placed);
         engine::PlaceStats stats;
+        if (ends_before_reservations) holds.Release(state);
         std::optional<Allocation> allocation = timer.Run(
             StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
+        if (ends_before_reservations) holds.Apply(state);
         if (allocation) {
           state.Charge(job.queue, allocation->gpu_type, milli);
           plan.binds.push_back({job.id, index, std::move(*allocation), now});
@@ -254,11 +267,53 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     return true;
   };
 
+  // A job that was not placed blocks its queue if the queue is strict FIFO, and the first such
+  // jobs get a reservation that later jobs may not delay.
+  auto blocked = [&](std::uint32_t index) {
+    const Job& job = pending[index];
+    if (state.queue(job.queue).spec.strict_fifo) fifo_blocked.insert(job.queue);
+    Unplaced& entry = plan.unplaced.back();
+    if (static_cast<int>(plan.reservations.size()) >= options_.backfill.reservations ||
+        entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
+        entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
+      return;
+    }
+    for (GpuTypeId t = 0; t < std::max<std::size_t>(1, state.gpu_type_count()); ++t) {
+      const GpuTypeId type = job.total_gpu().value() == 0 ? kNone : t;
+      if (type != kNone && !job.gpu_types.Accepts(type)) continue;
+      if (type != kNone && !engine::CheckQuota(state, job.queue, type, job.total_gpu().value()).ok) continue;
+      JobFilter filter = engine::MakeJobFilter(state, job, type, /*strict=*/false, placed);
+      holds.Release(state);
+      std::optional<Reservation> r = timer.Run(StageTimer::kBackfill, [&] {
+        return engine::Reserve(state, filter, placed, now, options_);
+      });
+      if (r) {
+        r->pending_index = index;
+        entry.reason.reserved_start = r->start;
+        holds.Add(*r);
+        plan.reservations.push_back(std::move(*r));
+      }
+      holds.Apply(state);
+      if (r || type == kNone) break;
+    }
+  };
   // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
   for (std::uint32_t index : order) {
-    if (!schedule_job(index, /*allow_borrow=*/false)) deferred.push_back(index);
+    const std::size_t before = plan.unplaced.size();
+    if (!schedule_job(index, /*allow_borrow=*/false)) {
+      deferred.push_back(index);
+      if (state.queue(pending[index].queue).spec.strict_fifo) fifo_blocked.insert(pending[index].queue);
+    } else if (plan.unplaced.size() > before) {
+      blocked(index);
+    }
   }
-  for (std::uint32_t index : deferred) (void)schedule_job(index, /*allow_borrow=*/true);
+  for (std::uint32_t index : deferred) {
+    fifo_blocked.erase(pending[index].queue);  // its head is now taken in its turn
+    const std::size_t before = plan.unplaced.size();
+    (void)schedule_job(index, /*allow_borrow=*/true);
+    if (plan.unplaced.size() > before) blocked(index);
+  }
+  holds.Release(state);  // reservations hold devices from this cycle's later jobs only
 
   const std::size_t placed_directly = plan.binds.size();
 
@@ -328,6 +383,11 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
       }
       if (!resolved[u] && !key.empty()) hopeless.insert(std::move(key));
     }
+    std::unordered_set<JobId> preempted;
+    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
+      if (resolved[u]) preempted.insert(plan.unplaced[u].job);
+    }
+    std::erase_if(plan.reservations, [&](const Reservation& r) { return preempted.count(r.job) > 0; });
     std::size_t kept = 0;
     for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
       if (resolved[u]) continue;

@@ -141,3 +141,37 @@ std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& fi
                                         const EngineOptions& options);
 
 }  // namespace arbiter::engine
+
+namespace arbiter::engine {
+
+// ---- backfill ----
+
+// The expected end of a running job (or of one placed this cycle at `start`): its start plus its
+// estimate (or the default runtime); past that, `now` plus the overrun grace.
+Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptions& options);
+
+// Computes a reservation for a blocked job: releases the running jobs and those placed this cycle
+// on the scratch state in order of expected end until the job fits (placement only), and returns
+// the devices and that time. The state is unchanged on return.
+std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter, std::span<const PlacedJob> placed,
+                                   Millis now, const EngineOptions& options);
+
+// Holds the currently free part of reserved devices (and the CPU and memory the reservation needs
+// on their nodes) out of reach of jobs that would still run at the reservation's start.
+class ReservationHolds {
+ public:
+  void Add(const Reservation& r);
+  bool empty() const { return reservations_.empty(); }
+  Millis earliest_start() const { return earliest_; }
+  // Takes what is free of the reserved resources now, on the scratch state.
+  void Apply(ClusterState& state);
+  // Gives it back.
+  void Release(ClusterState& state);
+
+ private:
+  std::vector<Reservation> reservations_;
+  std::vector<TaskAllocation> held_;
+  Millis earliest_ = 0;
+};
+
+}  // namespace arbiter::engine

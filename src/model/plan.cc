@@ -38,6 +38,8 @@ const char* CauseName(Cause cause) {
       return "queue at its borrowing limit";
     case Cause::kQuotaCohort:
       return "cohort has no unused quota to lend";
+    case Cause::kQueueOrder:
+      return "behind a blocked job of its strict-FIFO queue";
     case Cause::kInvalid:
       return "invalid job";
   }
@@ -81,6 +83,7 @@ std::string Reason::Describe() const {
     out += CauseName(cause);
   }
   if (!detail.empty()) out += " (" + detail + ")";
+  if (reserved_start >= 0) out += "; reserved, expected to start at t=" + std::to_string(reserved_start / 1000) + "s";
   if (verdict == Verdict::kNever) out += " [can never fit]";
   return out;
 }

@@ -365,7 +365,7 @@ TEST(Scenario, EveryStageIsNamedAndTimedWithAnInjectedClock) {
     names.insert(t.stage);
     EXPECT_GE(t.micros, 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"order", "validate", "quota", "place", "explain", "preempt"}));
+  EXPECT_EQ(names, (std::set<std::string>{"order", "validate", "quota", "place", "explain", "backfill", "preempt"}));
   for (const StageTiming& t : plan.timings) {
     if (std::string(t.stage) == "place") {
       EXPECT_EQ(t.calls, 2);

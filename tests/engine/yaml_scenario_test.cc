@@ -9,8 +9,10 @@
 //                           message: "substring of the reason"}, ...}
 //     placed_count: 3
 //
-// Jobs not placed stay pending into the next cycle; placed jobs keep running. `now:` in a cycle
-// document sets the cycle's time (default: the latest submit time so far).
+// Jobs not placed stay pending into the next cycle; placed jobs keep running until a cycle
+// document lists them under `finish:`. `now:` in a cycle document sets the cycle's time (default:
+// the latest submit time so far). `unplaced` expectations may also give `reserved: 36000s`, the
+// start of the job's backfill reservation.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -84,6 +86,17 @@ TEST_P(YamlScenario, DecidesAsExpected) {
       ASSERT_TRUE(t.ok()) << t.status().message();
       now = *t;
       doc.remove("now");
+    }
+    if (doc["finish"]) {  // running jobs that end before this cycle
+      for (const auto& name : doc["finish"]) {
+        JobId id = 0;
+        for (const auto& [rid, r] : state.running()) {
+          if (r.job.name == name.as<std::string>()) id = rid;
+        }
+        ASSERT_NE(id, 0u) << name.as<std::string>() << " is not running";
+        ASSERT_TRUE(state.Unbind(id, now).ok());
+      }
+      doc.remove("finish");
     }
     if (doc["jobs"]) {
       YAML::Emitter out;
@@ -163,6 +176,11 @@ TEST_P(YamlScenario, DecidesAsExpected) {
           EXPECT_EQ(r.verdict == Verdict::kNever ? "never" : "wait",
                     want["verdict"].as<std::string>())
               << name << ": " << r.Describe();
+        }
+        if (want["reserved"]) {
+          Result<Millis> t = config::ParseDuration(want["reserved"].as<std::string>(), "reserved");
+          ASSERT_TRUE(t.ok()) << t.status().message();
+          EXPECT_EQ(r.reserved_start, *t) << name << ": " << r.Describe();
         }
         if (want["message"]) {
           EXPECT_NE(r.Describe().find(want["message"].as<std::string>()), std::string::npos)

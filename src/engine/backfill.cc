@@ -1,0 +1,102 @@
+// Backfill with reservations: when a job is blocked, find when and where it will fit as the running
+// jobs end by their runtime estimates, and hold those devices from jobs that would still run then.
+#include <algorithm>
+#include <tuple>
+
+#include "engine/stages.h"
+
+namespace arbiter::engine {
+
+Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptions& options) {
+  const Millis runtime = job.runtime_estimate > 0 ? job.runtime_estimate : options.default_runtime;
+  const Millis end = start + runtime;
+  return end > now ? end : now + options.overrun_grace;
+}
+
+std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter, std::span<const PlacedJob> placed,
+                                   Millis now, const EngineOptions& options) {
+  struct Release {
+    Millis end;
+    JobId id;
+    const Allocation* allocation;
+  };
+  std::vector<Release> releases;
+  releases.reserve(state.running().size() + placed.size());
+  for (const auto& [id, r] : state.running()) {
+    releases.push_back({ExpectedEnd(r.job, r.start_time, now, options.backfill), id, &r.allocation});
+  }
+  for (const PlacedJob& p : placed) releases.push_back({ExpectedEnd(*p.job, now, now, options.backfill), p.job->id, p.allocation});
+  std::sort(releases.begin(), releases.end(),
+            [](const Release& a, const Release& b) { return std::tie(a.end, a.id) < std::tie(b.end, b.id); });
+
+  const GpuTypeId type = filter.type;
+  const std::int64_t demand = filter.job->total_gpu().value();
+  std::int64_t free = 0;
+  if (type != kNone) {
+    for (NodeId n : state.NodesOfType(type)) {
+      for (const DeviceState& d : state.node(n).devices) free += d.type == type ? d.free.value() : 0;
+    }
+  }
+  std::optional<Reservation> result;
+  std::size_t released = 0;
+  int attempts = 0;
+  for (; released < releases.size(); ++released) {
+    const Release& rel = releases[released];
+    for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
+      state.GiveTask(*t);
+      for (const DeviceShare& d : t->devices) free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
+    }
+    // Several jobs may end at the same time: try once they all have.
+    if (released + 1 < releases.size() && releases[released + 1].end == rel.end) continue;
+    if (type != kNone && free < demand) continue;
+    if (++attempts > options.backfill.max_attempts) {
+      ++released;
+      break;
+    }
+    PlaceStats stats;
+    std::optional<Allocation> allocation = PlaceJob(state, filter, options, stats);
+    if (allocation) {
+      for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t) state.GiveTask(*t);
+      result = Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
+      ++released;
+      break;
+    }
+  }
+  for (std::size_t i = std::min(released, releases.size()); i-- > 0;) {
+    for (const TaskAllocation& t : releases[i].allocation->tasks) state.TakeTask(t);
+  }
+  return result;
+}
+
+void ReservationHolds::Add(const Reservation& r) {
+  earliest_ = reservations_.empty() ? r.start : std::min(earliest_, r.start);
+  reservations_.push_back(r);
+}
+
+void ReservationHolds::Apply(ClusterState& state) {
+  held_.clear();
+  for (const Reservation& r : reservations_) {
+    for (const TaskAllocation& task : r.allocation.tasks) {
+      const NodeState& node = state.node(task.node);
+      TaskAllocation hold;
+      hold.node = task.node;
+      hold.cpu = std::min(node.cpu_free, task.cpu);
+      hold.memory = std::min(node.memory_free, task.memory);
+      for (const DeviceShare& d : task.devices) {
+        const DeviceState& dev = node.devices[d.device];
+        const DeviceShare share{d.device, std::min(dev.free, d.gpu), std::min(dev.memory_free, d.memory)};
+        if (share.gpu.value() > 0 || share.memory.value() > 0) hold.devices.push_back(share);
+      }
+      if (hold.devices.empty() && hold.cpu.value() == 0 && hold.memory.value() == 0) continue;
+      state.TakeTask(hold);
+      held_.push_back(std::move(hold));
+    }
+  }
+}
+
+void ReservationHolds::Release(ClusterState& state) {
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) state.GiveTask(*it);
+  held_.clear();
+}
+
+}  // namespace arbiter::engine
