@@ -329,7 +329,12 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     std::int64_t budget = options_.preemption.max_gpus_per_cycle;
     int attempts = 0;
     std::unordered_set<JobId> evicted;
-    std::unordered_set<std::string> hopeless;  // shapes of a queue and class that found no victims
+    // Shapes of a queue and class that found no victims, with what protected them.
+    std::unordered_map<std::string, std::string> hopeless;
+    auto add_detail = [](Reason& reason, const std::string& more) {
+      if (more.empty()) return;
+      reason.detail += (reason.detail.empty() ? "" : "; ") + more;
+    };
     std::vector<bool> resolved(plan.unplaced.size(), false);
     for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
       if (attempts >= options_.preemption.max_attempts_per_cycle || budget == 0) break;
@@ -340,7 +345,10 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
       if (job.affinity.empty()) {
         key = ShapeKey(job, kNone, false) + std::to_string(job.queue) + '/' +
               std::to_string(state.priority_class(job.priority_class).value);
-        if (hopeless.count(key)) continue;
+        if (auto it = hopeless.find(key); it != hopeless.end()) {
+          add_detail(plan.unplaced[u].reason, it->second);
+          continue;
+        }
       }
       ++attempts;
       std::vector<GpuTypeId> types;
@@ -348,10 +356,11 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
       for (GpuTypeId t = 0; t < state.gpu_type_count() && job.total_gpu().value() > 0; ++t) {
         if (job.gpu_types.Accepts(t)) types.push_back(t);
       }
+      engine::PreemptionRefusals refusals;
       for (GpuTypeId t : types) {
         JobFilter filter = engine::MakeJobFilter(state, job, t, /*strict=*/false, placed);
         std::optional<engine::PreemptionResult> result = timer.Run(StageTimer::kPreempt, [&] {
-          return engine::Preempt(state, filter, now, budget, evicted, options_);
+          return engine::Preempt(state, filter, now, budget, evicted, options_, &refusals);
         });
         if (!result) continue;
         Preemption p;
@@ -381,7 +390,11 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
         resolved[u] = true;
         break;
       }
-      if (!resolved[u] && !key.empty()) hopeless.insert(std::move(key));
+      if (!resolved[u]) {
+        const std::string why = refusals.Describe();
+        add_detail(plan.unplaced[u].reason, why);
+        if (!key.empty()) hopeless.emplace(std::move(key), why);
+      }
     }
     std::unordered_set<JobId> preempted;
     for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {

@@ -77,8 +77,9 @@ bool Better(const Candidate& a, const Candidate& b) {
 class Search {
  public:
   Search(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
-         const std::unordered_set<JobId>& excluded, const EngineOptions& options)
-      : state_(state),
+         const std::unordered_set<JobId>& excluded, const EngineOptions& options, PreemptionRefusals* refusals)
+      : refusals_(refusals),
+        state_(state),
         filter_(filter),
         job_(*filter.job),
         now_(now),
@@ -144,7 +145,15 @@ class Search {
     if (it != victims_.end()) return it->second ? &*it->second : nullptr;
     std::optional<Victim>& slot = victims_[id];
     const RunningJob* r = state_.FindRunning(id);
-    if (!r || excluded_.count(id) || EvictionGuard(state_, *r, now_)) return nullptr;
+    if (!r || excluded_.count(id)) return nullptr;
+    Millis until = -1;
+    if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
+      if (refusals_ && Related(*r)) {
+        ++refusals_->guards[guard];
+        if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at)) refusals_->lifts_at = until;
+      }
+      return nullptr;
+    }
     Victim v = CostOf(state_, *r, now_);
     if (r->job.queue == job_.queue) {
       if (!state_.queue(job_.queue).spec.preempt_within_queue ||
@@ -161,6 +170,14 @@ class Search {
     }
     slot = v;
     return &*slot;
+  }
+
+  // Whether the preemptor could evict `r` but for the guards (for reporting what protects it).
+  bool Related(const RunningJob& r) const {
+    if (r.job.queue == job_.queue) {
+      return state_.priority_class(r.job.priority_class).value < state_.priority_class(job_.priority_class).value;
+    }
+    return can_reclaim_ && RootOf(state_, r.job.queue) == root_;
   }
 
   // Eligible victims with a task in [begin, end), each once, into `out`.
@@ -276,7 +293,10 @@ class Search {
     bool fits = false;
     for (const Victim* v : victims) {
       const std::int64_t g = GpusOf(*v->running);
-      if (budget_ >= 0 && gpus + g > budget_) continue;
+      if (budget_ >= 0 && gpus + g > budget_) {
+        if (refusals_) refusals_->cap = true;
+        continue;
+      }
       if (v->kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *v->running))
         continue;
       Remove(state_, *v->running);
@@ -313,11 +333,14 @@ class Search {
       Restore(state_, *(*it)->running);
     // The minimum benefit: what the victims lose per GPU the preemptor gains.
     const std::int64_t threshold = options_.preemption.max_loss_per_gpu;
-    if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_)
+    if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_) {
+      if (refusals_) refusals_->benefit = true;
       return std::nullopt;
+    }
     return c;
   }
 
+  PreemptionRefusals* refusals_;
   ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;
@@ -335,19 +358,41 @@ class Search {
 
 }  // namespace
 
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now) {
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now, Millis* until) {
   const PriorityClassSpec& pc = state.priority_class(running.job.priority_class);
+  auto lifts = [&](Millis t) {
+    if (until) *until = t;
+  };
+  lifts(-1);
   if (!pc.preemptible) return "priority class not preemptible";
   if (!state.queue(running.job.queue).spec.preemptable) return "queue not preemptable";
-  if (now - running.start_time < pc.min_runtime) return "minimum runtime";
+  if (now - running.start_time < pc.min_runtime) {
+    lifts(running.start_time + pc.min_runtime);
+    return "minimum runtime";
+  }
   const std::span<const Millis> times = state.EvictionTimes(running.job.id);
-  if (!times.empty() && now - times.back() < pc.eviction_cooldown) return "eviction cooldown";
+  if (!times.empty() && now - times.back() < pc.eviction_cooldown) {
+    lifts(times.back() + pc.eviction_cooldown);
+    return "eviction cooldown";
+  }
   if (pc.max_evictions > 0) {
-    const auto recent = std::count_if(times.begin(), times.end(),
-                                      [&](Millis t) { return t > now - pc.eviction_window; });
-    if (recent >= pc.max_evictions) return "eviction budget";
+    auto first_in_window = std::find_if(times.begin(), times.end(), [&](Millis t) { return t > now - pc.eviction_window; });
+    if (times.end() - first_in_window >= pc.max_evictions) {
+      lifts(*first_in_window + pc.eviction_window);
+      return "eviction budget";
+    }
   }
   return nullptr;
+}
+
+std::string PreemptionRefusals::Describe() const {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  for (const auto& [guard, jobs] : guards) add(std::to_string(jobs) + " protected by " + guard);
+  if (lifts_at >= 0) add("the first protection lifts at t=" + std::to_string(lifts_at / kMillisPerSecond) + "s");
+  if (benefit) add("victims would lose more than max_loss_per_gpu");
+  if (cap) add("the cycle's eviction cap is reached");
+  return out.empty() ? "" : "no preemption: " + out;
 }
 
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) {
@@ -368,8 +413,8 @@ Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) 
 std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
-                                        const EngineOptions& options) {
-  Search search(state, filter, now, gpu_budget, excluded, options);
+                                        const EngineOptions& options, PreemptionRefusals* refusals) {
+  Search search(state, filter, now, gpu_budget, excluded, options, refusals);
   return search.Run();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -115,7 +116,17 @@ struct Victim {
 // Whether the guards let `running` be evicted at `now` at all, whoever asks: its class is
 // preemptible, its queue preemptable, it has run its class's minimum runtime, it is outside its
 // cooldown and within its eviction budget. Returns the guard that refuses, or nullptr.
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now);
+// `until`, when given, receives the time the refusing guard lifts (-1: never by itself).
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now, Millis* until = nullptr);
+
+// What kept a preemption search from finding victims, for the job's reason.
+struct PreemptionRefusals {
+  std::map<std::string, int> guards;  // guard -> jobs it protected that could otherwise be victims
+  Millis lifts_at = -1;               // earliest time one of those protections lifts
+  bool benefit = false;               // a set was refused by the minimum benefit
+  bool cap = false;                   // the cycle's eviction cap was reached
+  std::string Describe() const;       // "" when nothing was refused
+};
 
 // What evicting `running` at `now` loses, and that weighted by its priority.
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now);
@@ -138,7 +149,8 @@ struct PreemptionResult {
 std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
-                                        const EngineOptions& options);
+                                        const EngineOptions& options,
+                                        PreemptionRefusals* refusals = nullptr);
 
 }  // namespace arbiter::engine
 

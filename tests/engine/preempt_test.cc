@@ -100,6 +100,12 @@ TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
   Job high = WithClass(GpuJob(2, 1, 8000), kP0);
   Plan early = RunCycle(state, {high}, 10 * kMinute);
   EXPECT_TRUE(early.evictions.empty());
+  // The reason names the guard and when it lifts.
+  ASSERT_NE(FindUnplaced(early, 2), nullptr);
+  EXPECT_NE(FindUnplaced(early, 2)->reason.Describe().find(
+                "no preemption: 1 protected by minimum runtime, the first protection lifts at t=1800s"),
+            std::string::npos)
+      << FindUnplaced(early, 2)->reason.Describe();
   Plan later = RunCycle(state, {high}, 30 * kMinute);
   EXPECT_EQ(later.evictions.size(), 1u);
 }
@@ -237,6 +243,8 @@ TEST(Preempt, MinimumBenefitKeepsABigJobFromDyingForASmallOne) {
   options.preemption.max_loss_per_gpu = kHour;  // at most one GPU-hour lost per GPU gained
   Plan small = RunCycle(state, {WithClass(GpuJob(2, 1, 1000), kP0)}, 2 * kHour, options);
   EXPECT_TRUE(small.evictions.empty());  // 4 GPU-hours for 1 GPU
+  EXPECT_NE(FindUnplaced(small, 2)->reason.Describe().find("victims would lose more than max_loss_per_gpu"),
+            std::string::npos);
   Plan big = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, 2 * kHour, options);
   EXPECT_EQ(big.evictions.size(), 1u);  // 0.5 GPU-hours per GPU
 }
