@@ -58,7 +58,7 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   EngineOptions options;
   options.clock_micros = NowMicros;
   Engine engine(options);
-  std::vector<double> preempt_us, cycle_us;
+  std::vector<double> preempt_us, cycle_us, backfill_us, explain_us;
   std::size_t victims = 0, placed = 0;
   for (int i = 0; i < arrivals; ++i) {
     Job job;
@@ -84,6 +84,8 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
     cycle_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     for (const StageTiming& t : p.timings) {
       if (std::string(t.stage) == "preempt") preempt_us.push_back(static_cast<double>(t.micros));
+      if (std::string(t.stage) == "backfill") backfill_us.push_back(static_cast<double>(t.micros));
+      if (std::string(t.stage) == "explain") explain_us.push_back(static_cast<double>(t.micros));
     }
     victims += p.evictions.size();
     placed += p.binds.size();
@@ -96,6 +98,8 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   print("preempt_p50_us", Percentile(preempt_us, 0.50), "us");
   print("preempt_p99_us", Percentile(preempt_us, 0.99), "us");
   print("preempt_cycle_p99_us", Percentile(cycle_us, 0.99), "us");
+  print("preempt_cycle_backfill_p99_us", Percentile(backfill_us, 0.99), "us");
+  print("preempt_cycle_explain_p99_us", Percentile(explain_us, 0.99), "us");
   print("preempt_placed_pct", 100.0 * static_cast<double>(placed) / arrivals, "%");
   std::fflush(stdout);
 }

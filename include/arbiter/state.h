@@ -67,7 +67,9 @@ struct NodeState {
   GpuTypeSet gpu_types;
   std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
   std::uint32_t tasks = 0;          // tasks running here
-  std::vector<JobId> jobs;          // running jobs with a task here, each once
+  // Running jobs with a task here, each once. The pointers are into the state's running jobs,
+  // which never move while they run (the state cannot be copied, only moved).
+  std::vector<const struct RunningJob*> jobs;
 };
 
 // A topology domain above the node level. Nodes are stored so that every domain is a contiguous
@@ -102,10 +104,16 @@ struct RunningJob {
   Allocation allocation;
   Millis start_time = 0;
   Millis last_checkpoint = 0;  // start_time until the job reports a checkpoint
+  std::vector<Millis> evictions;  // when the job was evicted before this run, oldest first
 };
 
 class ClusterState {
  public:
+  ClusterState(ClusterState&&) = default;
+  ClusterState& operator=(ClusterState&&) = default;
+  ClusterState(const ClusterState&) = delete;  // NodeState::jobs points into running jobs
+  ClusterState& operator=(const ClusterState&) = delete;
+
   // Builds the state from a configuration, checking it: unique names, known parents and GPU
   // types, no cycles in the queue tree, topology paths that match the levels.
   static Result<ClusterState> Create(const ClusterSpec& spec);

@@ -20,16 +20,29 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     JobId id;
     const Allocation* allocation;
   };
-  std::vector<Release> releases;
-  releases.reserve(state.running().size() + placed.size());
-  for (const auto& [id, r] : state.running()) {
-    releases.push_back({ExpectedEnd(r.job, r.start_time, now, options.backfill), id, &r.allocation});
-  }
-  for (const PlacedJob& p : placed) releases.push_back({ExpectedEnd(*p.job, now, now, options.backfill), p.job->id, p.allocation});
-  std::sort(releases.begin(), releases.end(),
-            [](const Release& a, const Release& b) { return std::tie(a.end, a.id) < std::tie(b.end, b.id); });
-
+  // Only jobs on GPUs of the job's type can make it fit (for a job without GPUs, every job).
   const GpuTypeId type = filter.type;
+  std::vector<Release> releases;
+  auto consider = [&](const Job& job, Millis start, const Allocation& allocation) {
+    if (type != kNone && allocation.gpu_type != type) return;
+    releases.push_back({ExpectedEnd(job, start, now, options.backfill), job.id, &allocation});
+  };
+  if (type == kNone) {
+    for (const auto& [id, r] : state.running()) consider(r.job, r.start_time, r.allocation);
+  } else {
+    for (NodeId n : state.NodesOfType(type)) {
+      for (const RunningJob* r : state.node(n).jobs) {
+        // A job on several nodes is listed once, by the node of its first task.
+        if (r->allocation.tasks.front().node == n) consider(r->job, r->start_time, r->allocation);
+      }
+    }
+  }
+  for (const PlacedJob& p : placed) consider(*p.job, now, *p.allocation);
+  // Released in order of expected end: a heap, so that only what is released gets ordered.
+  auto later = [](const Release& a, const Release& b) { return std::tie(a.end, a.id) > std::tie(b.end, b.id); };
+  std::make_heap(releases.begin(), releases.end(), later);
+  auto heap_end = releases.end();  // [begin, heap_end) is the heap; the released follow in order
+
   const std::int64_t demand = filter.job->total_gpu().value();
   std::int64_t free = 0;
   if (type != kNone) {
@@ -38,32 +51,30 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     }
   }
   std::optional<Reservation> result;
-  std::size_t released = 0;
   int attempts = 0;
-  for (; released < releases.size(); ++released) {
-    const Release& rel = releases[released];
+  while (heap_end != releases.begin()) {
+    std::pop_heap(releases.begin(), heap_end, later);
+    --heap_end;
+    const Release& rel = *heap_end;
     for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
       state.GiveTask(*t);
       for (const DeviceShare& d : t->devices) free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
     }
-    // Several jobs may end at the same time: try once they all have.
-    if (released + 1 < releases.size() && releases[released + 1].end == rel.end) continue;
+    // (Jobs that end at the same time need not all be released first: the time is the same.)
     if (type != kNone && free < demand) continue;
-    if (++attempts > options.backfill.max_attempts) {
-      ++released;
-      break;
-    }
+    if (++attempts > options.backfill.max_attempts) break;
     PlaceStats stats;
     std::optional<Allocation> allocation = PlaceJob(state, filter, options, stats);
     if (allocation) {
       for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t) state.GiveTask(*t);
       result = Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
-      ++released;
       break;
     }
   }
-  for (std::size_t i = std::min(released, releases.size()); i-- > 0;) {
-    for (const TaskAllocation& t : releases[i].allocation->tasks) state.TakeTask(t);
+  // Take back what was released.
+  for (auto it = releases.end(); it != heap_end;) {
+    --it;
+    for (const TaskAllocation& t : it->allocation->tasks) state.TakeTask(t);
   }
   return result;
 }

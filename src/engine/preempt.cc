@@ -90,6 +90,9 @@ class Search {
     can_reclaim_ = state.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state, job_.queue, filter.type).empty();
     root_ = RootOf(state, job_.queue);
+    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
+      max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
+    }
     for (const TaskGroup& g : job_.groups) {
       whole_ += g.count * g.request.whole_gpus();
       milli_ += g.count * g.request.gpu.value();
@@ -139,37 +142,42 @@ class Search {
   }
 
  private:
-  // The victim entry of a running job, or nullptr when this preemptor may not evict it.
-  const Victim* Eligible(JobId id) {
-    auto it = victims_.find(id);
+  // The victim entry of a running job, or nullptr when this preemptor may not evict it; stable
+  // for the search.
+  const Victim* Eligible(const RunningJob* r) {
+    auto it = victims_.find(r);
     if (it != victims_.end()) return it->second ? &*it->second : nullptr;
-    std::optional<Victim>& slot = victims_[id];
-    const RunningJob* r = state_.FindRunning(id);
-    if (!r || excluded_.count(id)) return nullptr;
+    std::optional<Victim>& slot = victims_[r];
+    slot = Evaluate(r);
+    return slot ? &*slot : nullptr;
+  }
+
+  // Whether this preemptor may evict `r`, and at what cost. No lookups: the hot path of the search.
+  std::optional<Victim> Evaluate(const RunningJob* r) {
+    if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
     if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
-      if (refusals_ && Related(*r)) {
+      if (refusals_ && Related(*r) && refused_.insert(r).second) {
         ++refusals_->guards[guard];
         if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at)) refusals_->lifts_at = until;
       }
-      return nullptr;
+      return std::nullopt;
     }
-    Victim v = CostOf(state_, *r, now_);
+    Victim v = CostOf(state_, *r, now_, max_class_value_);
     if (r->job.queue == job_.queue) {
       if (!state_.queue(job_.queue).spec.preempt_within_queue ||
           state_.priority_class(r->job.priority_class).value >=
               state_.priority_class(job_.priority_class).value) {
-        return nullptr;
+        return std::nullopt;
       }
       v.kind = Eviction::Kind::kWithinQueue;
     } else {
       if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_ ||
           !RunsOnBorrowedQuota(state_, *r))
-        return nullptr;
+        return std::nullopt;
       v.kind = Eviction::Kind::kReclaim;
     }
-    slot = v;
-    return &*slot;
+    return v;
   }
 
   // Whether the preemptor could evict `r` but for the guards (for reporting what protects it).
@@ -184,8 +192,8 @@ class Search {
   void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
     out.clear();
     for (NodeId n = begin; n < end; ++n) {
-      for (JobId id : state_.node(n).jobs) {
-        const Victim* v = Eligible(id);
+      for (const RunningJob* r : state_.node(n).jobs) {
+        const Victim* v = Eligible(r);
         if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end())) out.push_back(v);
       }
     }
@@ -233,13 +241,22 @@ class Search {
     };
     std::vector<Bound> bounds;
     std::vector<const Victim*> victims;
+    std::vector<Victim> evaluated;
     std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
     for (std::size_t i = 0; i < scopes.size(); ++i) {
       const auto [begin, end] = scopes[i];
       // A single node must be able to host the largest task at all.
       if (end == begin + 1 && FilterNodeEver(state_, begin, *largest_, job_, filter_.type)) continue;
-      VictimsIn(begin, end, victims);
-      if (victims.empty()) continue;
+      evaluated.clear();
+      for (NodeId n = begin; n < end; ++n) {
+        for (const RunningJob* r : state_.node(n).jobs) {
+          if (end > begin + 1 && std::any_of(evaluated.begin(), evaluated.end(), [&](const Victim& v) { return v.running == r; })) continue;
+          if (std::optional<Victim> v = Evaluate(r)) evaluated.push_back(*v);
+        }
+      }
+      if (evaluated.empty()) continue;
+      victims.clear();
+      for (const Victim& v : evaluated) victims.push_back(&v);
       double bound = 0;
       if (filter_.type != kNone) {
         std::int64_t missing = milli_ - FreeMilliIn(begin, end);
@@ -353,7 +370,9 @@ class Search {
   std::int64_t whole_ = 0;
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
-  std::unordered_map<JobId, std::optional<Victim>> victims_;
+  std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
+  std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
+  std::int32_t max_class_value_ = 1;
 };
 
 }  // namespace
@@ -370,7 +389,7 @@ const char* EvictionGuard(const ClusterState& state, const RunningJob& running, 
     lifts(running.start_time + pc.min_runtime);
     return "minimum runtime";
   }
-  const std::span<const Millis> times = state.EvictionTimes(running.job.id);
+  const std::vector<Millis>& times = running.evictions;
   if (!times.empty() && now - times.back() < pc.eviction_cooldown) {
     lifts(times.back() + pc.eviction_cooldown);
     return "eviction cooldown";
@@ -396,14 +415,18 @@ std::string PreemptionRefusals::Describe() const {
 }
 
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) {
+  std::int32_t max_value = 1;
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
+    max_value = std::max(max_value, state.priority_class(c).value);
+  return CostOf(state, running, now, max_value);
+}
+
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now, std::int32_t max_value) {
   Victim v;
   v.running = &running;
   const Millis since = std::max(running.start_time, running.last_checkpoint);
   const Millis lost_time = std::max<Millis>(0, now - since) + running.job.restart_overhead;
   v.lost = GpusOf(running) * lost_time / kMilliPerGpu;
-  std::int32_t max_value = 1;
-  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
-    max_value = std::max(max_value, state.priority_class(c).value);
   const double weight = 1.0 + std::max(0, state.priority_class(running.job.priority_class).value) /
                                   static_cast<double>(max_value);
   v.cost = static_cast<double>(v.lost) * weight;

@@ -130,6 +130,8 @@ struct PreemptionRefusals {
 
 // What evicting `running` at `now` loses, and that weighted by its priority.
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now);
+// The same, given the largest priority-class value.
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now, std::int32_t max_value);
 
 struct PreemptionResult {
   Allocation allocation;        // the preemptor's, taken in the state

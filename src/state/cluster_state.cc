@@ -426,11 +426,12 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     return result;
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
+  RunningJob& running = running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
+  if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
   for (const TaskAllocation& t : allocation.tasks) {
-    std::vector<JobId>& jobs = nodes_[t.node].jobs;
-    if (std::find(jobs.begin(), jobs.end(), job.id) == jobs.end()) jobs.push_back(job.id);
+    std::vector<const RunningJob*>& jobs = nodes_[t.node].jobs;
+    if (std::find(jobs.begin(), jobs.end(), &running) == jobs.end()) jobs.push_back(&running);
   }
-  running_.emplace(job.id, RunningJob{job, allocation, now, now});
   return Status::Ok();
 }
 
@@ -468,7 +469,7 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   if (it == running_.end()) return Status::Error("job " + std::to_string(id) + " is not running");
   for (const TaskAllocation& t : it->second.allocation.tasks) {
     GiveTask(t);
-    std::erase(nodes_[t.node].jobs, id);
+    std::erase(nodes_[t.node].jobs, &it->second);
   }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
   running_.erase(it);
@@ -562,7 +563,8 @@ Status ClusterState::CheckInvariants() const {
     if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0)
       return Status::Error(where + "memory over-allocated or miscounted");
     if (node.tasks != tasks[n]) return Status::Error(where + "task count");
-    std::vector<JobId> listed = node.jobs;
+    std::vector<JobId> listed;
+    for (const RunningJob* r : node.jobs) listed.push_back(r->job.id);
     std::sort(listed.begin(), listed.end());
     std::sort(node_jobs[n].begin(), node_jobs[n].end());
     if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
