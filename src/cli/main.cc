@@ -202,8 +202,46 @@ std::optional<Loaded> LoadCluster(const std::string& path) {
   return loaded;
 }
 
+// Why one job is where it is after the cycle: its placement, its evictions and start, or its
+// reason (with its reservation) when it was not placed.
+int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
+                 const std::map<JobId, std::string>& victims, const std::string& name) {
+  const Job* job = nullptr;
+  for (const Job& j : jobs) {
+    if (j.name == name) job = &j;
+  }
+  if (!job) {
+    std::string known;
+    for (std::size_t i = 0; i < jobs.size() && i < 20; ++i) known += (i ? ", " : "") + jobs[i].name;
+    fmt::print(stderr, "error: explain: no job named '{}' (jobs: {}{})\n", name, known, jobs.size() > 20 ? ", ..." : "");
+    return 1;
+  }
+  fmt::print("job {} (queue {}, class {}, {} GPUs) at t={}s:\n", job->name, state.queue(job->queue).spec.name,
+             state.priority_class(job->priority_class).name, Gpus(job->total_gpu().value()), plan.now / kMillisPerSecond);
+  for (const Bind& b : plan.binds) {
+    if (b.job != job->id) continue;
+    std::string tasks;
+    for (const TaskAllocation& t : b.allocation.tasks) tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
+    fmt::print("  placed on {}: {}\n", b.allocation.gpu_type == kNone ? "CPU" : state.gpu_type_name(b.allocation.gpu_type), tasks);
+    for (const Eviction& e : plan.evictions) {
+      if (e.preemptor != job->id) continue;
+      auto v = victims.find(e.job);
+      fmt::print("  preempting {} ({}): {} now, stopped at t={}s, losing {:.2f} GPU-hours\n",
+                 v != victims.end() ? v->second : std::to_string(e.job),
+                 e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within its queue", e.signal,
+                 e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
+    }
+    if (b.start_after > plan.now) fmt::print("  starts at t={}s, when its last victim has stopped\n", b.start_after / kMillisPerSecond);
+    return 0;
+  }
+  for (const Unplaced& u : plan.unplaced) {
+    if (u.job == job->id) fmt::print("  pending: {}\n", u.reason.Describe());
+  }
+  return 0;
+}
+
 int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
-            const std::string& now_text, bool json) {
+            const std::string& now_text, bool json, const std::string& explain = "") {
   std::optional<Loaded> loaded = LoadCluster(cluster_path);
   if (!loaded) return 1;
   ClusterState& state = *loaded->state;
@@ -241,6 +279,7 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
     fmt::print(stderr, "internal error: {}\n", st.message());
     return 3;
   }
+  if (!explain.empty()) return PrintExplain(state, *jobs, plan, victims, explain);
   if (json) {
     PrintPlanJson(state, *jobs, plan);
   } else {
@@ -285,6 +324,16 @@ int main(int argc, char** argv) {
                    "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
   plan->add_flag("--json", json, "Print the plan as JSON");
 
+  std::string explain_cluster, explain_jobs, explain_now, explain_job;
+  CLI::App* explain = app.add_subcommand(
+      "explain", "Why a job is pending, or where it goes, after one cycle over a cluster and its jobs");
+  explain->add_option("JOB", explain_job, "The job's name")->required();
+  explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")->required()->check(CLI::ExistingFile);
+  explain->add_option("--now", explain_now, "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+
   std::string lint_cluster, lint_jobs;
   CLI::App* lint =
       app.add_subcommand("lint", "Check a cluster configuration (and optionally a jobs file)");
@@ -300,5 +349,6 @@ int main(int argc, char** argv) {
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs);
+  if (*explain) return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
   return 2;
 }
