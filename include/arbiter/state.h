@@ -107,6 +107,9 @@ struct RunningJob {
   std::vector<Millis> evictions;  // when the job was evicted before this run, oldest first
 };
 
+// The most devices a node may have (placement keeps per-NVLink-group counts in fixed arrays).
+inline constexpr std::size_t kMaxDevicesPerNode = 256;
+
 class ClusterState {
  public:
   ClusterState(ClusterState&&) = default;

@@ -37,7 +37,7 @@ std::vector<Task> ExpandTasks(const Job& job) {
 }
 
 constexpr std::uint32_t kAnyGroup = kNone;
-constexpr std::size_t kMaxGroups = 256;
+constexpr std::size_t kMaxGroups = kMaxDevicesPerNode;  // groups are numbered densely per node
 
 bool Eligible(const DeviceState& dev, const TaskRequest& req, GpuTypeId type, std::uint32_t group) {
   return dev.type == type && dev.memory >= req.gpu_memory &&

@@ -194,6 +194,9 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     ns.memory = ns.memory_free = n.memory;
     ns.cordoned = n.cordoned;
     ns.domains = node_domains[order[pos]];
+    if (n.devices.size() > kMaxDevicesPerNode) {
+      return Status::Error("nodes." + n.name + ".devices: at most " + std::to_string(kMaxDevicesPerNode) + " devices per node");
+    }
     ns.first_device = static_cast<std::uint32_t>(s.device_count_);
     std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
     for (const DeviceSpec& d : n.devices) {

@@ -21,20 +21,7 @@ constexpr Millis kHour = 60 * kMinute;
 
 // Starts `job` at `start` on the given node's devices [first, first + gpus).
 void Start(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first, Millis start) {
-  Allocation a;
-  a.gpu_type = 0;
-  const NodeId n = *state.FindNode(node);
-  for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(job.groups[0].count); ++i) {
-    TaskAllocation t;
-    t.index = i;
-    t.node = n;
-    t.cpu = job.groups[0].request.cpu;
-    t.memory = job.groups[0].request.memory;
-    const std::int64_t whole = job.groups[0].request.whole_gpus();
-    for (std::int64_t d = 0; d < whole; ++d, ++first) t.devices.push_back({first, kWholeGpu, state.node(n).devices[first].memory});
-    a.tasks.push_back(t);
-  }
-  ASSERT_TRUE(state.Bind(job, a, start).ok());
+  testing::StartOn(state, job, node, first, start);
 }
 
 Job WithClass(Job job, PriorityClassId c) {

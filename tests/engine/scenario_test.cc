@@ -21,21 +21,8 @@ using testing::NodesOf;
 using testing::RunCycle;
 
 // Occupies `gpus` whole GPUs on the named node with a running job.
-void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus,
-            int first_device = 0) {
-  Job job = GpuJob(id, 1, gpus * kMilliPerGpu);
-  Allocation a;
-  a.gpu_type = 0;
-  TaskAllocation t;
-  t.node = *state.FindNode(node);
-  t.cpu = job.groups[0].request.cpu;
-  t.memory = job.groups[0].request.memory;
-  for (int d = 0; d < gpus; ++d) {
-    const auto dev = static_cast<std::uint32_t>(first_device + d);
-    t.devices.push_back({dev, kWholeGpu, state.node(t.node).devices[dev].memory});
-  }
-  a.tasks.push_back(t);
-  ASSERT_TRUE(state.Bind(job, a, 0).ok());
+void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus, int first_device = 0) {
+  testing::StartOn(state, GpuJob(id, 1, gpus * kMilliPerGpu), node, static_cast<std::uint32_t>(first_device));
 }
 
 TEST(Scenario, EightGpuGangStaysOnOneNodeWhenOneNodeHoldsIt) {

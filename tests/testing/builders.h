@@ -75,6 +75,28 @@ inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
   return job;
 }
 
+// Starts `job` (one group of whole-GPU tasks, GPU type 0) at `start` on the named node, its
+// tasks on consecutive devices from `first_device`.
+inline void StartOn(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first_device,
+                    Millis start = 0) {
+  Allocation a;
+  a.gpu_type = 0;
+  const NodeId n = *state.FindNode(node);
+  for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(job.groups[0].count); ++i) {
+    TaskAllocation t;
+    t.index = i;
+    t.node = n;
+    t.cpu = job.groups[0].request.cpu;
+    t.memory = job.groups[0].request.memory;
+    for (std::int64_t d = 0; d < job.groups[0].request.whole_gpus(); ++d, ++first_device) {
+      t.devices.push_back({first_device, kWholeGpu, state.node(n).devices[first_device].memory});
+    }
+    a.tasks.push_back(t);
+  }
+  Status st = state.Bind(job, a, start);
+  ASSERT_TRUE(st.ok()) << st.message();
+}
+
 // Runs one cycle, checks the state came back unchanged in its counts, applies the plan and
 // checks the invariants.
 inline Plan RunCycle(ClusterState& state, const std::vector<Job>& pending, Millis now = 0,
