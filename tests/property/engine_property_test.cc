@@ -72,6 +72,7 @@ Job RandomJob(const ClusterState& state, JobId id, Millis now, bool simple) {
   job.queue = *rc::gen::element(*state.FindQueue("a"), *state.FindQueue("b"));
   job.priority_class = *rc::gen::inRange<PriorityClassId>(0, 3);
   job.submit_time = now - *rc::gen::inRange<Millis>(0, 100000);
+  job.runtime_estimate = *rc::gen::element<Millis>(0, 60000, 600000, 7200000);
   if (simple) return job;
   job.groups[0].request.cpu = MilliCpu(*rc::gen::inRange(0, 9) * 1000);
   if (*rc::gen::inRange(0, 3) == 0) {
@@ -200,6 +201,7 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
   ClusterState& state = created.value();
   EngineOptions options;
   options.preemption.max_gpus_per_cycle = *rc::gen::element<std::int64_t>(-1, 4000, 8000);
+  options.backfill.reservations = *rc::gen::inRange(0, 3);
   Engine engine(options);
   JobId next_id = 1;
   std::vector<Job> pending;
@@ -239,6 +241,13 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
         if (r.job.queue == j.queue && state.priority_class(r.job.priority_class).value < state.priority_class(j.priority_class).value &&
             state.priority_class(r.job.priority_class).preemptible && state.queue(r.job.queue).spec.preemptable) contended = true;
       }
+    }
+    RC_ASSERT(static_cast<int>(plan.reservations.size()) <= options.backfill.reservations);
+    for (const Reservation& r : plan.reservations) {
+      RC_ASSERT(r.start >= now);
+      bool pending_job = false;
+      for (const Unplaced& u : plan.unplaced) pending_job = pending_job || u.job == r.job;
+      RC_ASSERT(pending_job);  // a reservation belongs to a job that was not placed
     }
     for (const Eviction& e : plan.evictions) {
       any_eviction = true;
