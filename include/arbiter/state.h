@@ -172,6 +172,8 @@ class ClusterState {
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
+  // Devices of `type` on a node, free or not.
+  std::uint32_t NodeDevices(NodeId n, GpuTypeId type) const { return node_devices_[n * gpu_types_.size() + type]; }
   // Fully free devices of `type` on a node.
   std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const {
     return node_free_devices_[n * gpu_types_.size() + type];
@@ -251,6 +253,7 @@ class ClusterState {
   std::vector<std::int64_t> domain_free_devices_;
   std::vector<std::int64_t> domain_free_milli_;
   std::vector<std::uint32_t> node_free_devices_;
+  std::vector<std::uint32_t> node_devices_;
   std::vector<std::vector<NodeId>> nodes_of_type_;
   IndexSet unusual_;
 

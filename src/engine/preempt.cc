@@ -90,6 +90,8 @@ class Search {
     can_reclaim_ = state.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state, job_.queue, filter.type).empty();
     root_ = RootOf(state, job_.queue);
+    within_queue_ = state.queue(job_.queue).spec.preempt_within_queue;
+    value_ = state.priority_class(job_.priority_class).value;
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
       max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
     }
@@ -154,38 +156,40 @@ class Search {
 
   // Whether this preemptor may evict `r`, and at what cost. No lookups: the hot path of the search.
   std::optional<Victim> Evaluate(const RunningJob* r) {
+    // The relation first (cheap), then the guards, then the cost.
+    Eviction::Kind kind;
+    if (r->job.queue == job_.queue) {
+      if (!within_queue_ || state_.priority_class(r->job.priority_class).value >= value_) return std::nullopt;
+      kind = Eviction::Kind::kWithinQueue;
+    } else {
+      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_) return std::nullopt;
+      kind = Eviction::Kind::kReclaim;
+    }
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
     if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
-      if (refusals_ && Related(*r) && refused_.insert(r).second) {
+      if (refusals_ && refused_.insert(r).second) {
         ++refusals_->guards[guard];
         if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at)) refusals_->lifts_at = until;
       }
       return std::nullopt;
     }
+    if (kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) return std::nullopt;
     Victim v = CostOf(state_, *r, now_, max_class_value_);
-    if (r->job.queue == job_.queue) {
-      if (!state_.queue(job_.queue).spec.preempt_within_queue ||
-          state_.priority_class(r->job.priority_class).value >=
-              state_.priority_class(job_.priority_class).value) {
-        return std::nullopt;
-      }
-      v.kind = Eviction::Kind::kWithinQueue;
-    } else {
-      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_ ||
-          !RunsOnBorrowedQuota(state_, *r))
-        return std::nullopt;
-      v.kind = Eviction::Kind::kReclaim;
-    }
+    v.kind = kind;
     return v;
   }
 
-  // Whether the preemptor could evict `r` but for the guards (for reporting what protects it).
-  bool Related(const RunningJob& r) const {
-    if (r.job.queue == job_.queue) {
-      return state_.priority_class(r.job.priority_class).value < state_.priority_class(job_.priority_class).value;
+  // Whether node n could host the largest task on an empty cluster; the common case (no taints, no
+  // selector, no GPU memory floor) without the general filter.
+  bool MayHost(NodeId n) const {
+    const NodeState& node = state_.node(n);
+    if (!node.taints.empty() || !job_.node_selector.empty() || largest_->gpu_memory.value() > 0) {
+      return !FilterNodeEver(state_, n, *largest_, job_, filter_.type);
     }
-    return can_reclaim_ && RootOf(state_, r.job.queue) == root_;
+    if (node.cpu < largest_->cpu || node.memory < largest_->memory) return false;
+    if (filter_.type == kNone || largest_->gpu.value() == 0) return true;
+    return state_.NodeDevices(n, filter_.type) >= std::max<std::int64_t>(1, largest_->whole_gpus());
   }
 
   // Eligible victims with a task in [begin, end), each once, into `out`.
@@ -246,7 +250,7 @@ class Search {
     for (std::size_t i = 0; i < scopes.size(); ++i) {
       const auto [begin, end] = scopes[i];
       // A single node must be able to host the largest task at all.
-      if (end == begin + 1 && FilterNodeEver(state_, begin, *largest_, job_, filter_.type)) continue;
+      if (end == begin + 1 && !MayHost(begin)) continue;
       evaluated.clear();
       for (NodeId n = begin; n < end; ++n) {
         for (const RunningJob* r : state_.node(n).jobs) {
@@ -373,6 +377,8 @@ class Search {
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
   std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
   std::int32_t max_class_value_ = 1;
+  bool within_queue_ = true;
+  std::int32_t value_ = 0;  // the preemptor's priority-class value
 };
 
 }  // namespace

@@ -233,6 +233,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.whole_index_.assign(types * (s.max_devices_ + 1), IndexSet(s.nodes_.size()));
   s.share_index_.assign(types * kShareBuckets, IndexSet(s.device_count_));
   s.node_free_devices_.assign(s.nodes_.size() * types, 0);
+  s.node_devices_.assign(s.nodes_.size() * types, 0);
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
   s.nodes_of_type_.assign(types, {});
@@ -243,6 +244,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (s.nodes_[n].gpu_types.Contains(t)) s.nodes_of_type_[t].push_back(n);
     }
     for (const DeviceState& d : s.nodes_[n].devices) {
+      ++s.node_devices_[n * types + d.type];
       ++s.node_free_devices_[n * types + d.type];
       for (DomainId dom : s.nodes_[n].domains) {
         ++s.domain_free_devices_[dom * types + d.type];
