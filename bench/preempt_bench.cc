@@ -3,6 +3,8 @@
 // 8-GPU high-priority arrival with a topology constraint. Measures the time to choose victims (the
 // engine's preempt stage) and the whole cycle around it, over many arrivals (one at a time, on the
 // same full cluster: the engine restores the state after each cycle).
+#include "preempt_bench.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,7 +13,6 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
-#include "preempt_bench.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -20,18 +21,21 @@ namespace {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
+  const std::size_t i =
+      std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
   return v[i];
 }
 
 std::int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 }  // namespace
 
-void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std::uint64_t seed, const char* suffix) {
+void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std::uint64_t seed,
+                     const char* suffix) {
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
@@ -52,7 +56,8 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   const Millis now = start + 24 * 3600 * kMillisPerSecond;
   Rng rng(seed + 2);
   for (const Bind& b : plan.binds) {
-    (void)state.RecordCheckpoint(b.job, start + static_cast<Millis>(rng.Below(24 * 3600 * kMillisPerSecond)));
+    (void)state.RecordCheckpoint(
+        b.job, start + static_cast<Millis>(rng.Below(24 * 3600 * kMillisPerSecond)));
   }
 
   EngineOptions options;
@@ -77,11 +82,13 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
     g.request.cpu = MilliCpu(nvlink ? 16000 : 2000);
     g.request.memory = MemMiB(nvlink ? 128 * kGiB : 16 * kGiB);
     job.groups.push_back(g);
-    job.topology = {nvlink ? state.topology().nvlink_level() : state.topology().node_level(), ConstraintMode::kRequired};
+    job.topology = {nvlink ? state.topology().nvlink_level() : state.topology().node_level(),
+                    ConstraintMode::kRequired};
     const std::vector<Job> pending = {job};
     const auto t0 = std::chrono::steady_clock::now();
     Plan p = engine.Schedule(state, pending, now);
-    cycle_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    cycle_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     for (const StageTiming& t : p.timings) {
       if (std::string(t.stage) == "preempt") preempt_us.push_back(static_cast<double>(t.micros));
       if (std::string(t.stage) == "backfill") backfill_us.push_back(static_cast<double>(t.micros));
@@ -91,10 +98,16 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
     placed += p.binds.size();
   }
   if (Status st = state.CheckInvariants(); !st.ok()) Fail("invariants: " + st.message());
-  std::printf("# preempt%s: %u nodes, %zu running jobs, %.1f%% of GPUs allocated; %d arrivals, %zu placed by preemption, %.1f victims each\n",
-              suffix, nodes, state.running().size(), 100.0 * static_cast<double>(state.usage(0, 0)) / (static_cast<double>(state.device_count()) * kMilliPerGpu),
-              arrivals, placed, placed ? static_cast<double>(victims) / static_cast<double>(placed) : 0.0);
-  auto print = [&](const char* name, double v, const char* unit) { std::printf("BENCH %s%s %g %s\n", name, suffix, v, unit); };
+  std::printf(
+      "# preempt%s: %u nodes, %zu running jobs, %.1f%% of GPUs allocated; %d arrivals, %zu placed "
+      "by preemption, %.1f victims each\n",
+      suffix, nodes, state.running().size(),
+      100.0 * static_cast<double>(state.usage(0, 0)) /
+          (static_cast<double>(state.device_count()) * kMilliPerGpu),
+      arrivals, placed, placed ? static_cast<double>(victims) / static_cast<double>(placed) : 0.0);
+  auto print = [&](const char* name, double v, const char* unit) {
+    std::printf("BENCH %s%s %g %s\n", name, suffix, v, unit);
+  };
   print("preempt_p50_us", Percentile(preempt_us, 0.50), "us");
   print("preempt_p99_us", Percentile(preempt_us, 0.99), "us");
   print("preempt_cycle_p99_us", Percentile(cycle_us, 0.99), "us");

@@ -103,7 +103,7 @@ struct RunningJob {
   Job job;
   Allocation allocation;
   Millis start_time = 0;
-  Millis last_checkpoint = 0;  // start_time until the job reports a checkpoint
+  Millis last_checkpoint = 0;     // start_time until the job reports a checkpoint
   std::vector<Millis> evictions;  // when the job was evicted before this run, oldest first
 };
 
@@ -173,7 +173,9 @@ class ClusterState {
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
   // Devices of `type` on a node, free or not.
-  std::uint32_t NodeDevices(NodeId n, GpuTypeId type) const { return node_devices_[n * gpu_types_.size() + type]; }
+  std::uint32_t NodeDevices(NodeId n, GpuTypeId type) const {
+    return node_devices_[n * gpu_types_.size() + type];
+  }
   // Fully free devices of `type` on a node.
   std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const {
     return node_free_devices_[n * gpu_types_.size() + type];

@@ -109,14 +109,16 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
   }
   if (!plan.evictions.empty()) {
     fmt::print("EVICTED (signalled now, stopped after their grace period)\n");
-    fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>8} {:>10}\n", "JOB", "FOR", "KIND", "SIGNAL", "STOP AT", "LOST GPU-H");
+    fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>8} {:>10}\n", "JOB", "FOR", "KIND", "SIGNAL",
+               "STOP AT", "LOST GPU-H");
     for (const Eviction& e : plan.evictions) {
       auto victim = victims.find(e.job);
       std::string preemptor = std::to_string(e.preemptor);
       for (const Job& j : jobs) {
         if (j.id == e.preemptor) preemptor = j.name;
       }
-      fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n", victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
+      fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n",
+                 victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
                  e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within-queue", e.signal,
                  e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
@@ -213,16 +215,21 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
   if (!job) {
     std::string known;
     for (std::size_t i = 0; i < jobs.size() && i < 20; ++i) known += (i ? ", " : "") + jobs[i].name;
-    fmt::print(stderr, "error: explain: no job named '{}' (jobs: {}{})\n", name, known, jobs.size() > 20 ? ", ..." : "");
+    fmt::print(stderr, "error: explain: no job named '{}' (jobs: {}{})\n", name, known,
+               jobs.size() > 20 ? ", ..." : "");
     return 1;
   }
-  fmt::print("job {} (queue {}, class {}, {} GPUs) at t={}s:\n", job->name, state.queue(job->queue).spec.name,
-             state.priority_class(job->priority_class).name, Gpus(job->total_gpu().value()), plan.now / kMillisPerSecond);
+  fmt::print("job {} (queue {}, class {}, {} GPUs) at t={}s:\n", job->name,
+             state.queue(job->queue).spec.name, state.priority_class(job->priority_class).name,
+             Gpus(job->total_gpu().value()), plan.now / kMillisPerSecond);
   for (const Bind& b : plan.binds) {
     if (b.job != job->id) continue;
     std::string tasks;
-    for (const TaskAllocation& t : b.allocation.tasks) tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
-    fmt::print("  placed on {}: {}\n", b.allocation.gpu_type == kNone ? "CPU" : state.gpu_type_name(b.allocation.gpu_type), tasks);
+    for (const TaskAllocation& t : b.allocation.tasks)
+      tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
+    fmt::print("  placed on {}: {}\n",
+               b.allocation.gpu_type == kNone ? "CPU" : state.gpu_type_name(b.allocation.gpu_type),
+               tasks);
     for (const Eviction& e : plan.evictions) {
       if (e.preemptor != job->id) continue;
       auto v = victims.find(e.job);
@@ -231,7 +238,9 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
                  e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within its queue", e.signal,
                  e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
-    if (b.start_after > plan.now) fmt::print("  starts at t={}s, when its last victim has stopped\n", b.start_after / kMillisPerSecond);
+    if (b.start_after > plan.now)
+      fmt::print("  starts at t={}s, when its last victim has stopped\n",
+                 b.start_after / kMillisPerSecond);
     return 0;
   }
   for (const Unplaced& u : plan.unplaced) {
@@ -326,13 +335,17 @@ int main(int argc, char** argv) {
 
   std::string explain_cluster, explain_jobs, explain_now, explain_job;
   CLI::App* explain = app.add_subcommand(
-      "explain", "Why a job is pending, or where it goes, after one cycle over a cluster and its jobs");
+      "explain",
+      "Why a job is pending, or where it goes, after one cycle over a cluster and its jobs");
   explain->add_option("JOB", explain_job, "The job's name")->required();
   explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
-  explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")->required()->check(CLI::ExistingFile);
-  explain->add_option("--now", explain_now, "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+  explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  explain->add_option("--now", explain_now,
+                      "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
 
   std::string lint_cluster, lint_jobs;
   CLI::App* lint =
@@ -349,6 +362,7 @@ int main(int argc, char** argv) {
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs);
-  if (*explain) return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
+  if (*explain)
+    return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
   return 2;
 }

@@ -148,7 +148,8 @@ class ClusterLoader {
   }
 
   void LoadScheduler(const Value& value) {
-    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "preemption", "backfill"});
+    Map m(value,
+          {"ordering", "fair_share_half_life", "score_candidates", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age"});
@@ -171,7 +172,8 @@ class ClusterLoader {
       if (const Value* x = p.Find("enabled")) o.enabled = x->Bool();
       if (const Value* x = p.Find("max_gpus_per_cycle")) o.max_gpus_per_cycle = x->Gpus().value();
       if (const Value* x = p.Find("max_loss_per_gpu")) o.max_loss_per_gpu = x->Duration();
-      if (const Value* x = p.Find("max_attempts_per_cycle")) o.max_attempts_per_cycle = x->Int32(0, 1 << 20);
+      if (const Value* x = p.Find("max_attempts_per_cycle"))
+        o.max_attempts_per_cycle = x->Int32(0, 1 << 20);
     }
     if (const Value* v = m.Find("backfill")) {
       Map b(*v, {"reservations", "overrun_grace", "default_runtime", "max_attempts"});
@@ -194,8 +196,8 @@ class ClusterLoader {
     if (items.empty()) value.Fail("list at least one priority class");
     std::map<std::string, int> seen;  // name -> line
     for (const Value& item : items) {
-      Map m(item, {"name", "value", "preemptible", "min_runtime", "grace_period", "checkpoint_signal",
-                   "max_evictions", "eviction_window", "eviction_cooldown"});
+      Map m(item, {"name", "value", "preemptible", "min_runtime", "grace_period",
+                   "checkpoint_signal", "max_evictions", "eviction_window", "eviction_cooldown"});
       PriorityClassSpec pc;
       const Value& name = m.Get("name");
       pc.name = name.NonEmptyString();
@@ -210,7 +212,8 @@ class ClusterLoader {
       if (const Value* v = m.Find("checkpoint_signal")) {
         pc.checkpoint_signal = v->NonEmptyString();
         if (pc.checkpoint_signal.rfind("SIG", 0) != 0) {
-          v->Fail(fmt::format("expected a signal name such as SIGUSR1, got '{}'", pc.checkpoint_signal));
+          v->Fail(fmt::format("expected a signal name such as SIGUSR1, got '{}'",
+                              pc.checkpoint_signal));
         }
       }
       if (const Value* v = m.Find("max_evictions")) pc.max_evictions = v->Int32(0, kInt32Max);

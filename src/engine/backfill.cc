@@ -13,8 +13,9 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
   return end > now ? end : now + options.overrun_grace;
 }
 
-std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter, std::span<const PlacedJob> placed,
-                                   Millis now, const EngineOptions& options) {
+std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
+                                   std::span<const PlacedJob> placed, Millis now,
+                                   const EngineOptions& options) {
   struct Release {
     Millis end;
     JobId id;
@@ -39,7 +40,9 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
   }
   for (const PlacedJob& p : placed) consider(*p.job, now, *p.allocation);
   // Released in order of expected end: a heap, so that only what is released gets ordered.
-  auto later = [](const Release& a, const Release& b) { return std::tie(a.end, a.id) > std::tie(b.end, b.id); };
+  auto later = [](const Release& a, const Release& b) {
+    return std::tie(a.end, a.id) > std::tie(b.end, b.id);
+  };
   std::make_heap(releases.begin(), releases.end(), later);
   auto heap_end = releases.end();  // [begin, heap_end) is the heap; the released follow in order
 
@@ -47,7 +50,8 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
   std::int64_t free = 0;
   if (type != kNone) {
     for (NodeId n : state.NodesOfType(type)) {
-      for (const DeviceState& d : state.node(n).devices) free += d.type == type ? d.free.value() : 0;
+      for (const DeviceState& d : state.node(n).devices)
+        free += d.type == type ? d.free.value() : 0;
     }
   }
   std::optional<Reservation> result;
@@ -58,7 +62,8 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     const Release& rel = *heap_end;
     for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
       state.GiveTask(*t);
-      for (const DeviceShare& d : t->devices) free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
+      for (const DeviceShare& d : t->devices)
+        free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
     }
     // (Jobs that end at the same time need not all be released first: the time is the same.)
     if (type != kNone && free < demand) continue;
@@ -66,7 +71,8 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     PlaceStats stats;
     std::optional<Allocation> allocation = PlaceJob(state, filter, options, stats);
     if (allocation) {
-      for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t) state.GiveTask(*t);
+      for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t)
+        state.GiveTask(*t);
       result = Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
       break;
     }
@@ -95,7 +101,8 @@ void ReservationHolds::Apply(ClusterState& state) {
       hold.memory = std::min(node.memory_free, task.memory);
       for (const DeviceShare& d : task.devices) {
         const DeviceState& dev = node.devices[d.device];
-        const DeviceShare share{d.device, std::min(dev.free, d.gpu), std::min(dev.memory_free, d.memory)};
+        const DeviceShare share{d.device, std::min(dev.free, d.gpu),
+                                std::min(dev.memory_free, d.memory)};
         if (share.gpu.value() > 0 || share.memory.value() > 0) hold.devices.push_back(share);
       }
       if (hold.devices.empty() && hold.cpu.value() == 0 && hold.memory.value() == 0) continue;

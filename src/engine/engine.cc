@@ -35,7 +35,7 @@ class StageTimer {
   }
 
   std::vector<StageTiming> Timings() const {
-    static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",   "place",
+    static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",  "place",
                                                    "explain", "backfill", "preempt"};
     std::vector<StageTiming> out;
     for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
@@ -115,83 +115,115 @@ bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, st
   return false;
 }
 
-}  // namespace
+// The GPU types a job may run on ({kNone} for a job without GPUs), in the cluster's order.
+std::vector<GpuTypeId> AcceptedTypes(const ClusterState& state, const Job& job) {
+  if (job.total_gpu().value() == 0) return {kNone};
+  std::vector<GpuTypeId> types;
+  for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
+    if (job.gpu_types.Accepts(t)) types.push_back(t);
+  }
+  return types;
+}
 
-Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
-  Plan plan;
-  plan.now = now;
-  StageTimer timer(options_.clock_micros);
-  plan.binds.reserve(pending.size());  // PlacedJob points into it
-
-  const std::vector<std::uint32_t> order = timer.Run(StageTimer::kOrder, [&] {
-    return engine::OrderPending(state, pending, now, options_.ordering);
-  });
-
-  bool soft_taints = false;
-  for (NodeId n = 0; n < state.node_count() && !soft_taints; ++n) {
-    for (const Taint& t : state.node(n).taints)
-      soft_taints = soft_taints || t.effect == TaintEffect::kPreferNoSchedule;
+// One scheduling cycle: the stages in order over the scratch state, and what they decided.
+class Cycle {
+ public:
+  Cycle(ClusterState& state, std::span<const Job> pending, Millis now, const EngineOptions& options)
+      : state_(state),
+        pending_(pending),
+        now_(now),
+        options_(options),
+        timer_(options.clock_micros) {
+    plan_.now = now;
+    plan_.binds.reserve(pending.size());  // PlacedJob points into it
+    for (NodeId n = 0; n < state.node_count() && !soft_taints_; ++n) {
+      for (const Taint& t : state.node(n).taints)
+        soft_taints_ = soft_taints_ || t.effect == TaintEffect::kPreferNoSchedule;
+    }
   }
 
-  std::vector<PlacedJob> placed;
-  std::unordered_set<std::string> failed_shapes;      // shapes that did not fit this cycle
-  std::unordered_map<std::string, Reason> explained;  // why, per shape and allowed types
-  std::unordered_set<JobId> seen;
-  std::vector<std::uint32_t> deferred;
-  engine::ReservationHolds holds;          // devices reserved for blocked jobs (backfill)
-  std::unordered_set<QueueId> fifo_blocked;  // strict-FIFO queues whose head is blocked
-
-  auto unplaced = [&](std::uint32_t index, Reason reason) {
-    plan.unplaced.push_back({pending[index].id, index, std::move(reason)});
-  };
-
-  // Returns false when the job only fits by borrowing and borrowing is not yet allowed.
-  auto schedule_job = [&](std::uint32_t index, bool allow_borrow) -> bool {
-    const Job& job = pending[index];
-    // A job deferred from the first pass was validated there.
-    std::optional<std::string> invalid;
-    if (!allow_borrow) {
-      invalid = timer.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
-        if (!seen.insert(job.id).second || state.FindRunning(job.id))
-          return "job id " + std::to_string(job.id) + " is already pending or running";
-        return Validate(state, job);
-      });
-    }
-    if (invalid) {
-      unplaced(index, Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
-      return true;
-    }
-    if (fifo_blocked.count(job.queue)) {
-      unplaced(index, Reason{Stage::kPlace, Verdict::kWait, Cause::kQueueOrder, 0, {},
-                             "queue " + state.queue(job.queue).spec.name + " is strict FIFO"});
-      return true;
-    }
-    const std::int64_t milli = job.total_gpu().value();
-    std::vector<GpuTypeId> types;
-    if (milli == 0) {
-      types.push_back(kNone);
-    } else {
-      for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
-        if (job.gpu_types.Accepts(t)) types.push_back(t);
+  Plan Run() {
+    const std::vector<std::uint32_t> order = timer_.Run(StageTimer::kOrder, [&] {
+      return engine::OrderPending(state_, pending_, now_, options_.ordering);
+    });
+    // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
+    std::vector<std::uint32_t> deferred;
+    for (std::uint32_t index : order) {
+      const std::size_t before = plan_.unplaced.size();
+      if (!ScheduleJob(index, /*allow_borrow=*/false)) {
+        deferred.push_back(index);
+        if (state_.queue(pending_[index].queue).spec.strict_fifo)
+          fifo_blocked_.insert(pending_[index].queue);
+      } else if (plan_.unplaced.size() > before) {
+        Blocked(index);
       }
-      if (types.empty()) {
-        unplaced(index, Reason{Stage::kFilter,
-                               Verdict::kNever,
-                               Cause::kGpuType,
-                               static_cast<std::int32_t>(state.node_count()),
-                               {},
-                               "no node has a GPU of an accepted type"});
+    }
+    for (std::uint32_t index : deferred) {
+      fifo_blocked_.erase(pending_[index].queue);  // its head is now taken in its turn
+      const std::size_t before = plan_.unplaced.size();
+      (void)ScheduleJob(index, /*allow_borrow=*/true);
+      if (plan_.unplaced.size() > before) Blocked(index);
+    }
+    holds_.Release(state_);  // reservations hold devices from this cycle's later jobs only
+    placed_directly_ = plan_.binds.size();
+    if (options_.preemption.enabled) Preempt();
+    GiveBack();
+    plan_.timings = timer_.Timings();
+    return std::move(plan_);
+  }
+
+ private:
+  void NotPlaced(std::uint32_t index, Reason reason) {
+    plan_.unplaced.push_back({pending_[index].id, index, std::move(reason)});
+  }
+
+  // Validates, checks quota, places (or explains) one job. Returns false when the job only fits by
+  // borrowing and borrowing is not yet allowed.
+  bool ScheduleJob(std::uint32_t index, bool allow_borrow) {
+    const Job& job = pending_[index];
+    // A job deferred from the first pass was validated there.
+    if (!allow_borrow) {
+      std::optional<std::string> invalid =
+          timer_.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
+            if (!seen_.insert(job.id).second || state_.FindRunning(job.id)) {
+              return "job id " + std::to_string(job.id) + " is already pending or running";
+            }
+            return Validate(state_, job);
+          });
+      if (invalid) {
+        NotPlaced(index,
+                  Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
         return true;
       }
     }
+    if (fifo_blocked_.count(job.queue)) {
+      NotPlaced(index, Reason{Stage::kPlace,
+                              Verdict::kWait,
+                              Cause::kQueueOrder,
+                              0,
+                              {},
+                              "queue " + state_.queue(job.queue).spec.name + " is strict FIFO"});
+      return true;
+    }
+    const std::vector<GpuTypeId> types = AcceptedTypes(state_, job);
+    if (types.empty()) {
+      NotPlaced(index, Reason{Stage::kFilter,
+                              Verdict::kNever,
+                              Cause::kGpuType,
+                              static_cast<std::int32_t>(state_.node_count()),
+                              {},
+                              "no node has a GPU of an accepted type"});
+      return true;
+    }
 
     // Quota: the GPU types the queue may take this request of.
+    const std::int64_t milli = job.total_gpu().value();
     std::vector<GpuTypeId> allowed;
     engine::QuotaCheck first_refusal;
     bool borrow_needed = false;
-    timer.Run(StageTimer::kQuota, [&] {
+    timer_.Run(StageTimer::kQuota, [&] {
       for (GpuTypeId t : types) {
-        engine::QuotaCheck check = engine::CheckQuota(state, job.queue, t, milli);
+        engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
         if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
         } else if (check.borrows && !allow_borrow) {
@@ -204,48 +236,47 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     if (allowed.empty()) {
       if (borrow_needed) return false;
       const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) {
-        return QuotaNeverFits(state, job.queue, t, milli);
+        return QuotaNeverFits(state_, job.queue, t, milli);
       });
-      unplaced(index, Reason{Stage::kQuota,
-                             never ? Verdict::kNever : Verdict::kWait,
-                             first_refusal.cause,
-                             0,
-                             {},
-                             first_refusal.detail});
+      NotPlaced(index, Reason{Stage::kQuota,
+                              never ? Verdict::kNever : Verdict::kWait,
+                              first_refusal.cause,
+                              0,
+                              {},
+                              first_refusal.detail});
       return true;
     }
 
     // Place: strictly (preferences held as requirements) first, then relaxed if the job has any.
-    const bool has_preferences = job.topology.mode == ConstraintMode::kPreferred || soft_taints ||
+    const bool has_preferences = job.topology.mode == ConstraintMode::kPreferred || soft_taints_ ||
                                  std::any_of(job.affinity.begin(), job.affinity.end(),
                                              [](const AffinityTerm& t) { return !t.required; });
     const bool cacheable = job.affinity.empty();
-    // Backfill: a job that ends before the earliest reservation may use reserved devices.
-    // A job without an estimate is not trusted to end in time.
-    const bool ends_before_reservations = !holds.empty() && job.runtime_estimate > 0 &&
-                                          now + job.runtime_estimate <= holds.earliest_start();
+    // Backfill: a job that ends before the earliest reservation may use reserved devices. A job
+    // without an estimate is not trusted to end in time.
+    const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
+                                          now_ + job.runtime_estimate <= holds_.earliest_start();
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
       for (GpuTypeId t : allowed) {
         std::string key;
         if (cacheable) {
           key = ShapeKey(job, t, strict) + (ends_before_reservations ? 'S' : 'L');
-          auto it = failed_shapes.find(key);
-          if (it != failed_shapes.end()) continue;
+          if (failed_shapes_.count(key)) continue;
         }
-        JobFilter filter = engine::MakeJobFilter(state, job, t, strict, placed);
+        JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
         engine::PlaceStats stats;
-        if (ends_before_reservations) holds.Release(state);
-        std::optional<Allocation> allocation = timer.Run(
-            StageTimer::kPlace, [&] { return engine::PlaceJob(state, filter, options_, stats); });
-        if (ends_before_reservations) holds.Apply(state);
+        if (ends_before_reservations) holds_.Release(state_);
+        std::optional<Allocation> allocation = timer_.Run(
+            StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_, stats); });
+        if (ends_before_reservations) holds_.Apply(state_);
         if (allocation) {
-          state.Charge(job.queue, allocation->gpu_type, milli);
-          plan.binds.push_back({job.id, index, std::move(*allocation), now});
-          placed.push_back({&job, &plan.binds.back().allocation});
+          state_.Charge(job.queue, allocation->gpu_type, milli);
+          plan_.binds.push_back({job.id, index, std::move(*allocation), now_});
+          placed_.push_back({&job, &plan_.binds.back().allocation});
           return true;
         }
-        if (cacheable) failed_shapes.insert(std::move(key));
+        if (cacheable) failed_shapes_.insert(std::move(key));
       }
     }
     // Explained once per shape (and quota-allowed types) per cycle, over all allowed types.
@@ -253,179 +284,174 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     if (cacheable) {
       key = ShapeKey(job, kNone, false);
       for (GpuTypeId t : allowed) key += static_cast<char>(t);
-      auto it = explained.find(key);
-      if (it != explained.end()) {
-        unplaced(index, it->second);
+      if (auto it = explained_.find(key); it != explained_.end()) {
+        NotPlaced(index, it->second);
         return true;
       }
     }
-    JobFilter filter = engine::MakeJobFilter(state, job, allowed.front(), !has_preferences, placed);
-    Reason reason = timer.Run(StageTimer::kExplain,
-                              [&] { return engine::ExplainPlacement(state, filter, allowed); });
-    if (cacheable) explained.emplace(std::move(key), reason);
-    unplaced(index, std::move(reason));
+    JobFilter filter =
+        engine::MakeJobFilter(state_, job, allowed.front(), !has_preferences, placed_);
+    Reason reason = timer_.Run(StageTimer::kExplain,
+                               [&] { return engine::ExplainPlacement(state_, filter, allowed); });
+    if (cacheable) explained_.emplace(std::move(key), reason);
+    NotPlaced(index, std::move(reason));
     return true;
-  };
+  }
 
   // A job that was not placed blocks its queue if the queue is strict FIFO, and the first such
-  // jobs get a reservation that later jobs may not delay.
-  auto blocked = [&](std::uint32_t index) {
-    const Job& job = pending[index];
-    if (state.queue(job.queue).spec.strict_fifo) fifo_blocked.insert(job.queue);
-    Unplaced& entry = plan.unplaced.back();
-    if (static_cast<int>(plan.reservations.size()) >= options_.backfill.reservations ||
+  // jobs (for lack of capacity) get a reservation that later jobs may not delay.
+  void Blocked(std::uint32_t index) {
+    const Job& job = pending_[index];
+    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.insert(job.queue);
+    Unplaced& entry = plan_.unplaced.back();
+    if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
       return;
     }
-    for (GpuTypeId t = 0; t < std::max<std::size_t>(1, state.gpu_type_count()); ++t) {
-      const GpuTypeId type = job.total_gpu().value() == 0 ? kNone : t;
-      if (type != kNone && !job.gpu_types.Accepts(type)) continue;
-      if (type != kNone && !engine::CheckQuota(state, job.queue, type, job.total_gpu().value()).ok) continue;
-      JobFilter filter = engine::MakeJobFilter(state, job, type, /*strict=*/false, placed);
-      holds.Release(state);
-      std::optional<Reservation> r = timer.Run(StageTimer::kBackfill, [&] {
-        return engine::Reserve(state, filter, placed, now, options_);
+    for (GpuTypeId type : AcceptedTypes(state_, job)) {
+      if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
+        continue;
+      JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
+      holds_.Release(state_);
+      std::optional<Reservation> r = timer_.Run(StageTimer::kBackfill, [&] {
+        return engine::Reserve(state_, filter, placed_, now_, options_);
       });
       if (r) {
         r->pending_index = index;
         entry.reason.reserved_start = r->start;
-        holds.Add(*r);
-        plan.reservations.push_back(std::move(*r));
+        holds_.Add(*r);
+        plan_.reservations.push_back(std::move(*r));
       }
-      holds.Apply(state);
-      if (r || type == kNone) break;
-    }
-  };
-  // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
-  for (std::uint32_t index : order) {
-    const std::size_t before = plan.unplaced.size();
-    if (!schedule_job(index, /*allow_borrow=*/false)) {
-      deferred.push_back(index);
-      if (state.queue(pending[index].queue).spec.strict_fifo) fifo_blocked.insert(pending[index].queue);
-    } else if (plan.unplaced.size() > before) {
-      blocked(index);
+      holds_.Apply(state_);
+      if (r) break;
     }
   }
-  for (std::uint32_t index : deferred) {
-    fifo_blocked.erase(pending[index].queue);  // its head is now taken in its turn
-    const std::size_t before = plan.unplaced.size();
-    (void)schedule_job(index, /*allow_borrow=*/true);
-    if (plan.unplaced.size() > before) blocked(index);
-  }
-  holds.Release(state);  // reservations hold devices from this cycle's later jobs only
 
-  const std::size_t placed_directly = plan.binds.size();
-
-  // Preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
-  // scratch state, and nothing is evicted unless the preemptor is placed in this plan.
-  struct Preemption {
-    std::size_t bind = 0;             // index into plan.binds
-    std::size_t first_eviction = 0;   // its victims: plan.evictions[first_eviction, end)
-    std::size_t end_eviction = 0;
-  };
-  std::vector<Preemption> preemptions;
-  if (options_.preemption.enabled) {
+  // Blocked jobs, in order, may evict cheaper work; each search is a transaction on the scratch
+  // state, and nothing is evicted unless the preemptor is placed in this plan.
+  void Preempt() {
     std::int64_t budget = options_.preemption.max_gpus_per_cycle;
     int attempts = 0;
     std::unordered_set<JobId> evicted;
     // Shapes of a queue and class that found no victims, with what protected them.
     std::unordered_map<std::string, std::string> hopeless;
     auto add_detail = [](Reason& reason, const std::string& more) {
-      if (more.empty()) return;
-      reason.detail += (reason.detail.empty() ? "" : "; ") + more;
+      if (!more.empty()) reason.detail += (reason.detail.empty() ? "" : "; ") + more;
     };
-    std::vector<bool> resolved(plan.unplaced.size(), false);
-    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
+    std::vector<bool> resolved(plan_.unplaced.size(), false);
+    for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
       if (attempts >= options_.preemption.max_attempts_per_cycle || budget == 0) break;
-      const Unplaced& entry = plan.unplaced[u];
-      if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate) continue;
-      const Job& job = pending[entry.pending_index];
+      Unplaced& entry = plan_.unplaced[u];
+      if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate)
+        continue;
+      const Job& job = pending_[entry.pending_index];
       std::string key;
       if (job.affinity.empty()) {
         key = ShapeKey(job, kNone, false) + std::to_string(job.queue) + '/' +
-              std::to_string(state.priority_class(job.priority_class).value);
+              std::to_string(state_.priority_class(job.priority_class).value);
         if (auto it = hopeless.find(key); it != hopeless.end()) {
-          add_detail(plan.unplaced[u].reason, it->second);
+          add_detail(entry.reason, it->second);
           continue;
         }
       }
       ++attempts;
-      std::vector<GpuTypeId> types;
-      if (job.total_gpu().value() == 0) types.push_back(kNone);
-      for (GpuTypeId t = 0; t < state.gpu_type_count() && job.total_gpu().value() > 0; ++t) {
-        if (job.gpu_types.Accepts(t)) types.push_back(t);
-      }
       engine::PreemptionRefusals refusals;
-      for (GpuTypeId t : types) {
-        JobFilter filter = engine::MakeJobFilter(state, job, t, /*strict=*/false, placed);
-        std::optional<engine::PreemptionResult> result = timer.Run(StageTimer::kPreempt, [&] {
-          return engine::Preempt(state, filter, now, budget, evicted, options_, &refusals);
+      for (GpuTypeId t : AcceptedTypes(state_, job)) {
+        JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
+        std::optional<engine::PreemptionResult> result = timer_.Run(StageTimer::kPreempt, [&] {
+          return engine::Preempt(state_, filter, now_, budget, evicted, options_, &refusals);
         });
         if (!result) continue;
         Preemption p;
-        p.first_eviction = plan.evictions.size();
-        Millis start = now;
+        p.first_eviction = plan_.evictions.size();
+        Millis start = now_;
         for (const engine::Victim& v : result->victims) {
           const RunningJob& r = *v.running;
-          const PriorityClassSpec& pc = state.priority_class(r.job.priority_class);
+          const PriorityClassSpec& pc = state_.priority_class(r.job.priority_class);
           Eviction e;
           e.job = r.job.id;
           e.preemptor = job.id;
           e.kind = v.kind;
           e.signal = pc.checkpoint_signal;
-          e.signal_at = now;
-          e.stop_at = now + pc.grace_period;
+          e.signal_at = now_;
+          e.stop_at = now_ + pc.grace_period;
           e.lost_gpu_hours = static_cast<double>(v.lost) / (3600.0 * kMillisPerSecond);
           start = std::max(start, e.stop_at);
           evicted.insert(r.job.id);
           if (budget > 0) budget = std::max<std::int64_t>(0, budget - r.job.total_gpu().value());
-          plan.evictions.push_back(std::move(e));
+          plan_.evictions.push_back(std::move(e));
         }
-        p.end_eviction = plan.evictions.size();
-        p.bind = plan.binds.size();
-        plan.binds.push_back({job.id, entry.pending_index, std::move(result->allocation), start});
-        placed.push_back({&job, &plan.binds.back().allocation});
-        preemptions.push_back(p);
+        p.end_eviction = plan_.evictions.size();
+        p.bind = plan_.binds.size();
+        plan_.binds.push_back({job.id, entry.pending_index, std::move(result->allocation), start});
+        placed_.push_back({&job, &plan_.binds.back().allocation});
+        preemptions_.push_back(p);
         resolved[u] = true;
         break;
       }
       if (!resolved[u]) {
         const std::string why = refusals.Describe();
-        add_detail(plan.unplaced[u].reason, why);
+        add_detail(entry.reason, why);
         if (!key.empty()) hopeless.emplace(std::move(key), why);
       }
     }
+    // Preempting jobs are placed: they leave the unplaced list and drop their reservations.
     std::unordered_set<JobId> preempted;
-    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
-      if (resolved[u]) preempted.insert(plan.unplaced[u].job);
+    for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
+      if (resolved[u]) preempted.insert(plan_.unplaced[u].job);
     }
-    std::erase_if(plan.reservations, [&](const Reservation& r) { return preempted.count(r.job) > 0; });
-    std::size_t kept = 0;
-    for (std::size_t u = 0; u < plan.unplaced.size(); ++u) {
-      if (resolved[u]) continue;
-      if (kept != u) plan.unplaced[kept] = std::move(plan.unplaced[u]);
-      ++kept;
-    }
-    plan.unplaced.resize(kept);
+    std::erase_if(plan_.reservations,
+                  [&](const Reservation& r) { return preempted.count(r.job) > 0; });
+    std::erase_if(plan_.unplaced, [&](const Unplaced& u) { return preempted.count(u.job) > 0; });
   }
 
-  // Give the scratch work back, newest first: the state leaves the cycle as it came in.
-  auto give_back = [&](const Bind& b) {
-    for (auto task = b.allocation.tasks.rbegin(); task != b.allocation.tasks.rend(); ++task) state.GiveTask(*task);
-    state.Charge(pending[b.pending_index].queue, b.allocation.gpu_type, -pending[b.pending_index].total_gpu().value());
-  };
-  for (auto p = preemptions.rbegin(); p != preemptions.rend(); ++p) {
-    give_back(plan.binds[p->bind]);
-    for (std::size_t e = p->end_eviction; e-- > p->first_eviction;) {
-      const RunningJob& r = *state.FindRunning(plan.evictions[e].job);
-      for (const TaskAllocation& t : r.allocation.tasks) state.TakeTask(t);
-      state.Charge(r.job.queue, r.allocation.gpu_type, r.job.total_gpu().value());
+  // Gives the scratch work back, newest first: the state leaves the cycle as it came in.
+  void GiveBack() {
+    auto give_back = [&](const Bind& b) {
+      for (auto task = b.allocation.tasks.rbegin(); task != b.allocation.tasks.rend(); ++task)
+        state_.GiveTask(*task);
+      state_.Charge(pending_[b.pending_index].queue, b.allocation.gpu_type,
+                    -pending_[b.pending_index].total_gpu().value());
+    };
+    for (auto p = preemptions_.rbegin(); p != preemptions_.rend(); ++p) {
+      give_back(plan_.binds[p->bind]);
+      for (std::size_t e = p->end_eviction; e-- > p->first_eviction;) {
+        const RunningJob& r = *state_.FindRunning(plan_.evictions[e].job);
+        for (const TaskAllocation& t : r.allocation.tasks) state_.TakeTask(t);
+        state_.Charge(r.job.queue, r.allocation.gpu_type, r.job.total_gpu().value());
+      }
     }
+    for (std::size_t b = placed_directly_; b-- > 0;) give_back(plan_.binds[b]);
   }
-  for (std::size_t b = placed_directly; b-- > 0;) give_back(plan.binds[b]);
-  plan.timings = timer.Timings();
-  return plan;
+
+  struct Preemption {
+    std::size_t bind = 0;            // index into plan_.binds
+    std::size_t first_eviction = 0;  // its victims: plan_.evictions[first_eviction, end_eviction)
+    std::size_t end_eviction = 0;
+  };
+
+  ClusterState& state_;
+  std::span<const Job> pending_;
+  const Millis now_;
+  const EngineOptions& options_;
+  StageTimer timer_;
+  Plan plan_;
+  bool soft_taints_ = false;
+  std::vector<PlacedJob> placed_;
+  std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
+  std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
+  std::unordered_set<JobId> seen_;
+  engine::ReservationHolds holds_;            // devices reserved for blocked jobs (backfill)
+  std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
+  std::size_t placed_directly_ = 0;
+  std::vector<Preemption> preemptions_;
+};
+
+}  // namespace
+
+Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
+  return Cycle(state, pending, now, options_).Run();
 }
 
 }  // namespace arbiter

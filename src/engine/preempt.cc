@@ -77,7 +77,8 @@ bool Better(const Candidate& a, const Candidate& b) {
 class Search {
  public:
   Search(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
-         const std::unordered_set<JobId>& excluded, const EngineOptions& options, PreemptionRefusals* refusals)
+         const std::unordered_set<JobId>& excluded, const EngineOptions& options,
+         PreemptionRefusals* refusals)
       : refusals_(refusals),
         state_(state),
         filter_(filter),
@@ -99,7 +100,9 @@ class Search {
       whole_ += g.count * g.request.whole_gpus();
       milli_ += g.count * g.request.gpu.value();
       const TaskRequest& r = g.request;
-      if (!largest_ || std::tie(r.gpu, r.cpu, r.memory) > std::tie(largest_->gpu, largest_->cpu, largest_->memory)) largest_ = &r;
+      if (!largest_ || std::tie(r.gpu, r.cpu, r.memory) >
+                           std::tie(largest_->gpu, largest_->cpu, largest_->memory))
+        largest_ = &r;
     }
   }
 
@@ -159,7 +162,8 @@ class Search {
     // The relation first (cheap), then the guards, then the cost.
     Eviction::Kind kind;
     if (r->job.queue == job_.queue) {
-      if (!within_queue_ || state_.priority_class(r->job.priority_class).value >= value_) return std::nullopt;
+      if (!within_queue_ || state_.priority_class(r->job.priority_class).value >= value_)
+        return std::nullopt;
       kind = Eviction::Kind::kWithinQueue;
     } else {
       if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_) return std::nullopt;
@@ -170,7 +174,8 @@ class Search {
     if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
       if (refusals_ && refused_.insert(r).second) {
         ++refusals_->guards[guard];
-        if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at)) refusals_->lifts_at = until;
+        if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
+          refusals_->lifts_at = until;
       }
       return std::nullopt;
     }
@@ -198,7 +203,8 @@ class Search {
     for (NodeId n = begin; n < end; ++n) {
       for (const RunningJob* r : state_.node(n).jobs) {
         const Victim* v = Eligible(r);
-        if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end())) out.push_back(v);
+        if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end()))
+          out.push_back(v);
       }
     }
   }
@@ -212,7 +218,8 @@ class Search {
                                      : INT32_MIN;
       return std::make_tuple(value, v->cost, -v->running->start_time, v->running->job.id);
     };
-    std::sort(victims.begin(), victims.end(), [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
+    std::sort(victims.begin(), victims.end(),
+              [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
   }
 
   // GPUs of the preemptor's type the victims hold inside [begin, end).
@@ -254,7 +261,9 @@ class Search {
       evaluated.clear();
       for (NodeId n = begin; n < end; ++n) {
         for (const RunningJob* r : state_.node(n).jobs) {
-          if (end > begin + 1 && std::any_of(evaluated.begin(), evaluated.end(), [&](const Victim& v) { return v.running == r; })) continue;
+          if (end > begin + 1 && std::any_of(evaluated.begin(), evaluated.end(),
+                                             [&](const Victim& v) { return v.running == r; }))
+            continue;
           if (std::optional<Victim> v = Evaluate(r)) evaluated.push_back(*v);
         }
       }
@@ -383,7 +392,8 @@ class Search {
 
 }  // namespace
 
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now, Millis* until) {
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now,
+                          Millis* until) {
   const PriorityClassSpec& pc = state.priority_class(running.job.priority_class);
   auto lifts = [&](Millis t) {
     if (until) *until = t;
@@ -401,7 +411,8 @@ const char* EvictionGuard(const ClusterState& state, const RunningJob& running, 
     return "eviction cooldown";
   }
   if (pc.max_evictions > 0) {
-    auto first_in_window = std::find_if(times.begin(), times.end(), [&](Millis t) { return t > now - pc.eviction_window; });
+    auto first_in_window = std::find_if(times.begin(), times.end(),
+                                        [&](Millis t) { return t > now - pc.eviction_window; });
     if (times.end() - first_in_window >= pc.max_evictions) {
       lifts(*first_in_window + pc.eviction_window);
       return "eviction budget";
@@ -414,7 +425,8 @@ std::string PreemptionRefusals::Describe() const {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   for (const auto& [guard, jobs] : guards) add(std::to_string(jobs) + " protected by " + guard);
-  if (lifts_at >= 0) add("the first protection lifts at t=" + std::to_string(lifts_at / kMillisPerSecond) + "s");
+  if (lifts_at >= 0)
+    add("the first protection lifts at t=" + std::to_string(lifts_at / kMillisPerSecond) + "s");
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");
   return out.empty() ? "" : "no preemption: " + out;
@@ -427,7 +439,8 @@ Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) 
   return CostOf(state, running, now, max_value);
 }
 
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now, std::int32_t max_value) {
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
+              std::int32_t max_value) {
   Victim v;
   v.running = &running;
   const Millis since = std::max(running.start_time, running.last_checkpoint);
@@ -442,7 +455,8 @@ Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now, 
 std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
-                                        const EngineOptions& options, PreemptionRefusals* refusals) {
+                                        const EngineOptions& options,
+                                        PreemptionRefusals* refusals) {
   Search search(state, filter, now, gpu_budget, excluded, options, refusals);
   return search.Run();
 }

@@ -117,7 +117,8 @@ struct Victim {
 // preemptible, its queue preemptable, it has run its class's minimum runtime, it is outside its
 // cooldown and within its eviction budget. Returns the guard that refuses, or nullptr.
 // `until`, when given, receives the time the refusing guard lifts (-1: never by itself).
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now, Millis* until = nullptr);
+const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now,
+                          Millis* until = nullptr);
 
 // What kept a preemption search from finding victims, for the job's reason.
 struct PreemptionRefusals {
@@ -131,7 +132,8 @@ struct PreemptionRefusals {
 // What evicting `running` at `now` loses, and that weighted by its priority.
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now);
 // The same, given the largest priority-class value.
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now, std::int32_t max_value);
+Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
+              std::int32_t max_value);
 
 struct PreemptionResult {
   Allocation allocation;        // the preemptor's, taken in the state
@@ -167,8 +169,9 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
 // Computes a reservation for a blocked job: releases the running jobs and those placed this cycle
 // on the scratch state in order of expected end until the job fits (placement only), and returns
 // the devices and that time. The state is unchanged on return.
-std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter, std::span<const PlacedJob> placed,
-                                   Millis now, const EngineOptions& options);
+std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
+                                   std::span<const PlacedJob> placed, Millis now,
+                                   const EngineOptions& options);
 
 // Holds the currently free part of reserved devices (and the CPU and memory the reservation needs
 // on their nodes) out of reach of jobs that would still run at the reservation's start.

@@ -195,7 +195,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     ns.cordoned = n.cordoned;
     ns.domains = node_domains[order[pos]];
     if (n.devices.size() > kMaxDevicesPerNode) {
-      return Status::Error("nodes." + n.name + ".devices: at most " + std::to_string(kMaxDevicesPerNode) + " devices per node");
+      return Status::Error("nodes." + n.name + ".devices: at most " +
+                           std::to_string(kMaxDevicesPerNode) + " devices per node");
     }
     ns.first_device = static_cast<std::uint32_t>(s.device_count_);
     std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
@@ -431,7 +432,8 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     return result;
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
-  RunningJob& running = running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
+  RunningJob& running =
+      running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
   if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
   for (const TaskAllocation& t : allocation.tasks) {
     std::vector<const RunningJob*>& jobs = nodes_[t.node].jobs;

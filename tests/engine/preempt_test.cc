@@ -20,7 +20,8 @@ constexpr Millis kMinute = 60 * kMillisPerSecond;
 constexpr Millis kHour = 60 * kMinute;
 
 // Starts `job` at `start` on the given node's devices [first, first + gpus).
-void Start(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first, Millis start) {
+void Start(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first,
+           Millis start) {
   testing::StartOn(state, job, node, first, start);
 }
 
@@ -89,9 +90,10 @@ TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
   EXPECT_TRUE(early.evictions.empty());
   // The reason names the guard and when it lifts.
   ASSERT_NE(FindUnplaced(early, 2), nullptr);
-  EXPECT_NE(FindUnplaced(early, 2)->reason.Describe().find(
-                "no preemption: 1 protected by minimum runtime, the first protection lifts at t=1800s"),
-            std::string::npos)
+  EXPECT_NE(
+      FindUnplaced(early, 2)->reason.Describe().find(
+          "no preemption: 1 protected by minimum runtime, the first protection lifts at t=1800s"),
+      std::string::npos)
       << FindUnplaced(early, 2)->reason.Describe();
   Plan later = RunCycle(state, {high}, 30 * kMinute);
   EXPECT_EQ(later.evictions.size(), 1u);
@@ -129,7 +131,8 @@ TEST(Preempt, EvictsOnlyWhatThePreemptorNeeds) {
   Add(spec, Nodes("n", 1, "H800", 8));
   ClusterState state = MakeState(spec);
   for (JobId id = 1; id <= 8; ++id) {
-    Start(state, WithClass(GpuJob(id, 1, 1000), kP2), "n-0", static_cast<std::uint32_t>(id - 1), static_cast<Millis>(id) * kMinute);
+    Start(state, WithClass(GpuJob(id, 1, 1000), kP2), "n-0", static_cast<std::uint32_t>(id - 1),
+          static_cast<Millis>(id) * kMinute);
   }
   // Two GPUs: the two that lose least are the two started last.
   Plan plan = RunCycle(state, {WithClass(GpuJob(100, 1, 2000), kP0)}, kHour);
@@ -180,7 +183,8 @@ TEST(Preempt, CapOnGpusEvictedPerCycle) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("n", 3, "H800", 8));
   ClusterState state = MakeState(spec);
-  for (JobId id = 1; id <= 3; ++id) Start(state, WithClass(GpuJob(id, 1, 8000), kP2), "n-" + std::to_string(id - 1), 0, 0);
+  for (JobId id = 1; id <= 3; ++id)
+    Start(state, WithClass(GpuJob(id, 1, 8000), kP2), "n-" + std::to_string(id - 1), 0, 0);
   std::vector<Job> high;
   for (JobId id = 10; id <= 12; ++id) high.push_back(WithClass(GpuJob(id, 1, 8000), kP0));
   EngineOptions options;
@@ -225,12 +229,14 @@ TEST(Preempt, MinimumBenefitKeepsABigJobFromDyingForASmallOne) {
   Add(spec, Nodes("n", 1, "H800", 8));
   ClusterState state = MakeState(spec);
   Start(state, WithClass(GpuJob(1, 1, 8000), kP2), "n-0", 0, 0);
-  ASSERT_TRUE(state.RecordCheckpoint(1, 90 * kMinute).ok());  // at 2h it loses 8 x 0.5 = 4 GPU-hours
+  ASSERT_TRUE(
+      state.RecordCheckpoint(1, 90 * kMinute).ok());  // at 2h it loses 8 x 0.5 = 4 GPU-hours
   EngineOptions options;
   options.preemption.max_loss_per_gpu = kHour;  // at most one GPU-hour lost per GPU gained
   Plan small = RunCycle(state, {WithClass(GpuJob(2, 1, 1000), kP0)}, 2 * kHour, options);
   EXPECT_TRUE(small.evictions.empty());  // 4 GPU-hours for 1 GPU
-  EXPECT_NE(FindUnplaced(small, 2)->reason.Describe().find("victims would lose more than max_loss_per_gpu"),
+  EXPECT_NE(FindUnplaced(small, 2)->reason.Describe().find(
+                "victims would lose more than max_loss_per_gpu"),
             std::string::npos);
   Plan big = RunCycle(state, {WithClass(GpuJob(3, 1, 8000), kP0)}, 2 * kHour, options);
   EXPECT_EQ(big.evictions.size(), 1u);  // 0.5 GPU-hours per GPU

@@ -21,8 +21,10 @@ using testing::NodesOf;
 using testing::RunCycle;
 
 // Occupies `gpus` whole GPUs on the named node with a running job.
-void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus, int first_device = 0) {
-  testing::StartOn(state, GpuJob(id, 1, gpus * kMilliPerGpu), node, static_cast<std::uint32_t>(first_device));
+void Occupy(ClusterState& state, JobId id, const std::string& node, int gpus,
+            int first_device = 0) {
+  testing::StartOn(state, GpuJob(id, 1, gpus * kMilliPerGpu), node,
+                   static_cast<std::uint32_t>(first_device));
 }
 
 TEST(Scenario, EightGpuGangStaysOnOneNodeWhenOneNodeHoldsIt) {
@@ -352,7 +354,8 @@ TEST(Scenario, EveryStageIsNamedAndTimedWithAnInjectedClock) {
     names.insert(t.stage);
     EXPECT_GE(t.micros, 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"order", "validate", "quota", "place", "explain", "backfill", "preempt"}));
+  EXPECT_EQ(names, (std::set<std::string>{"order", "validate", "quota", "place", "explain",
+                                          "backfill", "preempt"}));
   for (const StageTiming& t : plan.timings) {
     if (std::string(t.stage) == "place") {
       EXPECT_EQ(t.calls, 2);

@@ -23,8 +23,9 @@ struct StormResult {
 };
 
 // Drives the engine minute by minute for `horizon`: arrivals, completions, checkpoints, cycles.
-StormResult RunStorm(const ClusterSpec& spec, const EngineOptions& options, const std::string& task_queue,
-                     const std::string& training_queue, Millis horizon, Millis restart_overhead = 0) {
+StormResult RunStorm(const ClusterSpec& spec, const EngineOptions& options,
+                     const std::string& task_queue, const std::string& training_queue,
+                     Millis horizon, Millis restart_overhead = 0) {
   ClusterState state = testing::MakeState(spec);
   Engine engine(options);
   constexpr JobId kTraining = 1;
@@ -109,13 +110,14 @@ ClusterSpec OneQueue() {
 TEST(Storm, WithoutGuardsTheTrainingJobIsEvictedForeverAndNeverFinishes) {
   StormResult r = RunStorm(OneQueue(), {}, "default", "default", 48 * kHour);
   EXPECT_FALSE(r.finished);
-  EXPECT_GT(r.training_evictions, 250);  // every 10 minutes for two days
+  EXPECT_GT(r.training_evictions, 250);             // every 10 minutes for two days
   EXPECT_GT(r.lost_gpu_hours, 250 * 8 * 4.0 / 60);  // each time about 4 minutes of 8 GPUs
 }
 
 TEST(Storm, ASeparateQueueUnderQuotaBoundsTheFlood) {
   ClusterSpec spec = OneQueue();
-  spec.queues = {testing::Queue("org"), testing::Queue("inference", "org"), testing::Queue("training", "org")};
+  spec.queues = {testing::Queue("org"), testing::Queue("inference", "org"),
+                 testing::Queue("training", "org")};
   spec.queues[1].quota["gpu"].nominal = MilliGpu(0);  // the tasks run only on borrowed quota
   spec.queues[2].quota["gpu"].nominal = MilliGpu(8000);
   StormResult r = RunStorm(spec, {}, "inference", "training", 48 * kHour);

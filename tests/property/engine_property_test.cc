@@ -112,15 +112,20 @@ Status CheckEvictions(const ClusterState& state, const Plan& plan, const std::ve
     if (!r) return Status::Error("evicted a job that is not running");
     const PriorityClassSpec& pc = state.priority_class(r->job.priority_class);
     if (!pc.preemptible) return Status::Error("evicted a non-preemptible job");
-    if (!state.queue(r->job.queue).spec.preemptable) return Status::Error("evicted a job of a queue that is not preemptable");
-    if (plan.now - r->start_time < pc.min_runtime) return Status::Error("evicted a job inside its minimum runtime");
+    if (!state.queue(r->job.queue).spec.preemptable)
+      return Status::Error("evicted a job of a queue that is not preemptable");
+    if (plan.now - r->start_time < pc.min_runtime)
+      return Status::Error("evicted a job inside its minimum runtime");
     const auto times = state.EvictionTimes(e.job);
-    if (!times.empty() && plan.now - times.back() < pc.eviction_cooldown) return Status::Error("evicted a job in its cooldown");
-    if (pc.max_evictions > 0 &&
-        std::count_if(times.begin(), times.end(), [&](Millis t) { return t > plan.now - pc.eviction_window; }) >= pc.max_evictions) {
+    if (!times.empty() && plan.now - times.back() < pc.eviction_cooldown)
+      return Status::Error("evicted a job in its cooldown");
+    if (pc.max_evictions > 0 && std::count_if(times.begin(), times.end(), [&](Millis t) {
+                                  return t > plan.now - pc.eviction_window;
+                                }) >= pc.max_evictions) {
       return Status::Error("evicted a job past its eviction budget");
     }
-    if (!preemptors.count(e.preemptor)) return Status::Error("evicted for a job that is not placed in the plan");
+    if (!preemptors.count(e.preemptor))
+      return Status::Error("evicted for a job that is not placed in the plan");
     const Job* preemptor = nullptr;
     for (const Job& j : pending) {
       if (j.id == e.preemptor) preemptor = &j;
@@ -129,11 +134,13 @@ Status CheckEvictions(const ClusterState& state, const Plan& plan, const std::ve
     if (e.kind == Eviction::Kind::kWithinQueue &&
         (preemptor->queue != r->job.queue ||
          state.priority_class(preemptor->priority_class).value <= pc.value)) {
-      return Status::Error("within-queue eviction by a job that is not of higher priority in the same queue");
+      return Status::Error(
+          "within-queue eviction by a job that is not of higher priority in the same queue");
     }
     evicted += r->job.total_gpu().value();
   }
-  if (max_gpus_per_cycle >= 0 && evicted > max_gpus_per_cycle) return Status::Error("evicted more GPUs than the cycle's cap");
+  if (max_gpus_per_cycle >= 0 && evicted > max_gpus_per_cycle)
+    return Status::Error("evicted more GPUs than the cycle's cap");
   return Status::Ok();
 }
 
@@ -150,7 +157,8 @@ Status CheckReclaimedQueues(const ClusterState& state, const Plan& plan,
     if (e.kind != Eviction::Kind::kReclaim || within.count(q)) continue;
     for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
       const QuotaLimits& l = state.quota(q, r);
-      if (l.limited && state.usage(q, r) < l.nominal) return Status::Error("reclaim took a queue below its nominal quota");
+      if (l.limited && state.usage(q, r) < l.nominal)
+        return Status::Error("reclaim took a queue below its nominal quota");
     }
   }
   return Status::Ok();
@@ -213,7 +221,8 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
   for (int cycle = 0; cycle < cycles; ++cycle) {
     now += *rc::gen::element<Millis>(30000, 60000, 120000);
     const int arrivals = *rc::gen::inRange(0, max_arrivals + 1);
-    for (int i = 0; i < arrivals; ++i) pending.push_back(RandomJob(state, next_id++, now, simple_jobs));
+    for (int i = 0; i < arrivals; ++i)
+      pending.push_back(RandomJob(state, next_id++, now, simple_jobs));
 
     Plan plan = engine.Schedule(state, pending, now);
     Status restored = state.CheckInvariants();
@@ -238,8 +247,12 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
     for (const Unplaced& u : plan.unplaced) {
       for (const auto& [id, r] : state.running()) {
         const Job& j = pending[u.pending_index];
-        if (r.job.queue == j.queue && state.priority_class(r.job.priority_class).value < state.priority_class(j.priority_class).value &&
-            state.priority_class(r.job.priority_class).preemptible && state.queue(r.job.queue).spec.preemptable) contended = true;
+        if (r.job.queue == j.queue &&
+            state.priority_class(r.job.priority_class).value <
+                state.priority_class(j.priority_class).value &&
+            state.priority_class(r.job.priority_class).preemptible &&
+            state.queue(r.job.queue).spec.preemptable)
+          contended = true;
       }
     }
     RC_ASSERT(static_cast<int>(plan.reservations.size()) <= options.backfill.reservations);
@@ -286,7 +299,9 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
   RC_CLASSIFY(any_reclaim, "cases with reclaim");
 }
 
-RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) { RunRandomCycles(12, 11, 3, false); }
+RC_GTEST_PROP(EngineProperty, InvariantsHoldAfterEveryCycle, ()) {
+  RunRandomCycles(12, 11, 3, false);
+}
 
 // Small, busy clusters where jobs seldom end: preemption and reclaim happen often.
 RC_GTEST_PROP(EngineProperty, PreemptionKeepsItsPromises, ()) { RunRandomCycles(2, 24, 20, true); }

@@ -77,8 +77,8 @@ inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
 
 // Starts `job` (one group of whole-GPU tasks, GPU type 0) at `start` on the named node, its
 // tasks on consecutive devices from `first_device`.
-inline void StartOn(ClusterState& state, const Job& job, const std::string& node, std::uint32_t first_device,
-                    Millis start = 0) {
+inline void StartOn(ClusterState& state, const Job& job, const std::string& node,
+                    std::uint32_t first_device, Millis start = 0) {
   Allocation a;
   a.gpu_type = 0;
   const NodeId n = *state.FindNode(node);
