@@ -67,9 +67,24 @@ struct NodeState {
   GpuTypeSet gpu_types;
   std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
   std::uint32_t tasks = 0;          // tasks running here
-  // Running jobs with a task here, each once. The pointers are into the state's running jobs,
-  // which never move while they run (the state cannot be copied, only moved).
-  std::vector<const struct RunningJob*> jobs;
+  // Running jobs with a task here, each once, with what the victim search reads of them.
+  std::vector<struct Resident> residents;
+};
+
+// A running job as its nodes see it: what the victim search needs, stored with the node so that
+// scanning a node reads nothing else. `job` points into the state's running jobs, which never move
+// while they run (the state cannot be copied, only moved).
+struct Resident {
+  const struct RunningJob* job = nullptr;
+  QueueId queue = 0;
+  std::int32_t class_value = 0;
+  GpuTypeId gpu_type = kNone;
+  std::int64_t gpus = 0;  // the job's milli-GPU in all
+  std::int64_t held = 0;  // milli-GPU of its devices on this node
+  Millis since = 0;       // its start or last checkpoint, the later
+  Millis restart_overhead = 0;
+  bool evictable =
+      false;  // preemptible class, preemptable queue, no minimum runtime, no eviction history
 };
 
 // A topology domain above the node level. Nodes are stored so that every domain is a contiguous
@@ -114,7 +129,7 @@ class ClusterState {
  public:
   ClusterState(ClusterState&&) = default;
   ClusterState& operator=(ClusterState&&) = default;
-  ClusterState(const ClusterState&) = delete;  // NodeState::jobs points into running jobs
+  ClusterState(const ClusterState&) = delete;  // residents point into the running jobs
   ClusterState& operator=(const ClusterState&) = delete;
 
   // Builds the state from a configuration, checking it: unique names, known parents and GPU

@@ -32,8 +32,9 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     for (const auto& [id, r] : state.running()) consider(r.job, r.start_time, r.allocation);
   } else {
     for (NodeId n : state.NodesOfType(type)) {
-      for (const RunningJob* r : state.node(n).jobs) {
+      for (const Resident& res : state.node(n).residents) {
         // A job on several nodes is listed once, by the node of its first task.
+        const RunningJob* r = res.job;
         if (r->allocation.tasks.front().node == n) consider(r->job, r->start_time, r->allocation);
       }
     }

@@ -92,6 +92,7 @@ class Search {
                    !LimitedResources(state, job_.queue, filter.type).empty();
     root_ = RootOf(state, job_.queue);
     within_queue_ = state.queue(job_.queue).spec.preempt_within_queue;
+    for (QueueId q = 0; q < state.queue_count(); ++q) roots_.push_back(RootOf(state, q));
     value_ = state.priority_class(job_.priority_class).value;
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
       max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
@@ -197,12 +198,53 @@ class Search {
     return state_.NodeDevices(n, filter_.type) >= std::max<std::int64_t>(1, largest_->whole_gpus());
   }
 
+  // The cost of evicting a resident, or nullopt when this preemptor may not evict it. Reads only
+  // the resident, unless a guard or reclaim needs the running job itself.
+  std::optional<double> QuickCost(const Resident& res) {
+    bool reclaim = false;
+    if (res.queue == job_.queue) {
+      if (!within_queue_ || res.class_value >= value_) return std::nullopt;
+    } else {
+      if (!can_reclaim_ || roots_[res.queue] != root_) return std::nullopt;
+      reclaim = true;
+    }
+    if (!res.evictable || !excluded_.empty()) {
+      std::optional<Victim> v = Evaluate(res.job);
+      if (!v) return std::nullopt;
+      return v->cost;
+    }
+    // Reclaim takes only work its queue runs on borrowed quota (the search re-checks as it goes).
+    if (reclaim && (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
+      return std::nullopt;
+    const std::int64_t lost =
+        res.gpus * (std::max<Millis>(0, now_ - res.since) + res.restart_overhead) / kMilliPerGpu;
+    return static_cast<double>(lost) *
+           (1.0 + std::max(0, res.class_value) / static_cast<double>(max_class_value_));
+  }
+
+  // How far queue q is above its nominal quota for GPU type t (the least over its limited
+  // resources; a queue that no resource limits has no borrowed work), as the search started.
+  std::int64_t Slack(QueueId q, GpuTypeId t) {
+    const std::size_t key = q * state_.gpu_type_count() + t;
+    if (slack_.empty())
+      slack_.assign(state_.queue_count() * state_.gpu_type_count(), kUnknownSlack);
+    std::int64_t& slack = slack_[key];
+    if (slack == kUnknownSlack) {
+      const std::vector<std::size_t> resources = LimitedResources(state_, q, t);
+      slack = resources.empty() ? -1 : INT64_MAX;
+      for (std::size_t r : resources)
+        slack = std::min(slack, state_.usage(q, r) - state_.quota(q, r).nominal);
+    }
+    return slack;
+  }
+  static constexpr std::int64_t kUnknownSlack = INT64_MIN;
+
   // Eligible victims with a task in [begin, end), each once, into `out`.
   void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
     out.clear();
     for (NodeId n = begin; n < end; ++n) {
-      for (const RunningJob* r : state_.node(n).jobs) {
-        const Victim* v = Eligible(r);
+      for (const Resident& res : state_.node(n).residents) {
+        const Victim* v = Eligible(res.job);
         if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end()))
           out.push_back(v);
       }
@@ -252,34 +294,31 @@ class Search {
     };
     std::vector<Bound> bounds;
     std::vector<const Victim*> victims;
-    std::vector<Victim> evaluated;
     std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
     for (std::size_t i = 0; i < scopes.size(); ++i) {
       const auto [begin, end] = scopes[i];
       // A single node must be able to host the largest task at all.
       if (end == begin + 1 && !MayHost(begin)) continue;
-      evaluated.clear();
+      // The scope's victims as their nodes list them: a job on several nodes contributes its
+      // cost per milli-GPU for what it holds on each, so the sum stays a lower bound.
+      per_gpu.clear();
+      std::int64_t held = 0;
+      bool any = false;
       for (NodeId n = begin; n < end; ++n) {
-        for (const RunningJob* r : state_.node(n).jobs) {
-          if (end > begin + 1 && std::any_of(evaluated.begin(), evaluated.end(),
-                                             [&](const Victim& v) { return v.running == r; }))
-            continue;
-          if (std::optional<Victim> v = Evaluate(r)) evaluated.push_back(*v);
+        for (const Resident& res : state_.node(n).residents) {
+          const std::optional<double> cost = QuickCost(res);
+          if (!cost) continue;
+          any = true;
+          if (res.gpu_type == filter_.type && res.held > 0 && res.gpus > 0) {
+            held += res.held;
+            per_gpu.emplace_back(*cost / static_cast<double>(res.gpus), res.held);
+          }
         }
       }
-      if (evaluated.empty()) continue;
-      victims.clear();
-      for (const Victim& v : evaluated) victims.push_back(&v);
+      if (!any) continue;
       double bound = 0;
       if (filter_.type != kNone) {
         std::int64_t missing = milli_ - FreeMilliIn(begin, end);
-        per_gpu.clear();
-        std::int64_t held = 0;
-        for (const Victim* v : victims) {
-          const std::int64_t m = HeldIn(*v, begin, end);
-          held += m;
-          if (m > 0) per_gpu.emplace_back(v->cost / static_cast<double>(m), m);
-        }
         if (held < missing) continue;  // evicting everything here would not free enough
         std::sort(per_gpu.begin(), per_gpu.end());
         for (const auto& [unit, m] : per_gpu) {
@@ -387,7 +426,9 @@ class Search {
   std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
   std::int32_t max_class_value_ = 1;
   bool within_queue_ = true;
-  std::int32_t value_ = 0;  // the preemptor's priority-class value
+  std::vector<QueueId> roots_;       // per queue
+  std::vector<std::int64_t> slack_;  // per queue and GPU type, computed when first needed
+  std::int32_t value_ = 0;           // the preemptor's priority-class value
 };
 
 }  // namespace

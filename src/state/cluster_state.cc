@@ -435,9 +435,19 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
   RunningJob& running =
       running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
   if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
+  const PriorityClassSpec& pc = classes_[job.priority_class];
+  const bool evictable = pc.preemptible && queues_[job.queue].spec.preemptable &&
+                         pc.min_runtime == 0 && running.evictions.empty();
   for (const TaskAllocation& t : allocation.tasks) {
-    std::vector<const RunningJob*>& jobs = nodes_[t.node].jobs;
-    if (std::find(jobs.begin(), jobs.end(), &running) == jobs.end()) jobs.push_back(&running);
+    std::vector<Resident>& residents = nodes_[t.node].residents;
+    auto it = std::find_if(residents.begin(), residents.end(),
+                           [&](const Resident& r) { return r.job == &running; });
+    if (it == residents.end()) {
+      residents.push_back({&running, job.queue, pc.value, allocation.gpu_type,
+                           job.total_gpu().value(), 0, now, job.restart_overhead, evictable});
+      it = residents.end() - 1;
+    }
+    for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
   }
   return Status::Ok();
 }
@@ -476,7 +486,8 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   if (it == running_.end()) return Status::Error("job " + std::to_string(id) + " is not running");
   for (const TaskAllocation& t : it->second.allocation.tasks) {
     GiveTask(t);
-    std::erase(nodes_[t.node].jobs, &it->second);
+    std::erase_if(nodes_[t.node].residents,
+                  [&](const Resident& r) { return r.job == &it->second; });
   }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
   running_.erase(it);
@@ -509,7 +520,13 @@ Status ClusterState::SetHealthy(NodeId node, bool healthy) {
 Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
   auto it = running_.find(job);
   if (it == running_.end()) return Status::Error("job " + std::to_string(job) + " is not running");
-  it->second.last_checkpoint = std::max(it->second.last_checkpoint, at);
+  RunningJob& r = it->second;
+  r.last_checkpoint = std::max(r.last_checkpoint, at);
+  for (const TaskAllocation& t : r.allocation.tasks) {
+    for (Resident& res : nodes_[t.node].residents) {
+      if (res.job == &r) res.since = std::max(r.start_time, r.last_checkpoint);
+    }
+  }
   return Status::Ok();
 }
 
@@ -571,7 +588,7 @@ Status ClusterState::CheckInvariants() const {
       return Status::Error(where + "memory over-allocated or miscounted");
     if (node.tasks != tasks[n]) return Status::Error(where + "task count");
     std::vector<JobId> listed;
-    for (const RunningJob* r : node.jobs) listed.push_back(r->job.id);
+    for (const Resident& r : node.residents) listed.push_back(r.job->job.id);
     std::sort(listed.begin(), listed.end());
     std::sort(node_jobs[n].begin(), node_jobs[n].end());
     if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
