@@ -83,8 +83,9 @@ struct Resident {
   std::int64_t held = 0;  // milli-GPU of its devices on this node
   Millis since = 0;       // its start or last checkpoint, the later
   Millis restart_overhead = 0;
-  bool evictable =
-      false;  // preemptible class, preemptable queue, no minimum runtime, no eviction history
+  bool class_preemptible = true;
+  bool queue_preemptable = true;
+  bool evictable = false;  // both of the above, no minimum runtime and no eviction history
 };
 
 // A topology domain above the node level. Nodes are stored so that every domain is a contiguous

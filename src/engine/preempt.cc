@@ -16,6 +16,9 @@
 namespace arbiter::engine {
 namespace {
 
+constexpr const char* kClassNotPreemptible = "priority class not preemptible";
+constexpr const char* kQueueNotPreemptable = "queue not preemptable";
+
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
 
 void Remove(ClusterState& state, const RunningJob& r) {
@@ -108,6 +111,15 @@ class Search {
   }
 
   std::optional<PreemptionResult> Run() {
+    std::optional<PreemptionResult> result = Find();
+    if (refusals_) {
+      for (const auto& [guard, n] : guard_counts_) refusals_->guards[guard] += n;
+    }
+    return result;
+  }
+
+ private:
+  std::optional<PreemptionResult> Find() {
     const Topology& topo = state_.topology();
     const bool required = job_.topology.mode == ConstraintMode::kRequired;
     const int max_level = required ? job_.topology.level : -1;
@@ -173,11 +185,7 @@ class Search {
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
     if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
-      if (refusals_ && refused_.insert(r).second) {
-        ++refusals_->guards[guard];
-        if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
-          refusals_->lifts_at = until;
-      }
+      if (refusals_ && refused_.insert(r).second) Refused(guard, until);
       return std::nullopt;
     }
     if (kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) return std::nullopt;
@@ -207,6 +215,14 @@ class Search {
     } else {
       if (!can_reclaim_ || roots_[res.queue] != root_) return std::nullopt;
       reclaim = true;
+    }
+    if (!res.class_preemptible ||
+        !res.queue_preemptable) {  // never evicted: no need to look further
+      // A job with all its GPUs on this node is met once; others are deduplicated.
+      if (refusals_ && (res.held == res.gpus || refused_.insert(res.job).second)) {
+        Refused(res.class_preemptible ? kQueueNotPreemptable : kClassNotPreemptible, -1);
+      }
+      return std::nullopt;
     }
     if (!res.evictable || !excluded_.empty()) {
       std::optional<Victim> v = Evaluate(res.job);
@@ -238,6 +254,19 @@ class Search {
     return slack;
   }
   static constexpr std::int64_t kUnknownSlack = INT64_MIN;
+
+  // Counts a victim a guard protected (flushed into refusals_ when the search ends).
+  void Refused(const char* guard, Millis until) {
+    auto it = std::find_if(guard_counts_.begin(), guard_counts_.end(),
+                           [&](const auto& g) { return g.first == guard; });
+    if (it == guard_counts_.end()) {
+      guard_counts_.emplace_back(guard, 1);
+    } else {
+      ++it->second;
+    }
+    if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
+      refusals_->lifts_at = until;
+  }
 
   // Eligible victims with a task in [begin, end), each once, into `out`.
   void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
@@ -424,6 +453,7 @@ class Search {
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
   std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
+  std::vector<std::pair<const char*, int>> guard_counts_;
   std::int32_t max_class_value_ = 1;
   bool within_queue_ = true;
   std::vector<QueueId> roots_;       // per queue
@@ -440,8 +470,8 @@ const char* EvictionGuard(const ClusterState& state, const RunningJob& running, 
     if (until) *until = t;
   };
   lifts(-1);
-  if (!pc.preemptible) return "priority class not preemptible";
-  if (!state.queue(running.job.queue).spec.preemptable) return "queue not preemptable";
+  if (!pc.preemptible) return kClassNotPreemptible;
+  if (!state.queue(running.job.queue).spec.preemptable) return kQueueNotPreemptable;
   if (now - running.start_time < pc.min_runtime) {
     lifts(running.start_time + pc.min_runtime);
     return "minimum runtime";

@@ -444,7 +444,8 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
                            [&](const Resident& r) { return r.job == &running; });
     if (it == residents.end()) {
       residents.push_back({&running, job.queue, pc.value, allocation.gpu_type,
-                           job.total_gpu().value(), 0, now, job.restart_overhead, evictable});
+                           job.total_gpu().value(), 0, now, job.restart_overhead, pc.preemptible,
+                           queues_[job.queue].spec.preemptable, evictable});
       it = residents.end() - 1;
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
