@@ -101,7 +101,6 @@ class Search {
       max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
     }
     for (const TaskGroup& g : job_.groups) {
-      whole_ += g.count * g.request.whole_gpus();
       milli_ += g.count * g.request.gpu.value();
       const TaskRequest& r = g.request;
       if (!largest_ || std::tie(r.gpu, r.cpu, r.memory) >
@@ -151,7 +150,12 @@ class Search {
     PlaceStats stats;
     std::optional<Allocation> allocation =
         PlaceJobIn(state_, filter_, best->begin, best->end, options_, stats);
-    assert(allocation);
+    if (!allocation) {  // cannot happen: the same placement succeeded in TryScope; stay whole
+                        // anyway
+      for (auto v = best->victims.rbegin(); v != best->victims.rend(); ++v)
+        Restore(state_, *(*v)->running);
+      return std::nullopt;
+    }
     state_.Charge(job_.queue, allocation->gpu_type, job_.total_gpu().value());
     result.allocation = std::move(*allocation);
     result.lost = best->lost;
@@ -159,7 +163,6 @@ class Search {
     return result;
   }
 
- private:
   // The victim entry of a running job, or nullptr when this preemptor may not evict it; stable
   // for the search.
   const Victim* Eligible(const RunningJob* r) {
@@ -170,7 +173,7 @@ class Search {
     return slot ? &*slot : nullptr;
   }
 
-  // Whether this preemptor may evict `r`, and at what cost. No lookups: the hot path of the search.
+  // Whether this preemptor may evict `r`, and at what cost.
   std::optional<Victim> Evaluate(const RunningJob* r) {
     // The relation first (cheap), then the guards, then the cost.
     Eviction::Kind kind;
@@ -232,10 +235,8 @@ class Search {
     // Reclaim takes only work its queue runs on borrowed quota (the search re-checks as it goes).
     if (reclaim && (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
       return std::nullopt;
-    const std::int64_t lost =
-        res.gpus * (std::max<Millis>(0, now_ - res.since) + res.restart_overhead) / kMilliPerGpu;
-    return static_cast<double>(lost) *
-           (1.0 + std::max(0, res.class_value) / static_cast<double>(max_class_value_));
+    return WeightedCost(LostWork(res.gpus, res.since, res.restart_overhead, now_), res.class_value,
+                        max_class_value_);
   }
 
   // How far queue q is above its nominal quota for GPU type t (the least over its limited
@@ -291,18 +292,6 @@ class Search {
     };
     std::sort(victims.begin(), victims.end(),
               [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
-  }
-
-  // GPUs of the preemptor's type the victims hold inside [begin, end).
-  std::int64_t HeldIn(const Victim& v, NodeId begin, NodeId end) const {
-    std::int64_t milli = 0;
-    for (const TaskAllocation& t : v.running->allocation.tasks) {
-      if (t.node < begin || t.node >= end) continue;
-      for (const DeviceShare& d : t.devices) {
-        if (state_.node(t.node).devices[d.device].type == filter_.type) milli += d.gpu.value();
-      }
-    }
-    return milli;
   }
 
   std::int64_t FreeMilliIn(NodeId begin, NodeId end) const {
@@ -448,7 +437,6 @@ class Search {
   const EngineOptions& options_;
   bool can_reclaim_ = false;
   QueueId root_ = 0;
-  std::int64_t whole_ = 0;
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
@@ -503,23 +491,22 @@ std::string PreemptionRefusals::Describe() const {
   return out.empty() ? "" : "no preemption: " + out;
 }
 
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now) {
-  std::int32_t max_value = 1;
-  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
-    max_value = std::max(max_value, state.priority_class(c).value);
-  return CostOf(state, running, now, max_value);
+std::int64_t LostWork(std::int64_t gpus, Millis since, Millis restart_overhead, Millis now) {
+  return gpus * (std::max<Millis>(0, now - since) + restart_overhead) / kMilliPerGpu;
+}
+
+double WeightedCost(std::int64_t lost, std::int32_t class_value, std::int32_t max_value) {
+  return static_cast<double>(lost) *
+         (1.0 + std::max(0, class_value) / static_cast<double>(std::max(1, max_value)));
 }
 
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
               std::int32_t max_value) {
   Victim v;
   v.running = &running;
-  const Millis since = std::max(running.start_time, running.last_checkpoint);
-  const Millis lost_time = std::max<Millis>(0, now - since) + running.job.restart_overhead;
-  v.lost = GpusOf(running) * lost_time / kMilliPerGpu;
-  const double weight = 1.0 + std::max(0, state.priority_class(running.job.priority_class).value) /
-                                  static_cast<double>(max_value);
-  v.cost = static_cast<double>(v.lost) * weight;
+  v.lost = LostWork(GpusOf(running), std::max(running.start_time, running.last_checkpoint),
+                    running.job.restart_overhead, now);
+  v.cost = WeightedCost(v.lost, state.priority_class(running.job.priority_class).value, max_value);
   return v;
 }
 

@@ -129,9 +129,12 @@ struct PreemptionRefusals {
   std::string Describe() const;       // "" when nothing was refused
 };
 
-// What evicting `running` at `now` loses, and that weighted by its priority.
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now);
-// The same, given the largest priority-class value.
+// GPU-milliseconds a job of `gpus` milli-GPU loses if evicted at `now`: the work since `since`
+// (its start or last checkpoint) plus its restart overhead.
+std::int64_t LostWork(std::int64_t gpus, Millis since, Millis restart_overhead, Millis now);
+// Lost work weighted by priority: times 1 + class value / the largest class value.
+double WeightedCost(std::int64_t lost, std::int32_t class_value, std::int32_t max_value);
+// Both for a running job; `max_value` is the largest priority-class value.
 Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
               std::int32_t max_value);
 
