@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -125,6 +127,7 @@ struct RunningJob {
 
 // The most devices a node may have (placement keeps per-NVLink-group counts in fixed arrays).
 inline constexpr std::size_t kMaxDevicesPerNode = 256;
+inline constexpr Millis kNoSince = INT64_MIN;
 
 class ClusterState {
  public:
@@ -188,6 +191,12 @@ class ClusterState {
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
+  // Nodes with devices of `type` that run something, ordered by the latest time one of their
+  // residents started or checkpointed, latest first: an eviction on the first ones loses least per
+  // GPU. The victim search visits nodes in this order and stops when no further node can be
+  // cheaper.
+  using NodesBySinceSet = std::set<std::pair<Millis, NodeId>, std::greater<>>;
+  const NodesBySinceSet& NodesBySince(GpuTypeId type) const { return by_since_[type]; }
   // Devices of `type` on a node, free or not.
   std::uint32_t NodeDevices(NodeId n, GpuTypeId type) const {
     return node_devices_[n * gpu_types_.size() + type];
@@ -249,6 +258,7 @@ class ClusterState {
  private:
   ClusterState() = default;
   void UpdateUnusual(NodeId n);
+  void UpdateSince(NodeId n);
   void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
   Status CheckFits(const Job& job, const Allocation& allocation) const;
 
@@ -273,6 +283,8 @@ class ClusterState {
   std::vector<std::uint32_t> node_free_devices_;
   std::vector<std::uint32_t> node_devices_;
   std::vector<std::vector<NodeId>> nodes_of_type_;
+  std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
+  std::vector<NodesBySinceSet> by_since_;
   IndexSet unusual_;
 
   std::vector<QuotaLimits> limits_;

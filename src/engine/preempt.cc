@@ -8,6 +8,7 @@
 // cost, so the search stops as soon as no unvisited scope can beat the best set found.
 #include <algorithm>
 #include <cmath>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -127,12 +128,19 @@ class Search {
     std::optional<Candidate> best;
     // One node (an NVLink-level requirement is enforced by the placement inside the node).
     std::vector<std::pair<NodeId, NodeId>> scopes;
+    std::vector<double> floors;
     if (filter_.type == kNone) {
       for (NodeId n = 0; n < all; ++n) scopes.emplace_back(n, n + 1);
     } else {
-      for (NodeId n : state_.NodesOfType(filter_.type)) scopes.emplace_back(n, n + 1);
+      // Nodes that run something, the latest checkpoint first: on a node whose residents last
+      // checkpointed at `since`, freeing m milli-GPU loses at least m x (now - since).
+      const std::int64_t missing = MissingOnAnyNode();
+      for (const auto& [since, n] : state_.NodesBySince(filter_.type)) {
+        scopes.emplace_back(n, n + 1);
+        floors.push_back(static_cast<double>(LostWork(missing, since, 0, now_)));
+      }
     }
-    best = BestIn(scopes);
+    best = BestIn(scopes, floors);
     for (int level = topo.node_level() - 1; !best && level >= std::max(0, max_level); --level) {
       scopes.clear();
       for (DomainId d : state_.domains_at(level))
@@ -239,6 +247,23 @@ class Search {
                         max_class_value_);
   }
 
+  // The least milli-GPU the preemptor lacks on any single node: whole devices it needs beyond the
+  // most any node has free (0 when it asks for shares, which partly used devices may hold).
+  std::int64_t MissingOnAnyNode() const {
+    std::int64_t whole = 0;
+    for (const TaskGroup& g : job_.groups) {
+      if (g.request.shared()) return 0;
+      whole += g.count * g.request.whole_gpus();
+    }
+    std::int64_t most_free = 0;
+    for (std::uint32_t c = state_.max_devices_per_node(); c >= 1 && most_free == 0; --c) {
+      const IndexSet& set = state_.NodesWithFreeDevices(filter_.type, c);
+      const NodeId end = static_cast<NodeId>(state_.node_count());
+      if (set.Next(0, end) < end) most_free = c;
+    }
+    return std::max<std::int64_t>(0, whole - most_free) * kMilliPerGpu;
+  }
+
   // How far queue q is above its nominal quota for GPU type t (the least over its limited
   // resources; a queue that no resource limits has no borrowed work), as the search started.
   std::int64_t Slack(QueueId q, GpuTypeId t) {
@@ -303,56 +328,70 @@ class Search {
     return milli;
   }
 
-  // Best candidate among scopes, visited in order of a lower bound on their cost (the cost of the
-  // cheapest victims per GPU that free the missing GPUs, taken fractionally).
-  std::optional<Candidate> BestIn(const std::vector<std::pair<NodeId, NodeId>>& scopes) {
-    struct Bound {
-      double cost;
-      std::size_t scope;
-    };
-    std::vector<Bound> bounds;
-    std::vector<const Victim*> victims;
-    std::vector<std::pair<double, std::int64_t>> per_gpu;  // cost per milli-GPU, milli held
-    for (std::size_t i = 0; i < scopes.size(); ++i) {
-      const auto [begin, end] = scopes[i];
-      // A single node must be able to host the largest task at all.
-      if (end == begin + 1 && !MayHost(begin)) continue;
-      // The scope's victims as their nodes list them: a job on several nodes contributes its
-      // cost per milli-GPU for what it holds on each, so the sum stays a lower bound.
-      per_gpu.clear();
-      std::int64_t held = 0;
-      bool any = false;
-      for (NodeId n = begin; n < end; ++n) {
-        for (const Resident& res : state_.node(n).residents) {
-          const std::optional<double> cost = QuickCost(res);
-          if (!cost) continue;
-          any = true;
-          if (res.gpu_type == filter_.type && res.held > 0 && res.gpus > 0) {
-            held += res.held;
-            per_gpu.emplace_back(*cost / static_cast<double>(res.gpus), res.held);
-          }
+  // A lower bound on the cost of a scope (the cheapest victims per GPU that free the missing GPUs,
+  // taken fractionally), or nullopt when evicting everything there could not make room. A job on
+  // several nodes contributes its cost per milli-GPU for what it holds on each node of the scope,
+  // so the sum stays a lower bound.
+  std::optional<double> Bound(NodeId begin, NodeId end) {
+    if (end == begin + 1 && !MayHost(begin)) return std::nullopt;  // not even on an empty node
+    per_gpu_.clear();
+    std::int64_t held = 0;
+    bool any = false;
+    for (NodeId n = begin; n < end; ++n) {
+      for (const Resident& res : state_.node(n).residents) {
+        const std::optional<double> cost = QuickCost(res);
+        if (!cost) continue;
+        any = true;
+        if (res.gpu_type == filter_.type && res.held > 0 && res.gpus > 0) {
+          held += res.held;
+          per_gpu_.emplace_back(*cost / static_cast<double>(res.gpus), res.held);
         }
       }
-      if (!any) continue;
-      double bound = 0;
-      if (filter_.type != kNone) {
-        std::int64_t missing = milli_ - FreeMilliIn(begin, end);
-        if (held < missing) continue;  // evicting everything here would not free enough
-        std::sort(per_gpu.begin(), per_gpu.end());
-        for (const auto& [unit, m] : per_gpu) {
-          if (missing <= 0) break;
-          bound += unit * static_cast<double>(std::min(m, missing));
-          missing -= m;
-        }
-      }
-      bounds.push_back({bound, i});
     }
-    std::stable_sort(bounds.begin(), bounds.end(),
-                     [](const Bound& a, const Bound& b) { return a.cost < b.cost; });
+    if (!any) return std::nullopt;
+    double bound = 0;
+    if (filter_.type != kNone) {
+      std::int64_t missing = milli_ - FreeMilliIn(begin, end);
+      if (held < missing) return std::nullopt;  // evicting everything here would not free enough
+      std::sort(per_gpu_.begin(), per_gpu_.end());
+      for (const auto& [unit, m] : per_gpu_) {
+        if (missing <= 0) break;
+        bound += unit * static_cast<double>(std::min(m, missing));
+        missing -= m;
+      }
+    }
+    return bound;
+  }
+
+  // The best candidate among scopes, tried in order of their bounds; a scope is tried only while
+  // its bound can beat the best found. `floors`, when given, are nondecreasing lower bounds of the
+  // scopes' bounds, known without visiting them: a scope's bound is computed only once every
+  // unvisited scope's floor is below the cheapest bound at hand, so the search can stop without
+  // looking at most scopes.
+  std::optional<Candidate> BestIn(const std::vector<std::pair<NodeId, NodeId>>& scopes,
+                                  const std::vector<double>& floors = {}) {
+    using Entry = std::pair<double, std::size_t>;  // bound, scope
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    std::vector<const Victim*> victims;
     std::optional<Candidate> best;
-    for (const Bound& b : bounds) {
-      if (best && best->cost <= b.cost) break;
-      const auto [begin, end] = scopes[b.scope];
+    std::size_t next = 0;
+    while (true) {
+      while (next < scopes.size()) {
+        const double floor = floors.empty() ? 0.0 : floors[next];
+        if (!floors.empty() && !heap.empty() && floor >= heap.top().first) break;
+        if (best && floor >= best->cost) {
+          next = scopes.size();  // nothing left can beat it
+          break;
+        }
+        if (std::optional<double> bound = Bound(scopes[next].first, scopes[next].second))
+          heap.emplace(*bound, next);
+        ++next;
+      }
+      if (heap.empty()) break;
+      const auto [bound, scope] = heap.top();
+      heap.pop();
+      if (best && best->cost <= bound) break;
+      const auto [begin, end] = scopes[scope];
       VictimsIn(begin, end, victims);
       SortForEviction(victims);
       std::optional<Candidate> c = TryScope(begin, end, victims);
@@ -444,7 +483,9 @@ class Search {
   std::vector<std::pair<const char*, int>> guard_counts_;
   std::int32_t max_class_value_ = 1;
   bool within_queue_ = true;
-  std::vector<QueueId> roots_;       // per queue
+  std::vector<QueueId> roots_;  // per queue
+  std::vector<std::pair<double, std::int64_t>>
+      per_gpu_;                      // Bound's scratch: cost per milli-GPU, milli held
   std::vector<std::int64_t> slack_;  // per queue and GPU type, computed when first needed
   std::int32_t value_ = 0;           // the preemptor's priority-class value
 };

@@ -238,6 +238,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
   s.nodes_of_type_.assign(types, {});
+  s.node_since_.assign(s.nodes_.size(), kNoSince);
+  s.by_since_.assign(types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
   for (NodeId n = 0; n < s.nodes_.size(); ++n) {
     s.UpdateUnusual(n);
@@ -450,6 +452,7 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
   }
+  for (const TaskAllocation& t : allocation.tasks) UpdateSince(t.node);
   return Status::Ok();
 }
 
@@ -489,10 +492,24 @@ Status ClusterState::Unbind(JobId id, Millis now) {
     GiveTask(t);
     std::erase_if(nodes_[t.node].residents,
                   [&](const Resident& r) { return r.job == &it->second; });
+    UpdateSince(t.node);
   }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
   running_.erase(it);
   return Status::Ok();
+}
+
+void ClusterState::UpdateSince(NodeId n) {
+  Millis since = kNoSince;
+  for (const Resident& r : nodes_[n].residents) since = std::max(since, r.since);
+  const Millis old = node_since_[n];
+  if (since == old) return;
+  for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
+    if (!nodes_[n].gpu_types.Contains(t)) continue;
+    if (old != kNoSince) by_since_[t].erase({old, n});
+    if (since != kNoSince) by_since_[t].insert({since, n});
+  }
+  node_since_[n] = since;
 }
 
 void ClusterState::UpdateUnusual(NodeId n) {
@@ -527,6 +544,7 @@ Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
     for (Resident& res : nodes_[t.node].residents) {
       if (res.job == &r) res.since = std::max(r.start_time, r.last_checkpoint);
     }
+    UpdateSince(t.node);
   }
   return Status::Ok();
 }
@@ -593,6 +611,15 @@ Status ClusterState::CheckInvariants() const {
     std::sort(listed.begin(), listed.end());
     std::sort(node_jobs[n].begin(), node_jobs[n].end());
     if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
+    Millis since = kNoSince;
+    for (const Resident& r : node.residents) since = std::max(since, r.since);
+    if (since != node_since_[n])
+      return Status::Error(where + "latest checkpoint index out of date");
+    for (GpuTypeId t = 0; t < types; ++t) {
+      const bool listed_since = by_since_[t].count({since, n}) > 0;
+      if (node.gpu_types.Contains(t) && since != kNoSince && !listed_since)
+        return Status::Error(where + "not in the checkpoint order");
+    }
     std::vector<std::uint32_t> whole(types, 0);
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];
