@@ -282,13 +282,7 @@ TEST(Reclaim, NeverTakesAQueueBelowItsGuarantee) {
   ClusterState state = MakeState(Cohort(12, 4));
   const QueueId a = *state.FindQueue("a");
   const QueueId b = *state.FindQueue("b");
-  std::vector<Job> jobs;
-  for (JobId id = 1; id <= 14; ++id) {
-    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
-    j.queue = a;
-    jobs.push_back(j);
-  }
-  RunCycle(state, jobs, 0);  // a: 12 own + 2 borrowed
+  RunCycle(state, testing::OneGpuJobs(state, "a", 1, 14, kP2), 0);  // a: 12 own + 2 borrowed
   Job claim = WithClass(GpuJob(100, 1, 4000), kP2);
   claim.queue = b;
   Plan plan = RunCycle(state, {claim}, kHour);
@@ -307,18 +301,8 @@ TEST(Reclaim, NeverTakesAQueueBelowItsGuarantee) {
 TEST(Reclaim, ABorrowingQueueCannotReclaim) {
   ClusterState state = MakeState(Cohort(8, 8));
   const QueueId a = *state.FindQueue("a");
-  const QueueId b = *state.FindQueue("b");
-  std::vector<Job> jobs;
-  for (JobId id = 1; id <= 8; ++id) {
-    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
-    j.queue = b;
-    jobs.push_back(j);
-  }
-  for (JobId id = 9; id <= 16; ++id) {
-    Job j = WithClass(GpuJob(id, 1, 1000), kP2);
-    j.queue = a;
-    jobs.push_back(j);
-  }
+  std::vector<Job> jobs = testing::OneGpuJobs(state, "b", 1, 8, kP2);
+  for (const Job& j : testing::OneGpuJobs(state, "a", 9, 8, kP2)) jobs.push_back(j);
   RunCycle(state, jobs, 0);  // both at their nominal 8: nobody borrows
   Job more = WithClass(GpuJob(100, 1, 1000), kP0);
   more.queue = a;  // would borrow: a P0 job may only preempt within its own queue

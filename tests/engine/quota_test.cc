@@ -14,6 +14,7 @@ using testing::FindUnplaced;
 using testing::GpuJob;
 using testing::MakeState;
 using testing::Nodes;
+using testing::OneGpuJobs;
 using testing::RunCycle;
 
 QuotaSpec Quota(std::int64_t nominal, std::optional<std::int64_t> borrowing = {},
@@ -34,18 +35,6 @@ ClusterSpec TwoTeams(QuotaSpec a, QuotaSpec b) {
   spec.queues[1].quota["H800"] = a;
   spec.queues[2].quota["H800"] = b;
   return spec;
-}
-
-std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first,
-                            int n) {
-  std::vector<Job> jobs;
-  for (int i = 0; i < n; ++i) {
-    Job j = GpuJob(first + static_cast<JobId>(i), 1, 1000);
-    j.queue = *state.FindQueue(queue);
-    j.submit_time = static_cast<Millis>(first) + i;
-    jobs.push_back(j);
-  }
-  return jobs;
 }
 
 int CountPlaced(const Plan& plan) { return static_cast<int>(plan.binds.size()); }

@@ -75,6 +75,20 @@ inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
   return job;
 }
 
+// `n` one-GPU jobs in `queue`, ids from `first`, submitted one millisecond apart, class `cls`.
+inline std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first,
+                                   int n, PriorityClassId cls = 1) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    Job j = GpuJob(first + static_cast<JobId>(i), 1, 1000);
+    j.queue = *state.FindQueue(queue);
+    j.priority_class = cls;
+    j.submit_time = static_cast<Millis>(first) + i;
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
 // Starts `job` (one group of whole-GPU tasks, GPU type 0) at `start` on the named node, its
 // tasks on consecutive devices from `first_device`.
 inline void StartOn(ClusterState& state, const Job& job, const std::string& node,
