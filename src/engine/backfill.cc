@@ -69,8 +69,7 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
     // (Jobs that end at the same time need not all be released first: the time is the same.)
     if (type != kNone && free < demand) continue;
     if (++attempts > options.backfill.max_attempts) break;
-    PlaceStats stats;
-    std::optional<Allocation> allocation = PlaceJob(state, filter, options, stats);
+    std::optional<Allocation> allocation = PlaceJob(state, filter, options);
     if (allocation) {
       for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t)
         state.GiveTask(*t);

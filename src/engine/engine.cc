@@ -265,10 +265,9 @@ class Cycle {
           if (failed_shapes_.count(key)) continue;
         }
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
-        engine::PlaceStats stats;
         if (ends_before_reservations) holds_.Release(state_);
         std::optional<Allocation> allocation = timer_.Run(
-            StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_, stats); });
+            StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_); });
         if (ends_before_reservations) holds_.Apply(state_);
         if (allocation) {
           state_.Charge(job.queue, allocation->gpu_type, milli);

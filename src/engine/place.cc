@@ -141,12 +141,11 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
 class Placer {
  public:
   Placer(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
-         const EngineOptions& options, PlaceStats& stats)
+         const EngineOptions& options)
       : state_(state),
         filter_(filter),
         job_(*filter.job),
         options_(options),
-        stats_(stats),
         tasks_(ExpandTasks(job_)),
         begin_(begin),
         end_(end) {
@@ -218,7 +217,6 @@ class Placer {
   bool PlaceInOneNode(bool per_group) {
     const std::int64_t devices = WholeDevices();
     auto try_node = [&](NodeId n) {
-      ++stats_.nodes_checked;
       const NodeState& node = state_.node(n);
       if (FilterNode(state_, n, *tasks_.front().request, filter_)) return false;
       const std::uint32_t groups = per_group ? node.nvlink_groups : 1;
@@ -289,7 +287,6 @@ class Placer {
       });
     }
     for (DomainId d : candidates) {
-      ++stats_.domains_tried;
       const Domain& dom = state_.domain(d);
       if (PlaceInRange(dom.first_node, dom.end_node, true)) return true;
     }
@@ -321,7 +318,6 @@ class Placer {
     std::vector<DeviceShare> devices;
     DeviceScore score;
     auto consider = [&](NodeId n, std::int64_t extra) {
-      ++stats_.nodes_checked;
       if (FilterNode(state_, n, req, filter_)) return;
       if (!ChooseDevices(state_.node(n), req, type, kAnyGroup, allow_span, devices, score)) return;
       auto key = std::make_tuple(score.spans, score.leftover, extra, n);
@@ -381,7 +377,6 @@ class Placer {
   const JobFilter& filter_;
   const Job& job_;
   const EngineOptions& options_;
-  PlaceStats& stats_;
   std::vector<Task> tasks_;
   NodeId begin_ = 0;
   NodeId end_ = 0;
@@ -391,13 +386,13 @@ class Placer {
 }  // namespace
 
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
-                                   const EngineOptions& options, PlaceStats& stats) {
-  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options, stats);
+                                   const EngineOptions& options) {
+  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options);
 }
 
 std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options, PlaceStats& stats) {
-  Placer placer(state, filter, begin, end, options, stats);
+                                     NodeId end, const EngineOptions& options) {
+  Placer placer(state, filter, begin, end, options);
   return placer.Place();
 }
 

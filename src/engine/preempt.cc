@@ -155,9 +155,8 @@ class Search {
       Remove(state_, *v->running);
       result.victims.push_back(*v);
     }
-    PlaceStats stats;
     std::optional<Allocation> allocation =
-        PlaceJobIn(state_, filter_, best->begin, best->end, options_, stats);
+        PlaceJobIn(state_, filter_, best->begin, best->end, options_);
     if (!allocation) {  // cannot happen: the same placement succeeded in TryScope; stay whole
                         // anyway
       for (auto v = best->victims.rbegin(); v != best->victims.rend(); ++v)
@@ -404,8 +403,7 @@ class Search {
     if (milli_ > FreeMilliIn(begin, end)) return false;
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter_.type, job_.total_gpu().value());
     if (!quota.ok || (reclaim_victims > 0 && quota.borrows)) return false;
-    PlaceStats stats;
-    std::optional<Allocation> a = PlaceJobIn(state_, filter_, begin, end, options_, stats);
+    std::optional<Allocation> a = PlaceJobIn(state_, filter_, begin, end, options_);
     if (!a) return false;
     for (auto t = a->tasks.rbegin(); t != a->tasks.rend(); ++t) state_.GiveTask(*t);
     return true;

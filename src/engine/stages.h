@@ -75,20 +75,15 @@ std::optional<Cause> FilterNodeEver(const ClusterState& state, NodeId node,
 
 // ---- place ----
 
-struct PlaceStats {
-  std::int64_t nodes_checked = 0;
-  std::int64_t domains_tried = 0;
-};
-
 // Finds devices for every task of the job on GPU type filter.type, packing the gang into the
 // smallest topology domain that holds it (NVLink group, node, then each operator level), never
 // beyond a required level. On success the tasks are taken in `state` and their allocation
 // returned; on failure nothing is taken.
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
-                                   const EngineOptions& options, PlaceStats& stats);
+                                   const EngineOptions& options);
 // The same, using only the nodes [begin, end) (a node, or a domain's range).
 std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options, PlaceStats& stats);
+                                     NodeId end, const EngineOptions& options);
 
 // ---- explain ----
 
