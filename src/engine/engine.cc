@@ -136,9 +136,14 @@ class Cycle {
         timer_(options.clock_micros) {
     plan_.now = now;
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
-    for (NodeId n = 0; n < state.node_count() && !soft_taints_; ++n) {
-      for (const Taint& t : state.node(n).taints)
+    // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
+    const NodeId nodes = static_cast<NodeId>(state.node_count());
+    const IndexSet& unusual = state.UnusualNodes();
+    for (NodeId n = unusual.Next(0, nodes); n < nodes && !soft_taints_;
+         n = unusual.Next(n + 1, nodes)) {
+      for (const Taint& t : state.node(n).taints) {
         soft_taints_ = soft_taints_ || t.effect == TaintEffect::kPreferNoSchedule;
+      }
     }
   }
 
