@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make pkg-config
-  libfmt-dev libcli11-dev libyaml-cpp-dev
+  libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
 )
 

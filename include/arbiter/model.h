@@ -125,6 +125,10 @@ struct QueueSpec {
   // evict work other queues run on borrowed quota (reclaimWithinCohort).
   bool preempt_within_queue = true;
   bool reclaim = true;
+  // Whether a job of this queue may evict preemptible work of queues of its tree with a lower
+  // `priority`, whatever their quota (Slurm's partition_prio, KAI's queue priority). Off by
+  // default: across queues, only reclaim.
+  bool preempt_lower_priority = false;
   // No job of this queue starts ahead of an earlier blocked job of the same queue (Kueue's
   // StrictFIFO); otherwise later jobs may start when they fit (BestEffortFIFO, with backfill).
   bool strict_fifo = false;

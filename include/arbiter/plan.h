@@ -99,7 +99,9 @@ struct Bind {
 struct Eviction {
   JobId job = 0;
   JobId preemptor = 0;
-  enum class Kind : std::uint8_t { kWithinQueue, kReclaim } kind = Kind::kWithinQueue;
+  // Within the preemptor's queue by priority class; across queues by queue priority
+  // (preempt_lower_priority); or reclaim of quota another queue borrowed.
+  enum class Kind : std::uint8_t { kWithinQueue, kQueuePriority, kReclaim } kind = Kind::kWithinQueue;
   std::string signal;
   Millis signal_at = 0;
   Millis stop_at = 0;

@@ -12,6 +12,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
+#include "cli/commands.h"
 #include "config/config.h"
 
 namespace arbiter::cli {
@@ -40,6 +41,18 @@ std::string DescribeTask(const ClusterState& state, const TaskAllocation& task) 
   if (task.devices.size() == 1 && task.devices[0].gpu != kWholeGpu)
     out += ":" + Gpus(task.devices[0].gpu.value());
   return out;
+}
+
+const char* EvictionKindName(Eviction::Kind kind) {
+  switch (kind) {
+    case Eviction::Kind::kWithinQueue:
+      return "within-queue";
+    case Eviction::Kind::kQueuePriority:
+      return "queue-priority";
+    case Eviction::Kind::kReclaim:
+      return "reclaim";
+  }
+  return "?";
 }
 
 std::string JsonString(const std::string& s) {
@@ -119,7 +132,7 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       }
       fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n",
                  victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
-                 e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within-queue", e.signal,
+                 EvictionKindName(e.kind), e.signal,
                  e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
     fmt::print("\n");
@@ -235,7 +248,7 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
       auto v = victims.find(e.job);
       fmt::print("  preempting {} ({}): {} now, stopped at t={}s, losing {:.2f} GPU-hours\n",
                  v != victims.end() ? v->second : std::to_string(e.job),
-                 e.kind == Eviction::Kind::kReclaim ? "reclaim" : "within its queue", e.signal,
+                 EvictionKindName(e.kind), e.signal,
                  e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
     if (b.start_after > plan.now)
@@ -355,10 +368,36 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   lint->add_option("--jobs", lint_jobs, "Jobs file (YAML)")->check(CLI::ExistingFile);
 
+  arbiter::cli::SimArgs sim_args;
+  bool compare = false;
+  std::uint64_t seed = 0;
+  CLI::App* sim = app.add_subcommand(
+      "sim", "Simulate a scenario: its configurations on the same workload, side by side");
+  sim->add_option("SCENARIO", sim_args.scenario, "Scenario (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  CLI::Option* seed_option =
+      sim->add_option("--seed", seed, "Seed of the workload generators (replaces the file's)");
+  sim->add_flag("--compare", compare,
+                "Run every configuration side by side (the default when --run is not given)");
+  sim->add_option("--run", sim_args.runs, "Run only this configuration (repeatable)");
+  sim->add_option("--json", sim_args.json, "Write every metric as JSON to FILE ('-': stdout)");
+  sim->add_option("--html", sim_args.html, "Write a self-contained HTML report to FILE");
+  sim->add_option("--csv", sim_args.csv, "Write time series and per-job CSV files into DIR");
+  sim->add_flag("--quiet", sim_args.quiet, "No progress bar");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (*sim) {
+    if (*seed_option) sim_args.seed = seed;
+    if (compare && !sim_args.runs.empty()) {
+      fmt::print(stderr, "error: --compare runs every configuration; leave out --run\n");
+      return 2;
+    }
+    return arbiter::cli::RunSim(sim_args);
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs);

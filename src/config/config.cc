@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/loaders.h"
 #include "config/reader.h"
 
 namespace arbiter::config {
@@ -390,7 +391,7 @@ class ClusterLoader {
     std::vector<std::string> names;
     for (const Value& item : items) {
       Map m(item, {"name", "parent", "weight", "priority", "preemptable", "preempt_within_queue",
-                   "reclaim", "strict_fifo", "quota"});
+                   "preempt_lower_priority", "reclaim", "strict_fifo", "quota"});
       QueueSpec q;
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();
@@ -410,6 +411,7 @@ class ClusterLoader {
       if (const Value* v = m.Find("preempt_within_queue")) q.preempt_within_queue = v->Bool();
       if (const Value* v = m.Find("reclaim")) q.reclaim = v->Bool();
       if (const Value* v = m.Find("strict_fifo")) q.strict_fifo = v->Bool();
+      if (const Value* v = m.Find("preempt_lower_priority")) q.preempt_lower_priority = v->Bool();
       if (const Value* v = m.Find("quota")) {
         for (const Entry& e : Entries(*v)) {
           if (IndexOf(resources, e.key) < 0) {
@@ -463,6 +465,8 @@ class ClusterLoader {
 };
 
 }  // namespace
+
+ClusterConfig internal::LoadClusterValue(const Value& root) { return ClusterLoader().Load(root); }
 
 Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& file_name) {
   return internal::LoadDocument<ClusterConfig>(

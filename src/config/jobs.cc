@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/loaders.h"
 #include "config/reader.h"
 
 namespace arbiter::config {
@@ -33,6 +34,12 @@ constexpr std::string_view kJobFields[] = {
     "gpu_types", "topology", "node_selector", "tolerations", "labels", "affinity",
     // Shape.
     "replicas", "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory"};
+// The fields of a job template of a simulator workload: the generator gives name, submit time,
+// runtime estimate and the number of jobs.
+constexpr std::string_view kTemplateFields[] = {
+    "user", "queue", "priority_class", "checkpoint_interval", "restart_overhead", "gpu_types",
+    "topology", "node_selector", "tolerations", "labels", "affinity", "groups", "tasks", "gpus",
+    "gpu_memory", "cpu", "memory"};
 // The per-task fields, shared by the one-group shorthand and each entry of `groups`.
 constexpr std::string_view kTaskFields[] = {"tasks", "gpus", "gpu_memory", "cpu", "memory"};
 
@@ -55,11 +62,31 @@ class JobsLoader {
     return std::move(jobs_);
   }
 
+  // One entry as a template: no name, submit time, estimate or replicas.
+  Job LoadTemplate(const Value& item) const {
+    Map m(item, kTemplateFields);
+    return ReadJob(m);
+  }
+
  private:
   void LoadJob(const Value& item) {
     Map m(item, kJobFields);
+    m.Get("name");
+    Job job = ReadJob(m);
+    std::int64_t replicas = 1;
+    if (const Value* v = m.Find("replicas")) replicas = v->Int(1, kMaxReplicas);
+    for (std::int64_t r = 0; r < replicas; ++r) {
+      Job copy = job;
+      copy.id = next_id_++;
+      if (replicas > 1) copy.name = fmt::format("{}-{}", job.name, r);
+      jobs_.push_back(std::move(copy));
+    }
+  }
+
+  // A job from the fields of `m`; name, times and estimate only when present.
+  Job ReadJob(const Map& m) const {
     Job job;
-    job.name = m.Get("name").NonEmptyString();
+    if (const Value* v = m.Find("name")) job.name = v->NonEmptyString();
     if (const Value* v = m.Find("user")) job.user = v->String();
     job.queue = Resolve(m.Get("queue"), "queue", queues_, &ClusterState::FindQueue);
     if (!state_.queue(job.queue).children.empty()) {
@@ -128,14 +155,7 @@ class JobsLoader {
       job.groups.push_back(std::move(group));
     }
 
-    std::int64_t replicas = 1;
-    if (const Value* v = m.Find("replicas")) replicas = v->Int(1, kMaxReplicas);
-    for (std::int64_t r = 0; r < replicas; ++r) {
-      Job copy = job;
-      copy.id = next_id_++;
-      if (replicas > 1) copy.name = fmt::format("{}-{}", job.name, r);
-      jobs_.push_back(std::move(copy));
-    }
+    return job;
   }
 
   // Reads the per-task fields of one group from `m` (the job itself, or one entry of `groups`).
@@ -227,6 +247,12 @@ class JobsLoader {
 };
 
 }  // namespace
+
+namespace internal {
+Job LoadJobTemplate(const Value& item, const ClusterState& state) {
+  return JobsLoader(state, 0).LoadTemplate(item);
+}
+}  // namespace internal
 
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
                                    const ClusterState& state, JobId first_id) {

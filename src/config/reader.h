@@ -48,6 +48,9 @@ class Value {
   Value Field(const YAML::Node& node, std::string_view key, YAML::Mark key_mark) const;
   // This value positioned elsewhere (e.g. at one of its keys).
   Value WithMark(YAML::Mark mark) const { return Value(file_, node_, path_, mark); }
+  // Another node (e.g. one merged from several) under this value's path and position.
+  Value WithNode(YAML::Node node) const { return Value(file_, std::move(node), path_, mark_); }
+  const std::string& file() const { return *file_; }
 
   // Typed reads; each fails naming the path on a wrong type or value.
   std::string String() const;          // any scalar

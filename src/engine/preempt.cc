@@ -96,7 +96,12 @@ class Search {
                    !LimitedResources(state, job_.queue, filter.type).empty();
     root_ = RootOf(state, job_.queue);
     within_queue_ = state.queue(job_.queue).spec.preempt_within_queue;
-    for (QueueId q = 0; q < state.queue_count(); ++q) roots_.push_back(RootOf(state, q));
+    across_queues_ = state.queue(job_.queue).spec.preempt_lower_priority;
+    queue_priority_ = state.queue(job_.queue).spec.priority;
+    for (QueueId q = 0; q < state.queue_count(); ++q) {
+      roots_.push_back(RootOf(state, q));
+      queue_priorities_.push_back(state.queue(q).spec.priority);
+    }
     value_ = state.priority_class(job_.priority_class).value;
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
       max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
@@ -188,8 +193,16 @@ class Search {
       if (!within_queue_ || state_.priority_class(r->job.priority_class).value >= value_)
         return std::nullopt;
       kind = Eviction::Kind::kWithinQueue;
+    } else if (roots_[r->job.queue] != root_) {
+      return std::nullopt;
+    } else if (OutranksQueue(r->job.queue)) {
+      // Quotas protect guarantees here too: only work above its queue's nominal quota.
+      if (!LimitedResources(state_, r->job.queue, r->allocation.gpu_type).empty() &&
+          !RunsOnBorrowedQuota(state_, *r))
+        return std::nullopt;
+      kind = Eviction::Kind::kQueuePriority;
     } else {
-      if (!can_reclaim_ || RootOf(state_, r->job.queue) != root_) return std::nullopt;
+      if (!can_reclaim_) return std::nullopt;
       kind = Eviction::Kind::kReclaim;
     }
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
@@ -222,8 +235,16 @@ class Search {
     bool reclaim = false;
     if (res.queue == job_.queue) {
       if (!within_queue_ || res.class_value >= value_) return std::nullopt;
+    } else if (roots_[res.queue] != root_) {
+      return std::nullopt;
+    } else if (OutranksQueue(res.queue)) {
+      // The guarantee check needs the running job; take the full path.
+      if (!res.class_preemptible || !res.queue_preemptable) return std::nullopt;
+      std::optional<Victim> v = Evaluate(res.job);
+      if (!v) return std::nullopt;
+      return v->cost;
     } else {
-      if (!can_reclaim_ || roots_[res.queue] != root_) return std::nullopt;
+      if (!can_reclaim_) return std::nullopt;
       reclaim = true;
     }
     if (!res.class_preemptible ||
@@ -291,6 +312,21 @@ class Search {
     }
     if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
       refusals_->lifts_at = until;
+  }
+
+  // Whether a victim that may only be taken above its queue's guarantee still is, with the
+  // victims chosen so far gone.
+  bool StillAboveGuarantee(const Victim& v) const {
+    if (v.kind == Eviction::Kind::kWithinQueue) return true;
+    if (v.kind == Eviction::Kind::kQueuePriority &&
+        LimitedResources(state_, v.running->job.queue, v.running->allocation.gpu_type).empty())
+      return true;
+    return RunsOnBorrowedQuota(state_, *v.running);
+  }
+
+  // Whether the preemptor may evict work of queue q by queue priority.
+  bool OutranksQueue(QueueId q) const {
+    return across_queues_ && queue_priorities_[q] < queue_priority_;
   }
 
   // Eligible victims with a task in [begin, end), each once, into `out`.
@@ -421,8 +457,7 @@ class Search {
         if (refusals_) refusals_->cap = true;
         continue;
       }
-      if (v->kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *v->running))
-        continue;
+      if (!StillAboveGuarantee(*v)) continue;
       Remove(state_, *v->running);
       removed.push_back(v);
       gpus += g;
@@ -481,6 +516,9 @@ class Search {
   std::vector<std::pair<const char*, int>> guard_counts_;
   std::int32_t max_class_value_ = 1;
   bool within_queue_ = true;
+  bool across_queues_ = false;
+  std::int32_t queue_priority_ = 0;
+  std::vector<std::int32_t> queue_priorities_;
   std::vector<QueueId> roots_;  // per queue
   std::vector<std::pair<double, std::int64_t>>
       per_gpu_;                      // Bound's scratch: cost per milli-GPU, milli held

@@ -1,0 +1,189 @@
+// The simulator: a discrete-event loop over a virtual clock that drives the same Engine as the
+// server. Jobs arrive, the engine plans, the simulator applies the plan to the ClusterState and
+// plays the jobs forward: training makes progress only while it runs and checkpoints every so
+// often; an eviction loses the progress since the last checkpoint (or none, when the grace period
+// leaves time to save one); inference services scale replicas to a request-rate curve and their
+// latency follows from the replicas actually serving (M/M/c). Deterministic: no clock, no
+// unseeded randomness. Standard library only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/model.h"
+#include "arbiter/status.h"
+
+namespace arbiter::sim {
+
+enum class WorkKind : std::uint8_t { kTraining, kInference, kBatch };
+const char* WorkKindName(WorkKind kind);  // "training", "inference", "batch"
+
+// One job the simulator submits: the engine's job and how it behaves while it runs. The engine's
+// `job.checkpoint_interval` (progress between checkpoints) and `job.restart_overhead` (time after
+// each restart before progress resumes) drive progress too.
+struct SimJob {
+  Job job;  // id is assigned by the simulator
+  WorkKind kind = WorkKind::kBatch;
+  std::string workload;         // the generator or trace it came from
+  Millis work = 0;              // running time to complete, without checkpoints and restarts
+  Millis checkpoint_cost = 0;   // time one checkpoint takes, without progress
+};
+
+// Request rate of an inference service in requests per second:
+// base * (1 + diurnal * cos(2 pi (t - peak) / 1 day)) * (factor of every spike covering t).
+struct RateSpike {
+  Millis at = 0;
+  Millis duration = 0;
+  double factor = 1;
+};
+struct RateCurve {
+  double base = 0;
+  double diurnal = 0;  // relative amplitude in [0, 1]
+  Millis peak = 14 * 3600 * kMillisPerSecond;  // time of day of the daily peak
+  std::vector<RateSpike> spikes;
+  double At(Millis t) const;
+};
+
+// An inference service: an autoscaler asks for replicas from the request rate, and the simulator
+// submits or stops replica jobs (copies of `replica`) to match.
+struct InferenceService {
+  std::string name;
+  Job replica;  // queue, class, one task group, GPU types; the id is assigned per replica
+  RateCurve rate;
+  double replica_rate = 10;          // mu: requests per second one replica serves
+  double target_utilization = 0.7;   // the autoscaler aims at rate / (replicas * mu) = this
+  std::int32_t min_replicas = 1;
+  std::int32_t max_replicas = 64;
+  Millis scale_interval = 60 * kMillisPerSecond;
+  Millis startup = 0;                // a replica serves this long after it starts
+  Millis slo = 200;                  // latency objective for the P99 of each scale interval
+  Millis timeout = 30 * kMillisPerSecond;  // latency of requests the running replicas cannot take
+};
+
+// A node down from `at` for `duration` (its jobs are requeued, losing work since their last
+// checkpoint).
+struct NodeOutage {
+  NodeId node = 0;
+  Millis at = 0;
+  Millis duration = 0;
+};
+
+struct Workload {
+  std::vector<SimJob> jobs;  // in any order; each starts pending at job.submit_time
+  std::vector<InferenceService> services;
+  std::vector<NodeOutage> outages;
+};
+
+struct SimOptions {
+  Millis horizon = 0;  // stop here; 0: when every job has completed (no services allowed)
+  // A change (arrival, completion, node event) triggers a cycle no sooner than min_cycle_interval
+  // after the last; while jobs wait, a cycle also runs every cycle_period.
+  Millis min_cycle_interval = 1 * kMillisPerSecond;
+  Millis cycle_period = 30 * kMillisPerSecond;
+  Millis sample_interval = 5 * 60 * kMillisPerSecond;  // time series resolution
+  // Called now and then with the simulated time (for a progress bar).
+  std::function<void(Millis now)> progress;
+};
+
+// Quantiles and means of a set of durations, in seconds.
+struct Distribution {
+  std::int64_t count = 0;
+  double mean = 0;
+  double p50 = 0;
+  double p99 = 0;
+  double max = 0;
+};
+
+// Metrics of a group of jobs: all of them, one queue, one priority class or one workload.
+struct GroupMetrics {
+  std::int64_t jobs_submitted = 0;
+  std::int64_t jobs_completed = 0;
+  std::int64_t jobs_pending_at_end = 0;
+  std::int64_t jobs_running_at_end = 0;
+  Distribution jct;   // completion - submit, completed jobs
+  Distribution wait;  // first start - submit, jobs that started
+  // Training only: completion - submit, jobs still unfinished counted until the horizon.
+  Distribution training_completion;
+  double longest_wait_s = 0;  // including jobs still waiting at the end (starvation)
+  std::int64_t evictions = 0;
+  std::int64_t failures = 0;  // runs ended by a node outage
+  double gpu_hours_lost = 0;  // work since the last checkpoint plus restart overhead
+  double gpu_hours_allocated = 0;
+  double gpu_hours_useful = 0;  // allocated, minus lost work, restarts and waits for victims
+  // Queues only: the guarantee (nominal GPUs, all types) and the mean GPUs held.
+  double guarantee_gpus = 0;
+  double mean_gpus = 0;
+  double below_guarantee_hours = 0;  // time with jobs pending while holding < guarantee
+};
+
+struct ServiceMetrics {
+  std::string name;
+  std::string queue;
+  double requests = 0;
+  double latency_p50_ms = 0;  // over all requests of the run
+  double latency_p99_ms = 0;
+  double slo_miss_minutes = 0;  // scale intervals whose P99 exceeded the SLO
+  double timeout_fraction = 0;  // requests beyond what the running replicas can serve
+  double mean_replicas_wanted = 0;
+  double mean_replicas_serving = 0;
+};
+
+// One point of the time series (values at `t`, or over the sample interval ending at `t`).
+struct Sample {
+  Millis t = 0;
+  double allocated_gpus = 0;  // mean over the interval
+  double healthy_gpus = 0;
+  std::int64_t pending_jobs = 0;
+  std::int64_t running_jobs = 0;
+  std::vector<double> queue_allocated_gpus;  // by RunResult::queue_names
+  std::vector<std::int64_t> queue_pending;   // by RunResult::queue_names
+  std::vector<double> service_latency_p99_ms;  // by RunResult::services, worst interval
+  std::vector<double> service_replicas;        // serving, by RunResult::services
+};
+
+// What happened to one job (for CSV and the JCT distributions of the report).
+struct JobRecord {
+  JobId id = 0;
+  std::string name;
+  std::string queue;
+  std::string priority_class;
+  std::string workload;
+  WorkKind kind = WorkKind::kBatch;
+  double gpus = 0;
+  Millis submit = 0;
+  Millis first_start = -1;  // -1: never started
+  Millis end = -1;          // completion; -1: not completed
+  std::int32_t evictions = 0;
+  std::int32_t failures = 0;
+  double gpu_hours_lost = 0;
+};
+
+struct RunResult {
+  std::string name;
+  Millis horizon = 0;   // simulated time
+  double total_gpus = 0;
+  GroupMetrics overall;
+  std::map<std::string, GroupMetrics> queues;   // leaf queues
+  std::map<std::string, GroupMetrics> classes;  // priority classes
+  std::map<std::string, GroupMetrics> workloads;
+  std::vector<ServiceMetrics> services;
+  double gpu_allocation = 0;   // allocated GPU-time / capacity
+  double gpu_utilization = 0;  // useful GPU-time / capacity
+  std::vector<std::string> queue_names;  // leaf queues, the order of Sample vectors
+  std::vector<Sample> series;
+  std::vector<JobRecord> jobs;
+  std::int64_t events = 0;
+  std::int64_t cycles = 0;
+};
+
+// Runs one configuration over a workload. Fails on a workload that does not fit the cluster's
+// names (queue or class ids out of range) or when the engine's plan does not apply.
+Result<RunResult> Simulate(const ClusterSpec& cluster, const EngineOptions& engine,
+                           const Workload& workload, const SimOptions& options,
+                           const std::string& name);
+
+}  // namespace arbiter::sim

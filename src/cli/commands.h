@@ -1,0 +1,25 @@
+// Subcommands of the arbiter command that live in their own files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arbiter::cli {
+
+struct SimArgs {
+  std::string scenario;
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> runs;  // configurations to run; empty: all
+  std::string json;               // file, or "-" for stdout
+  std::string html;
+  std::string csv;
+  bool quiet = false;             // no progress bar
+};
+
+// `arbiter sim`: runs a scenario's configurations on the same workload and reports them side by
+// side. Returns the exit status.
+int RunSim(const SimArgs& args);
+
+}  // namespace arbiter::cli

@@ -1,0 +1,19 @@
+// Internal to the configuration loader: the cluster and job loaders for other documents (the
+// simulator's scenarios embed a cluster and job templates).
+#pragma once
+
+#include "arbiter/model.h"
+#include "arbiter/state.h"
+#include "config/config.h"
+#include "config/reader.h"
+
+namespace arbiter::config::internal {
+
+// A cluster document (the root of a cluster file, or a scenario's `cluster`).
+ClusterConfig LoadClusterValue(const Value& root);
+
+// A job template of a simulator workload: a jobs-file entry without name, submit_time,
+// runtime_estimate and replicas (the generator gives those). Names resolve against `state`.
+Job LoadJobTemplate(const Value& item, const ClusterState& state);
+
+}  // namespace arbiter::config::internal

@@ -1,0 +1,46 @@
+// Simulator scenarios: a YAML file with a cluster, workload generators and traces, and one or
+// more configurations (queues, priority classes, scheduler settings) to compare on the same
+// workload. docs/simulator.md is the reference of the format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/model.h"
+#include "arbiter/sim.h"
+#include "arbiter/status.h"
+
+namespace arbiter::config {
+
+// One configuration with the workload resolved against its queues and classes.
+struct SimConfiguration {
+  std::string name;
+  std::string description;
+  ClusterSpec cluster;
+  EngineOptions engine;
+  sim::Workload workload;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  sim::SimOptions options;
+  std::vector<SimConfiguration> configurations;
+  // Trace rows skipped (with `skip_bad_rows: true`), each `FILE:LINE: problem`.
+  std::vector<std::string> skipped_rows;
+};
+
+// Reads a scenario. Trace files are found relative to the scenario file's folder. `seed`
+// replaces the file's seed. Errors read `FILE:LINE:COL: field.path: problem`.
+Result<Scenario> LoadScenarioFile(const std::string& path,
+                                  std::optional<std::uint64_t> seed = std::nullopt);
+Result<Scenario> ParseScenario(std::string_view yaml, const std::string& file_name,
+                               const std::string& base_dir,
+                               std::optional<std::uint64_t> seed = std::nullopt);
+
+}  // namespace arbiter::config

@@ -1,0 +1,128 @@
+// The JSON report: every metric of every run, keys as documented in docs/simulator.md.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "report/common.h"
+#include "report/report.h"
+
+namespace arbiter::report {
+namespace {
+
+using Value = nlohmann::ordered_json;
+
+Value Number(double value) { return internal::Finite(value) ? Value(value) : Value(nullptr); }
+
+Value Number(std::optional<double> value) { return value ? Number(*value) : Value(nullptr); }
+
+// A statistic of a distribution: null when the distribution is empty.
+Value Stat(const sim::Distribution& distribution, double value) {
+  return distribution.count > 0 ? Number(value) : Value(nullptr);
+}
+
+void AddGroupKeys(const sim::GroupMetrics& g, Value& out) {
+  out["jobs_submitted"] = g.jobs_submitted;
+  out["jobs_completed"] = g.jobs_completed;
+  out["wait_mean_s"] = Stat(g.wait, g.wait.mean);
+  out["wait_p50_s"] = Stat(g.wait, g.wait.p50);
+  out["wait_p99_s"] = Stat(g.wait, g.wait.p99);
+  out["jct_mean_s"] = Stat(g.jct, g.jct.mean);
+  out["jct_p50_s"] = Stat(g.jct, g.jct.p50);
+  out["jct_p99_s"] = Stat(g.jct, g.jct.p99);
+  out["training_completion_s"] = Stat(g.training_completion, g.training_completion.mean);
+  out["longest_wait_s"] = Number(g.longest_wait_s);
+  out["evictions"] = g.evictions;
+  out["failures"] = g.failures;
+  out["gpu_hours_lost"] = Number(g.gpu_hours_lost);
+  out["gpu_hours_allocated"] = Number(g.gpu_hours_allocated);
+  out["gpu_hours_useful"] = Number(g.gpu_hours_useful);
+}
+
+Value Groups(const std::map<std::string, sim::GroupMetrics>& groups, bool queues) {
+  Value out = Value::object();
+  for (const auto& [name, g] : groups) {
+    Value group = Value::object();
+    AddGroupKeys(g, group);
+    if (queues) {
+      group["guarantee_gpus"] = Number(g.guarantee_gpus);
+      group["mean_gpus"] = Number(g.mean_gpus);
+      group["share_of_guarantee"] =
+          g.guarantee_gpus > 0 ? Number(g.mean_gpus / g.guarantee_gpus) : Value(nullptr);
+      group["below_guarantee_hours"] = Number(g.below_guarantee_hours);
+    }
+    out[name] = std::move(group);
+  }
+  return out;
+}
+
+Value Metrics(const sim::RunResult& run) {
+  const sim::GroupMetrics& g = run.overall;
+  Value m = Value::object();
+  m["gpu_utilization"] = Number(run.gpu_utilization);
+  m["gpu_allocation"] = Number(run.gpu_allocation);
+  m["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run));
+  m["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run));
+  m["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run));
+  m["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run));
+  m["training_completion_s"] = Stat(g.training_completion, g.training_completion.mean);
+  m["evictions"] = g.evictions;
+  m["gpu_hours_lost"] = Number(g.gpu_hours_lost);
+  m["jobs_completed"] = g.jobs_completed;
+  m["jobs_submitted"] = g.jobs_submitted;
+  m["wait_mean_s"] = Stat(g.wait, g.wait.mean);
+  m["wait_p50_s"] = Stat(g.wait, g.wait.p50);
+  m["wait_p99_s"] = Stat(g.wait, g.wait.p99);
+  m["jct_mean_s"] = Stat(g.jct, g.jct.mean);
+  m["jct_p50_s"] = Stat(g.jct, g.jct.p50);
+  m["jct_p99_s"] = Stat(g.jct, g.jct.p99);
+  m["longest_wait_s"] = Number(g.longest_wait_s);
+  m["failures"] = g.failures;
+  m["gpu_hours_allocated"] = Number(g.gpu_hours_allocated);
+  m["gpu_hours_useful"] = Number(g.gpu_hours_useful);
+  return m;
+}
+
+Value Services(const sim::RunResult& run) {
+  Value out = Value::array();
+  for (const sim::ServiceMetrics& s : run.services) {
+    Value service = Value::object();
+    service["name"] = s.name;
+    service["queue"] = s.queue;
+    service["requests"] = Number(s.requests);
+    service["latency_p50_ms"] = Number(s.latency_p50_ms);
+    service["latency_p99_ms"] = Number(s.latency_p99_ms);
+    service["slo_miss_minutes"] = Number(s.slo_miss_minutes);
+    service["timeout_fraction"] = Number(s.timeout_fraction);
+    service["mean_replicas_wanted"] = Number(s.mean_replicas_wanted);
+    service["mean_replicas_serving"] = Number(s.mean_replicas_serving);
+    out.push_back(std::move(service));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Json(std::span<const sim::RunResult> runs, const std::string& scenario) {
+  Value out = Value::object();
+  out["scenario"] = scenario;
+  Value list = Value::array();
+  for (const sim::RunResult& run : runs) {
+    Value r = Value::object();
+    r["name"] = run.name;
+    r["horizon_s"] = static_cast<double>(run.horizon) / static_cast<double>(kMillisPerSecond);
+    r["total_gpus"] = Number(run.total_gpus);
+    r["events"] = run.events;
+    r["cycles"] = run.cycles;
+    r["metrics"] = Metrics(run);
+    r["queues"] = Groups(run.queues, /*queues=*/true);
+    r["classes"] = Groups(run.classes, /*queues=*/false);
+    r["workloads"] = Groups(run.workloads, /*queues=*/false);
+    r["services"] = Services(run);
+    list.push_back(std::move(r));
+  }
+  out["runs"] = std::move(list);
+  return out.dump(2) + "\n";
+}
+
+}  // namespace arbiter::report

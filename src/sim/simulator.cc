@@ -1,0 +1,858 @@
+// The discrete-event loop. Events are kept in a binary heap ordered by (time, kind, sequence), so
+// that everything that happens at one instant is applied before the cycle of that instant, and
+// ties break in the order the events were made: the same inputs replay the same run.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/sim.h"
+#include "arbiter/state.h"
+#include "sim/latency.h"
+
+namespace arbiter::sim {
+namespace {
+
+constexpr double kMillisPerHour = 3600.0 * kMillisPerSecond;
+constexpr Millis kNever = std::numeric_limits<Millis>::max();
+
+// Within one instant: node events, then ends of runs, then arrivals, then the autoscaler, then
+// the cycle that sees all of them, then the sample that records the result.
+enum class EventKind : std::uint8_t {
+  kNodeDown,
+  kNodeUp,
+  kFinish,
+  kCheckpoint,
+  kRequeue,
+  kArrival,
+  kScale,
+  kCycle,
+  kSample,
+};
+
+struct Event {
+  Millis t = 0;
+  EventKind kind = EventKind::kCycle;
+  std::uint64_t seq = 0;
+  std::uint32_t subject = 0;     // run, node, outage or service index
+  std::uint32_t generation = 0;  // a run's events are stale once its generation moved on
+
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+enum class Phase : std::uint8_t { kFuture, kPending, kRunning, kDraining, kDone, kStopped };
+
+// A job through its life: pending, running (possibly several times), done.
+struct Run {
+  SimJob spec;
+  std::int32_t service = -1;  // the service of an inference replica
+  Phase phase = Phase::kFuture;
+  std::uint32_t generation = 0;
+  double gpus = 0;
+  Millis saved = 0;           // progress kept by the last checkpoint
+  Millis bound_at = 0;        // when the current run's devices were given
+  Millis run_start = 0;       // when it may start (after its victims stop)
+  Millis progress_start = 0;  // run_start plus restart overhead or startup
+  bool ran_before = false;
+  Millis pending_since = 0;
+  Millis longest_pending = 0;
+  Millis first_start = -1;
+  Millis end = -1;
+  std::int32_t evictions = 0;
+  std::int32_t failures = 0;
+  double lost_gpu_ms = 0;
+  double allocated_gpu_ms = 0;
+  double waste_gpu_ms = 0;  // waiting for victims, restarting
+};
+
+// Where a run's progress stands at time t: progress made and the last checkpoint completed.
+struct Progress {
+  Millis done = 0;
+  Millis checkpointed = 0;
+  Millis checkpoint_time = -1;  // when the last checkpoint of this run completed; -1: none
+};
+
+// Runs are numbered from 0, job ids from 1.
+std::uint32_t RunOf(JobId id) { return static_cast<std::uint32_t>(id - 1); }
+
+Progress ProgressAt(const Run& r, Millis t) {
+  Progress p{r.saved, r.saved, -1};
+  if (t <= r.progress_start) return p;
+  const Millis remaining = r.spec.work - r.saved;
+  const Millis elapsed = t - r.progress_start;
+  const Millis interval = r.spec.job.checkpoint_interval;
+  if (interval <= 0 || r.spec.kind != WorkKind::kTraining) {
+    p.done = r.saved + std::min(elapsed, remaining);
+    return p;
+  }
+  const Millis period = interval + r.spec.checkpoint_cost;
+  const Millis k = elapsed / period;
+  const Millis rest = elapsed % period;
+  p.done = std::min(r.saved + k * interval + std::min(rest, interval), r.spec.work);
+  const Millis full = std::min(k, (remaining - 1) / interval);  // checkpoints before the end
+  if (full > 0) {
+    p.checkpointed = r.saved + full * interval;
+    p.checkpoint_time = r.progress_start + full * period;
+  }
+  return p;
+}
+
+// When a run started at progress_start finishes its remaining work.
+Millis FinishTime(const Run& r) {
+  const Millis remaining = r.spec.work - r.saved;
+  if (remaining <= 0) return r.progress_start;
+  const Millis interval = r.spec.job.checkpoint_interval;
+  Millis checkpoints = 0;
+  if (interval > 0 && r.spec.kind == WorkKind::kTraining) checkpoints = (remaining - 1) / interval;
+  return r.progress_start + remaining + checkpoints * r.spec.checkpoint_cost;
+}
+
+// A piecewise-constant value integrated over time.
+struct Integral {
+  double value = 0;
+  Millis last = 0;
+  double area = 0;  // value x ms
+
+  void Set(Millis now, double v) {
+    area += value * static_cast<double>(now - last);
+    last = now;
+    value = v;
+  }
+  void Add(Millis now, double delta) { Set(now, value + delta); }
+  // The area up to `now`, without changing the value.
+  double AreaAt(Millis now) const { return area + value * static_cast<double>(now - last); }
+};
+
+struct ServiceRun {
+  const InferenceService* spec = nullptr;
+  std::vector<std::uint32_t> replicas;  // runs alive: pending or running
+  std::uint32_t next_replica = 0;
+  std::int32_t wanted = 0;
+  Millis interval_start = 0;
+  double served_ms = 0;  // replica-ms of serving in the current interval by stopped replicas
+  std::vector<LatencyInterval> intervals;
+  double wanted_ms = 0;   // replica-ms wanted
+  double serving_ms = 0;  // replica-ms serving
+  double slo_miss_ms = 0;
+  double worst_p99_ms = 0;  // since the last sample
+  double serving_now = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(ClusterState state, const EngineOptions& engine, const Workload& workload,
+             const SimOptions& options)
+      : state_(std::move(state)), engine_(engine), workload_(workload), options_(options) {}
+
+  Result<RunResult> Run(const std::string& name);
+
+ private:
+  void Push(Millis t, EventKind kind, std::uint32_t subject = 0, std::uint32_t generation = 0) {
+    events_.push(Event{t, kind, seq_++, subject, generation});
+  }
+  void RequestCycle(Millis at) {
+    at = std::max(at, last_cycle_ + options_.min_cycle_interval);
+    if (next_cycle_ != kNever && next_cycle_ <= at) return;
+    next_cycle_ = at;
+    Push(at, EventKind::kCycle);
+  }
+  std::uint32_t AddRun(SimJob job, std::int32_t service);
+  void MakePending(std::uint32_t r, Millis now);
+  Status Cycle(Millis now);
+  void StartRun(std::uint32_t r, Millis now, Millis start_after);
+  // Ends the current run of r at `stop`, keeping progress `saved`. A run that is `requeued` (evicted
+  // or failed) loses the progress beyond `saved` and the overhead of its next restart.
+  void EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeued);
+  Status Fail(std::uint32_t r, Millis now);
+  Status NodeDown(NodeId node, Millis now);
+  Status Scale(std::uint32_t s, Millis now);
+  void CloseInterval(ServiceRun& s, Millis now);
+  void SetServing(ServiceRun& s, Millis now);
+  void TakeSample(Millis now);
+  void Release(std::uint32_t r, Millis now);
+  RunResult Collect(const std::string& name, Millis end);
+  bool Busy() const;
+
+  ClusterState state_;
+  Engine engine_;
+  const Workload& workload_;
+  SimOptions options_;
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::uint64_t seq_ = 0;
+  std::vector<struct Run> runs_;
+  std::vector<ServiceRun> services_;
+  std::vector<Job> pending_;
+  std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
+  std::int64_t running_ = 0;                 // runs bound or draining
+  std::int64_t future_ = 0;                  // arrivals and requeues still to come
+  Millis last_cycle_ = std::numeric_limits<Millis>::min() / 2;
+  Millis next_cycle_ = kNever;
+  Millis last_sample_ = 0;
+  bool changed_ = false;  // something happened since the last cycle
+
+  Integral allocated_;  // milli-GPU held
+  Integral healthy_;    // milli-GPU on healthy nodes
+  std::vector<Integral> queue_allocated_;
+  std::vector<double> sample_queue_area_;
+  double sample_allocated_area_ = 0;
+  double sample_healthy_area_ = 0;
+  std::vector<double> below_guarantee_ms_;
+  std::vector<double> guarantee_;  // milli-GPU per queue
+  std::vector<struct Sample> series_;
+  std::int64_t events_done_ = 0;
+  std::int64_t cycles_ = 0;
+};
+
+std::uint32_t Simulation::AddRun(SimJob job, std::int32_t service) {
+  const auto index = static_cast<std::uint32_t>(runs_.size());
+  struct Run r;
+  r.spec = std::move(job);
+  r.spec.job.id = index + 1;
+  r.service = service;
+  r.gpus = static_cast<double>(r.spec.job.total_gpu().value()) / kMilliPerGpu;
+  runs_.push_back(std::move(r));
+  return index;
+}
+
+void Simulation::MakePending(std::uint32_t r, Millis now) {
+  struct Run& run = runs_[r];
+  run.phase = Phase::kPending;
+  run.pending_since = now;
+  pending_.push_back(run.spec.job);
+  pending_runs_.push_back(r);
+  changed_ = true;
+  RequestCycle(now);
+}
+
+void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
+  struct Run& run = runs_[r];
+  run.phase = Phase::kRunning;
+  ++run.generation;
+  ++running_;
+  run.longest_pending = std::max(run.longest_pending, now - run.pending_since);
+  run.bound_at = now;
+  run.run_start = std::max(now, start_after);
+  Millis setup = 0;
+  if (run.spec.kind == WorkKind::kInference) {
+    setup = workload_.services[run.service].startup;
+  } else if (run.ran_before) {
+    setup = run.spec.job.restart_overhead;
+  }
+  run.progress_start = run.run_start + setup;
+  if (run.first_start < 0) run.first_start = run.run_start;
+  run.ran_before = true;
+  const double milli = run.gpus * kMilliPerGpu;
+  allocated_.Add(now, milli);
+  queue_allocated_[run.spec.job.queue].Add(now, milli);
+  if (run.spec.kind != WorkKind::kInference) {
+    Push(FinishTime(run), EventKind::kFinish, r, run.generation);
+    if (run.spec.kind == WorkKind::kTraining && run.spec.job.checkpoint_interval > 0 &&
+        run.spec.work - run.saved > run.spec.job.checkpoint_interval) {
+      const Millis first = run.progress_start + run.spec.job.checkpoint_interval +
+                           run.spec.checkpoint_cost;
+      Push(first, EventKind::kCheckpoint, r, run.generation);
+    }
+  }
+}
+
+// Gives back a run's devices in the accounting (the state is changed by the caller).
+void Simulation::Release(std::uint32_t r, Millis now) {
+  struct Run& run = runs_[r];
+  const double milli = run.gpus * kMilliPerGpu;
+  allocated_.Add(now, -milli);
+  queue_allocated_[run.spec.job.queue].Add(now, -milli);
+  run.allocated_gpu_ms += run.gpus * static_cast<double>(now - run.bound_at);
+  run.waste_gpu_ms += run.gpus * static_cast<double>(std::min(now, run.run_start) - run.bound_at);
+  --running_;
+}
+
+void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeued) {
+  struct Run& run = runs_[r];
+  if (run.service >= 0) {
+    ServiceRun& s = services_[run.service];
+    const Millis from = std::max(run.progress_start, s.interval_start);
+    if (stop > from) s.served_ms += static_cast<double>(stop - from);
+  }
+  const Progress p = ProgressAt(run, stop);
+  if (requeued && run.spec.kind != WorkKind::kInference) {
+    // The work since the checkpoint kept, and the overhead the restart will take.
+    saved = std::min(saved, p.done);
+    run.lost_gpu_ms += run.gpus * static_cast<double>(p.done - saved + run.spec.job.restart_overhead);
+  }
+  run.saved = saved;
+  ++run.generation;
+}
+
+Status Simulation::Fail(std::uint32_t r, Millis now) {
+  struct Run& run = runs_[r];
+  const Progress p = ProgressAt(run, now);
+  if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+  Release(r, now);
+  EndRun(r, now, run.spec.kind == WorkKind::kBatch ? 0 : p.checkpointed, true);
+  ++run.failures;
+  if (run.service >= 0) SetServing(services_[run.service], now);
+  MakePending(r, now);
+  return Status::Ok();
+}
+
+Status Simulation::NodeDown(NodeId node, Millis now) {
+  if (Status st = state_.SetHealthy(node, false); !st.ok()) return st;
+  std::vector<std::uint32_t> victims;
+  for (const Resident& res : state_.node(node).residents) victims.push_back(RunOf(res.job->job.id));
+  std::sort(victims.begin(), victims.end());
+  for (std::uint32_t r : victims) {
+    if (Status st = Fail(r, now); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+void Simulation::SetServing(ServiceRun& s, Millis now) {
+  double serving = 0;
+  for (std::uint32_t r : s.replicas) {
+    const struct Run& run = runs_[r];
+    if (run.phase == Phase::kRunning && run.progress_start <= now) serving += 1;
+  }
+  s.serving_now = serving;
+}
+
+// Closes the service's current scale interval at `now`: its latency follows from the request
+// rate at the interval's middle and the replicas that served on average.
+void Simulation::CloseInterval(ServiceRun& s, Millis now) {
+  const Millis length = now - s.interval_start;
+  if (length <= 0) return;
+  double served = s.served_ms;
+  for (std::uint32_t r : s.replicas) {
+    const struct Run& run = runs_[r];
+    if (run.phase != Phase::kRunning) continue;
+    const Millis from = std::max(run.progress_start, s.interval_start);
+    if (now > from) served += static_cast<double>(now - from);
+  }
+  const double replicas = served / static_cast<double>(length);
+  const double rate = s.spec->rate.At(s.interval_start + length / 2);
+  LatencyInterval interval = MakeInterval(rate, s.spec->replica_rate, replicas,
+                                          static_cast<double>(length) / kMillisPerSecond,
+                                          static_cast<double>(s.spec->timeout));
+  const double p99 = IntervalQuantile(interval, 0.99, static_cast<double>(s.spec->timeout));
+  if (p99 > static_cast<double>(s.spec->slo)) s.slo_miss_ms += static_cast<double>(length);
+  s.worst_p99_ms = std::max(s.worst_p99_ms, p99);
+  s.intervals.push_back(interval);
+  s.serving_ms += served;
+  s.wanted_ms += static_cast<double>(s.wanted) * static_cast<double>(length);
+  s.served_ms = 0;
+  s.interval_start = now;
+}
+
+Status Simulation::Scale(std::uint32_t index, Millis now) {
+  ServiceRun& s = services_[index];
+  CloseInterval(s, now);
+  const InferenceService& spec = *s.spec;
+  const double rate = spec.rate.At(now);
+  const double per_replica = spec.replica_rate * spec.target_utilization;
+  auto wanted = static_cast<std::int64_t>(std::ceil(rate / per_replica - 1e-9));
+  wanted = std::clamp<std::int64_t>(wanted, spec.min_replicas, spec.max_replicas);
+  s.wanted = static_cast<std::int32_t>(wanted);
+  auto alive = static_cast<std::int64_t>(s.replicas.size());
+  while (alive < wanted) {
+    SimJob job;
+    job.job = spec.replica;
+    job.job.name = spec.name + "-" + std::to_string(s.next_replica++);
+    job.job.submit_time = now;
+    job.kind = WorkKind::kInference;
+    job.workload = spec.name;
+    job.work = kNever / 4;
+    const std::uint32_t r = AddRun(std::move(job), static_cast<std::int32_t>(index));
+    services_[index].replicas.push_back(r);
+    MakePending(r, now);
+    ++alive;
+  }
+  if (alive > wanted) {
+    // Scale down: pending replicas first, then the ones that started last.
+    std::vector<std::uint32_t> order = s.replicas;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const bool pa = runs_[a].phase == Phase::kPending;
+      const bool pb = runs_[b].phase == Phase::kPending;
+      if (pa != pb) return pa;
+      return runs_[a].run_start > runs_[b].run_start;
+    });
+    std::vector<std::uint32_t> stop(order.begin(), order.begin() + (alive - wanted));
+    std::vector<std::uint32_t> stopped_pending;
+    for (std::uint32_t r : stop) {
+      struct Run& run = runs_[r];
+      if (run.phase == Phase::kPending) {
+        stopped_pending.push_back(r);
+      } else if (run.phase == Phase::kDraining) {
+        --running_;  // its requeue is dropped
+      } else {
+        if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+        Release(r, now);
+        EndRun(r, now, 0, false);
+      }
+      run.longest_pending = std::max(
+          run.longest_pending, run.phase == Phase::kPending ? now - run.pending_since : 0);
+      run.phase = Phase::kStopped;
+      run.end = now;
+    }
+    if (!stopped_pending.empty()) {
+      std::size_t out = 0;
+      for (std::size_t i = 0; i < pending_.size(); ++i) {
+        if (runs_[pending_runs_[i]].phase == Phase::kStopped) continue;
+        if (out != i) {
+          pending_[out] = std::move(pending_[i]);
+          pending_runs_[out] = pending_runs_[i];
+        }
+        ++out;
+      }
+      pending_.resize(out);
+      pending_runs_.resize(out);
+    }
+    std::erase_if(s.replicas, [&](std::uint32_t r) { return runs_[r].phase == Phase::kStopped; });
+    changed_ = true;
+    RequestCycle(now);
+  }
+  SetServing(s, now);
+  Push(now + spec.scale_interval, EventKind::kScale, index);
+  return Status::Ok();
+}
+
+Status Simulation::Cycle(Millis now) {
+  last_cycle_ = now;
+  next_cycle_ = kNever;
+  changed_ = false;
+  ++cycles_;
+  if (pending_.empty()) return Status::Ok();
+  state_.AccrueUsage(now);
+  const Plan plan = engine_.Schedule(state_, pending_, now);
+  for (const Eviction& e : plan.evictions) {
+    const std::uint32_t r = RunOf(e.job);
+    struct Run& run = runs_[r];
+    // A victim that can save a checkpoint within its grace period does so on the signal;
+    // otherwise it keeps the last checkpoint it completed before it is stopped.
+    const Progress at_signal = ProgressAt(run, e.signal_at);
+    const Progress at_stop = ProgressAt(run, e.stop_at);
+    Millis saved = at_stop.checkpointed;
+    if (run.spec.kind == WorkKind::kTraining && run.spec.job.checkpoint_interval > 0 &&
+        run.spec.checkpoint_cost <= e.stop_at - e.signal_at && e.signal_at >= run.progress_start) {
+      saved = std::max(saved, at_signal.done);
+    }
+    if (run.spec.kind == WorkKind::kBatch) saved = 0;
+    Release(r, now);
+    EndRun(r, e.stop_at, saved, true);
+    ++run.evictions;
+    run.phase = Phase::kDraining;
+    ++running_;  // draining until stop_at
+    ++future_;
+    Push(e.stop_at, EventKind::kRequeue, r, run.generation);
+    if (run.service >= 0) SetServing(services_[run.service], now);
+  }
+  if (Status st = state_.Apply(plan, pending_); !st.ok()) return st;
+  if (!plan.binds.empty()) {
+    for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
+      if (out != i) {
+        pending_[out] = std::move(pending_[i]);
+        pending_runs_[out] = pending_runs_[i];
+      }
+      ++out;
+    }
+    pending_.resize(out);
+    pending_runs_.resize(out);
+    for (ServiceRun& s : services_) SetServing(s, now);
+  }
+  if (!pending_.empty()) RequestCycle(now + options_.cycle_period);
+  return Status::Ok();
+}
+
+void Simulation::TakeSample(Millis now) {
+  const Millis length = now - last_sample_;
+  if (length <= 0) return;
+  struct Sample s;
+  s.t = now;
+  const double area = allocated_.AreaAt(now);
+  const double healthy = healthy_.AreaAt(now);
+  s.allocated_gpus = (area - sample_allocated_area_) / static_cast<double>(length) / kMilliPerGpu;
+  s.healthy_gpus = (healthy - sample_healthy_area_) / static_cast<double>(length) / kMilliPerGpu;
+  sample_allocated_area_ = area;
+  sample_healthy_area_ = healthy;
+  s.pending_jobs = static_cast<std::int64_t>(pending_.size());
+  s.running_jobs = static_cast<std::int64_t>(state_.running().size());
+  const std::size_t queues = queue_allocated_.size();
+  std::vector<std::int64_t> pending_by_queue(queues, 0);
+  for (const Job& j : pending_) ++pending_by_queue[j.queue];
+  for (QueueId q = 0; q < queues; ++q) {
+    if (!state_.queue(q).children.empty()) continue;
+    const double qa = queue_allocated_[q].AreaAt(now);
+    const double mean = (qa - sample_queue_area_[q]) / static_cast<double>(length);
+    sample_queue_area_[q] = qa;
+    s.queue_allocated_gpus.push_back(mean / kMilliPerGpu);
+    s.queue_pending.push_back(pending_by_queue[q]);
+    if (pending_by_queue[q] > 0 && mean < guarantee_[q]) {
+      below_guarantee_ms_[q] += static_cast<double>(length);
+    }
+  }
+  for (ServiceRun& sr : services_) {
+    s.service_latency_p99_ms.push_back(sr.worst_p99_ms);
+    s.service_replicas.push_back(sr.serving_now);
+    sr.worst_p99_ms = 0;
+  }
+  series_.push_back(std::move(s));
+  last_sample_ = now;
+}
+
+bool Simulation::Busy() const { return running_ > 0 || future_ > 0; }
+
+Result<RunResult> Simulation::Run(const std::string& name) {
+  const std::size_t queues = state_.queue_count();
+  queue_allocated_.assign(queues, Integral{});
+  sample_queue_area_.assign(queues, 0);
+  below_guarantee_ms_.assign(queues, 0);
+  guarantee_.assign(queues, 0);
+  for (QueueId q = 0; q < queues; ++q) {
+    double g = 0;
+    if (state_.quota(q, 0).limited) {
+      g = static_cast<double>(state_.quota(q, 0).nominal);
+    } else {
+      for (std::size_t t = 1; t < state_.quota_resource_count(); ++t) {
+        if (state_.quota(q, t).limited) g += static_cast<double>(state_.quota(q, t).nominal);
+      }
+    }
+    guarantee_[q] = g;
+  }
+  double total_milli = 0;
+  for (NodeId n = 0; n < state_.node_count(); ++n) {
+    for (const DeviceState& d : state_.node(n).devices) {
+      (void)d;
+      total_milli += kMilliPerGpu;
+    }
+  }
+  healthy_.Set(0, total_milli);
+
+  for (const SimJob& job : workload_.jobs) {
+    if (job.job.queue >= queues) return Status::Error("job " + job.job.name + ": unknown queue id");
+    if (job.job.priority_class >= state_.priority_class_count()) {
+      return Status::Error("job " + job.job.name + ": unknown priority class id");
+    }
+    const std::uint32_t r = AddRun(job, -1);
+    ++future_;
+    Push(std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, r);
+  }
+  services_.resize(workload_.services.size());
+  for (std::uint32_t s = 0; s < workload_.services.size(); ++s) {
+    services_[s].spec = &workload_.services[s];
+    Push(0, EventKind::kScale, s);
+  }
+  if (!services_.empty() && options_.horizon <= 0) {
+    return Status::Error("a workload with inference services needs a horizon");
+  }
+  for (std::uint32_t o = 0; o < workload_.outages.size(); ++o) {
+    const NodeOutage& outage = workload_.outages[o];
+    if (outage.node >= state_.node_count()) return Status::Error("outage of an unknown node");
+    ++future_;
+    Push(outage.at, EventKind::kNodeDown, o);
+  }
+  if (options_.sample_interval > 0) Push(options_.sample_interval, EventKind::kSample);
+
+  Millis now = 0;
+  Millis last_progress = 0;
+  const Millis horizon = options_.horizon > 0 ? options_.horizon : kNever;
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    if (e.t > horizon) break;
+    events_.pop();
+    now = e.t;
+    ++events_done_;
+    switch (e.kind) {
+      case EventKind::kArrival:
+        --future_;
+        MakePending(e.subject, now);
+        break;
+      case EventKind::kRequeue: {
+        --future_;
+        struct Run& run = runs_[e.subject];
+        if (run.generation != e.generation || run.phase != Phase::kDraining) break;
+        --running_;
+        MakePending(e.subject, now);
+        break;
+      }
+      case EventKind::kFinish: {
+        struct Run& run = runs_[e.subject];
+        if (run.generation != e.generation || run.phase != Phase::kRunning) break;
+        if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+        Release(e.subject, now);
+        run.saved = run.spec.work;
+        run.phase = Phase::kDone;
+        run.end = now;
+        changed_ = true;
+        RequestCycle(now);
+        break;
+      }
+      case EventKind::kCheckpoint: {
+        struct Run& run = runs_[e.subject];
+        if (run.generation != e.generation || run.phase != Phase::kRunning) break;
+        if (Status st = state_.RecordCheckpoint(run.spec.job.id, now); !st.ok()) return st;
+        const Millis next = now + run.spec.job.checkpoint_interval + run.spec.checkpoint_cost;
+        if (next < FinishTime(run)) Push(next, EventKind::kCheckpoint, e.subject, e.generation);
+        break;
+      }
+      case EventKind::kNodeDown: {
+        --future_;
+        const NodeOutage& outage = workload_.outages[e.subject];
+        double milli = 0;
+        for (const DeviceState& d : state_.node(outage.node).devices) {
+          (void)d;
+          milli += kMilliPerGpu;
+        }
+        if (state_.node(outage.node).healthy) healthy_.Add(now, -milli);
+        if (Status st = NodeDown(outage.node, now); !st.ok()) return st;
+        ++future_;
+        Push(now + outage.duration, EventKind::kNodeUp, e.subject);
+        changed_ = true;
+        RequestCycle(now);
+        break;
+      }
+      case EventKind::kNodeUp: {
+        --future_;
+        const NodeOutage& outage = workload_.outages[e.subject];
+        // Overlapping outages of one node: it comes back when the last one ends.
+        bool still_down = false;
+        for (const NodeOutage& o : workload_.outages) {
+          if (&o != &outage && o.node == outage.node && o.at <= now && now < o.at + o.duration) {
+            still_down = true;
+          }
+        }
+        if (still_down || state_.node(outage.node).healthy) break;
+        double milli = 0;
+        for (const DeviceState& d : state_.node(outage.node).devices) {
+          (void)d;
+          milli += kMilliPerGpu;
+        }
+        healthy_.Add(now, milli);
+        if (Status st = state_.SetHealthy(outage.node, true); !st.ok()) return st;
+        changed_ = true;
+        RequestCycle(now);
+        break;
+      }
+      case EventKind::kScale:
+        if (Status st = Scale(e.subject, now); !st.ok()) return st;
+        break;
+      case EventKind::kCycle:
+        if (now != next_cycle_) break;
+        if (Status st = Cycle(now); !st.ok()) return st;
+        break;
+      case EventKind::kSample:
+        TakeSample(now);
+        if (options_.horizon > 0 || Busy() || !pending_.empty()) {
+          Push(now + options_.sample_interval, EventKind::kSample);
+        }
+        break;
+    }
+    if (options_.progress && now - last_progress >= 3600 * kMillisPerSecond) {
+      options_.progress(now);
+      last_progress = now;
+    }
+    // Without a horizon the run ends when nothing runs and nothing more will arrive: what is
+    // still pending then can never start.
+    if (options_.horizon <= 0 && !Busy() && services_.empty() && next_cycle_ == kNever) break;
+    if (options_.horizon <= 0 && !Busy() && !changed_ && e.kind == EventKind::kCycle) break;
+  }
+  const Millis end = options_.horizon > 0 ? options_.horizon : now;
+  for (ServiceRun& s : services_) CloseInterval(s, end);
+  if (options_.sample_interval > 0 && end > last_sample_) TakeSample(end);
+  return Collect(name, end);
+}
+
+// Metrics of a group of runs.
+class GroupBuilder {
+ public:
+  void Add(const struct Run& r, Millis end) {
+    ++m_.jobs_submitted;
+    if (r.end >= 0 && r.phase == Phase::kDone) {
+      ++m_.jobs_completed;
+      jct_.push_back(static_cast<double>(r.end - r.spec.job.submit_time) / kMillisPerSecond);
+    }
+    if (r.phase == Phase::kPending) ++m_.jobs_pending_at_end;
+    if (r.phase == Phase::kRunning || r.phase == Phase::kDraining) ++m_.jobs_running_at_end;
+    if (r.first_start >= 0) {
+      wait_.push_back(static_cast<double>(r.first_start - r.spec.job.submit_time) /
+                      kMillisPerSecond);
+    }
+    if (r.spec.kind == WorkKind::kTraining) {
+      const Millis done = r.phase == Phase::kDone ? r.end : end;
+      completion_.push_back(static_cast<double>(done - r.spec.job.submit_time) /
+                            kMillisPerSecond);
+    }
+    Millis longest = r.longest_pending;
+    if (r.phase == Phase::kPending) longest = std::max(longest, end - r.pending_since);
+    m_.longest_wait_s =
+        std::max(m_.longest_wait_s, static_cast<double>(longest) / kMillisPerSecond);
+    m_.evictions += r.evictions;
+    m_.failures += r.failures;
+    double allocated = r.allocated_gpu_ms;
+    double waste = r.waste_gpu_ms;
+    if (r.phase == Phase::kRunning) {
+      allocated += r.gpus * static_cast<double>(end - r.bound_at);
+      waste += r.gpus * static_cast<double>(std::min(end, r.run_start) - r.bound_at);
+    }
+    m_.gpu_hours_lost += r.lost_gpu_ms / kMillisPerHour;
+    m_.gpu_hours_allocated += allocated / kMillisPerHour;
+    m_.gpu_hours_useful += std::max(0.0, allocated - waste - r.lost_gpu_ms) / kMillisPerHour;
+  }
+
+  GroupMetrics Build() {
+    m_.jct = Summarise(jct_);
+    m_.wait = Summarise(wait_);
+    m_.training_completion = Summarise(completion_);
+    return m_;
+  }
+
+ private:
+  static Distribution Summarise(std::vector<double>& values) {
+    Distribution d;
+    if (values.empty()) return d;
+    std::sort(values.begin(), values.end());
+    d.count = static_cast<std::int64_t>(values.size());
+    double sum = 0;
+    for (double v : values) sum += v;
+    d.mean = sum / static_cast<double>(values.size());
+    auto at = [&](double q) {
+      const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+      return values[std::min(values.size() - 1, i == 0 ? 0 : i - 1)];
+    };
+    d.p50 = at(0.5);
+    d.p99 = at(0.99);
+    d.max = values.back();
+    return d;
+  }
+
+  GroupMetrics m_;
+  std::vector<double> jct_, wait_, completion_;
+};
+
+RunResult Simulation::Collect(const std::string& name, Millis end) {
+  RunResult out;
+  out.name = name;
+  out.horizon = end;
+  out.events = events_done_;
+  out.cycles = cycles_;
+  double total_milli = 0;
+  for (NodeId n = 0; n < state_.node_count(); ++n) {
+    total_milli += static_cast<double>(state_.node(n).devices.size()) * kMilliPerGpu;
+  }
+  out.total_gpus = total_milli / kMilliPerGpu;
+
+  GroupBuilder overall;
+  std::map<std::string, GroupBuilder> queues, classes, workloads;
+  for (const struct Run& r : runs_) {
+    if (r.phase == Phase::kFuture) continue;
+    const std::string& queue = state_.queue(r.spec.job.queue).spec.name;
+    const std::string& cls = state_.priority_class(r.spec.job.priority_class).name;
+    overall.Add(r, end);
+    queues[queue].Add(r, end);
+    classes[cls].Add(r, end);
+    workloads[r.spec.workload].Add(r, end);
+    JobRecord rec;
+    rec.id = r.spec.job.id;
+    rec.name = r.spec.job.name;
+    rec.queue = queue;
+    rec.priority_class = cls;
+    rec.workload = r.spec.workload;
+    rec.kind = r.spec.kind;
+    rec.gpus = r.gpus;
+    rec.submit = r.spec.job.submit_time;
+    rec.first_start = r.first_start;
+    rec.end = r.phase == Phase::kDone ? r.end : -1;
+    rec.evictions = r.evictions;
+    rec.failures = r.failures;
+    rec.gpu_hours_lost = r.lost_gpu_ms / kMillisPerHour;
+    out.jobs.push_back(std::move(rec));
+  }
+  out.overall = overall.Build();
+  for (QueueId q = 0; q < state_.queue_count(); ++q) {
+    if (!state_.queue(q).children.empty()) continue;
+    const std::string& qname = state_.queue(q).spec.name;
+    out.queue_names.push_back(qname);
+    GroupMetrics m = queues[qname].Build();
+    m.guarantee_gpus = guarantee_[q] / kMilliPerGpu;
+    m.mean_gpus = end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) /
+                                kMilliPerGpu
+                          : 0;
+    m.below_guarantee_hours = below_guarantee_ms_[q] / kMillisPerHour;
+    out.queues[qname] = m;
+  }
+  for (auto& [k, b] : classes) out.classes[k] = b.Build();
+  for (auto& [k, b] : workloads) out.workloads[k] = b.Build();
+  if (end > 0 && total_milli > 0) {
+    const double capacity = out.total_gpus * static_cast<double>(end) / kMillisPerHour;
+    out.gpu_allocation = out.overall.gpu_hours_allocated / capacity;
+    out.gpu_utilization = out.overall.gpu_hours_useful / capacity;
+  }
+  for (const ServiceRun& s : services_) {
+    ServiceMetrics m;
+    m.name = s.spec->name;
+    m.queue = state_.queue(s.spec->replica.queue).spec.name;
+    const double timeout = static_cast<double>(s.spec->timeout);
+    double timeouts = 0;
+    for (const LatencyInterval& i : s.intervals) {
+      m.requests += i.requests;
+      timeouts += i.requests * i.timeout_fraction;
+    }
+    m.latency_p50_ms = MixtureQuantile(s.intervals, 0.5, timeout);
+    m.latency_p99_ms = MixtureQuantile(s.intervals, 0.99, timeout);
+    m.slo_miss_minutes = s.slo_miss_ms / (60.0 * kMillisPerSecond);
+    m.timeout_fraction = m.requests > 0 ? timeouts / m.requests : 0;
+    if (end > 0) {
+      m.mean_replicas_wanted = s.wanted_ms / static_cast<double>(end);
+      m.mean_replicas_serving = s.serving_ms / static_cast<double>(end);
+    }
+    out.services.push_back(std::move(m));
+  }
+  out.series = std::move(series_);
+  return out;
+}
+
+}  // namespace
+
+const char* WorkKindName(WorkKind kind) {
+  switch (kind) {
+    case WorkKind::kTraining:
+      return "training";
+    case WorkKind::kInference:
+      return "inference";
+    case WorkKind::kBatch:
+      return "batch";
+  }
+  return "?";
+}
+
+double RateCurve::At(Millis t) const {
+  constexpr double kDay = 24.0 * 3600.0 * kMillisPerSecond;
+  constexpr double kTwoPi = 6.283185307179586;
+  const double phase = static_cast<double>(t - peak) / kDay;
+  double r = base * (1 + diurnal * std::cos(kTwoPi * phase));
+  for (const RateSpike& s : spikes) {
+    if (t >= s.at && t < s.at + s.duration) r *= s.factor;
+  }
+  return std::max(0.0, r);
+}
+
+Result<RunResult> Simulate(const ClusterSpec& cluster, const EngineOptions& engine,
+                           const Workload& workload, const SimOptions& options,
+                           const std::string& name) {
+  Result<ClusterState> state = ClusterState::Create(cluster);
+  if (!state.ok()) return state.status();
+  Simulation sim(std::move(*state), engine, workload, options);
+  return sim.Run(name);
+}
+
+}  // namespace arbiter::sim
