@@ -15,9 +15,10 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on its built-in default: schedule the example cluster's jobs and print the plan.
+# The main job on its built-in default: the mixed-cluster case study, three configurations side
+# by side, with the HTML report.
 run: build
-	./$(BUILD)/arbiter plan --config examples/cluster.yaml --jobs examples/jobs.yaml
+	./$(BUILD)/arbiter sim scenarios/mixed-cluster.yaml --html $(BUILD)/mixed-cluster.html
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

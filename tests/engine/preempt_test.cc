@@ -312,5 +312,76 @@ TEST(Reclaim, ABorrowingQueueCannotReclaim) {
   EXPECT_GE(plan.evictions[0].job, 9u);
 }
 
+
+// Queues in priority tiers (Slurm's partition_prio): serving may evict training in another queue,
+// but only work above the training queue's guarantee, and never the other way round.
+ClusterSpec Tiers(std::int64_t training_nominal = 0, std::int64_t serving_nominal = 0) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("serving", "org"),
+                 testing::Queue("training", "org")};
+  spec.queues[1].priority = 100;
+  spec.queues[1].preempt_lower_priority = true;
+  spec.queues[2].priority = 10;
+  spec.queues[2].preempt_lower_priority = true;
+  if (training_nominal > 0) {
+    spec.queues[2].quota["H800"].nominal = MilliGpu(training_nominal * kMilliPerGpu);
+    spec.queues[1].quota["H800"].nominal = MilliGpu(serving_nominal * kMilliPerGpu);
+  }
+  return spec;
+}
+
+TEST(QueuePriority, HigherQueueEvictsLowerQueueWhateverTheClasses) {
+  ClusterState state = MakeState(Tiers());
+  // Training fills the cluster with P1 jobs; a P2 serving job evicts them: the queue's tier
+  // decides, not the class.
+  RunCycle(state, testing::OneGpuJobs(state, "training", 1, 16, kP1), 0);
+  Job serve = WithClass(GpuJob(100, 1, 2000), kP2);
+  serve.queue = *state.FindQueue("serving");
+  Plan plan = RunCycle(state, {serve}, kHour);
+  ASSERT_NE(FindBind(plan, 100), nullptr);
+  ASSERT_EQ(plan.evictions.size(), 2u);
+  for (const Eviction& e : plan.evictions) EXPECT_EQ(e.kind, Eviction::Kind::kQueuePriority);
+
+  // The lower tier cannot take them back.
+  Job train = WithClass(GpuJob(200, 1, 1000), kP1);
+  train.queue = *state.FindQueue("training");
+  Plan back = RunCycle(state, {train}, 2 * kHour);
+  EXPECT_TRUE(back.evictions.empty());
+  EXPECT_EQ(FindBind(back, 200), nullptr);
+}
+
+TEST(QueuePriority, NeverTakesTheLowerQueueBelowItsGuarantee) {
+  // Training is guaranteed 14 GPUs, serving 4 (of 16: a deliberately overcommitted tree).
+  ClusterState state = MakeState(Tiers(14, 4));
+  const QueueId training = *state.FindQueue("training");
+  RunCycle(state, testing::OneGpuJobs(state, "training", 1, 16, kP2), 0);  // 14 own + 2 beyond
+  Job serve = WithClass(GpuJob(100, 1, 4000), kP0);
+  serve.queue = *state.FindQueue("serving");
+  Plan plan = RunCycle(state, {serve}, kHour);
+  // Only the two GPUs beyond training's guarantee may be taken: not enough for four.
+  EXPECT_EQ(FindBind(plan, 100), nullptr);
+  EXPECT_TRUE(plan.evictions.empty());
+  Job small = WithClass(GpuJob(101, 1, 2000), kP0);
+  small.queue = *state.FindQueue("serving");
+  Plan fits = RunCycle(state, {small}, kHour);
+  ASSERT_NE(FindBind(fits, 101), nullptr);
+  ASSERT_EQ(fits.evictions.size(), 2u);
+  for (const Eviction& e : fits.evictions) EXPECT_EQ(e.kind, Eviction::Kind::kQueuePriority);
+  EXPECT_EQ(state.usage(training, 0), 14000);
+}
+
+TEST(QueuePriority, OffByDefault) {
+  ClusterSpec spec = Tiers();
+  spec.queues[1].preempt_lower_priority = false;
+  ClusterState state = MakeState(spec);
+  RunCycle(state, testing::OneGpuJobs(state, "training", 1, 16, kP2), 0);
+  Job serve = WithClass(GpuJob(100, 1, 1000), kP0);
+  serve.queue = *state.FindQueue("serving");
+  Plan plan = RunCycle(state, {serve}, kHour);
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_EQ(FindBind(plan, 100), nullptr);
+}
+
 }  // namespace
 }  // namespace arbiter

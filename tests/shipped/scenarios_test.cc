@@ -1,0 +1,77 @@
+// The shipped scenarios tell their stories: these tests hold them to it, so that a change to the
+// engine or the simulator that breaks the case study or the incident's fix is caught.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "arbiter/sim.h"
+#include "config/scenario.h"
+
+namespace arbiter {
+namespace {
+
+const sim::RunResult& Named(const std::vector<sim::RunResult>& runs, const std::string& name) {
+  for (const sim::RunResult& r : runs) {
+    if (r.name == name) return r;
+  }
+  ADD_FAILURE() << "no run " << name;
+  return runs.front();
+}
+
+std::vector<sim::RunResult> Simulate(const std::string& file) {
+  Result<config::Scenario> scenario =
+      config::LoadScenarioFile(std::string(ARBITER_SOURCE_DIR) + "/scenarios/" + file);
+  EXPECT_TRUE(scenario.ok()) << scenario.status().message();
+  std::vector<sim::RunResult> runs;
+  if (!scenario.ok()) return runs;
+  for (const config::SimConfiguration& c : scenario->configurations) {
+    Result<sim::RunResult> r =
+        sim::Simulate(c.cluster, c.engine, c.workload, scenario->options, c.name);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (r.ok()) runs.push_back(std::move(*r));
+  }
+  return runs;
+}
+
+double WorstP99(const sim::RunResult& r) {
+  double worst = 0;
+  for (const sim::ServiceMetrics& s : r.services) worst = std::max(worst, s.latency_p99_ms);
+  return worst;
+}
+
+TEST(ShippedScenario, PreemptionStormAndItsFix) {
+  std::vector<sim::RunResult> runs = Simulate("preemption-storm.yaml");
+  ASSERT_EQ(runs.size(), 2u);
+  const sim::RunResult& incident = Named(runs, "incident");
+  const sim::RunResult& fix = Named(runs, "fix");
+  // The incident: evicted over and over, the training job never finishes.
+  const sim::GroupMetrics& storm = incident.workloads.at("training");
+  EXPECT_EQ(storm.jobs_completed, 0);
+  EXPECT_GE(storm.evictions, 50);
+  EXPECT_GT(storm.gpu_hours_lost, 50);
+  // The fix: it finishes in about its 20 hours of work, and the tasks still run.
+  const sim::GroupMetrics& fixed = fix.workloads.at("training");
+  EXPECT_EQ(fixed.jobs_completed, 1);
+  EXPECT_LT(fixed.jct.mean, 22 * 3600.0);
+  EXPECT_GE(fix.workloads.at("inference-tasks").jobs_completed,
+            incident.workloads.at("inference-tasks").jobs_completed * 95 / 100);
+}
+
+TEST(ShippedScenario, MixedClusterCaseStudyShape) {
+  std::vector<sim::RunResult> runs = Simulate("mixed-cluster.yaml");
+  ASSERT_EQ(runs.size(), 3u);
+  const sim::RunResult& fcfs = Named(runs, "fcfs");
+  const sim::RunResult& priorities = Named(runs, "priorities");
+  const sim::RunResult& protected_run = Named(runs, "quotas+checkpoints");
+  // Inference latency falls once serving comes first.
+  EXPECT_LT(WorstP99(priorities), WorstP99(fcfs) * 0.8);
+  EXPECT_LT(WorstP99(protected_run), 200);
+  // Checkpoint protection: far less work lost than with bare priorities.
+  EXPECT_LT(protected_run.overall.gpu_hours_lost, priorities.overall.gpu_hours_lost * 0.6);
+  // The cluster stays busy.
+  EXPECT_GT(protected_run.gpu_utilization, 0.85);
+  EXPECT_GT(protected_run.gpu_utilization, fcfs.gpu_utilization);
+}
+
+}  // namespace
+}  // namespace arbiter
