@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|preempt] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
 #include "preempt_bench.h"
+#include "sim_bench.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -215,7 +216,7 @@ Options ParseArgs(int argc, char** argv) {
     } else if (arg == "--no-clock") {
       opt.clock = false;
     } else {
-      Fail("usage: arbiter_bench [--only 10k|1k|preempt] [--reps N] [--seed N] [--no-clock]");
+      Fail("usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k] [--reps N] [--seed N] [--no-clock]");
     }
   }
   return opt;
@@ -235,6 +236,15 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "preempt") {
     RunPreemptBench(10'000, 100'000, opt.reps > 0 ? opt.reps : 200, opt.seed, "");
+    ran = true;
+  }
+  const std::string philly = std::string(ARBITER_SOURCE_DIR) + "/data/traces/philly/philly_first2000.csv";
+  if (opt.only.empty() || opt.only == "sim10k") {
+    RunSimBench(philly, 10'000, 205, opt.seed, "10k");
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "sim") {
+    RunSimBench(philly, 100'000, 2048, opt.seed, "100k");
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

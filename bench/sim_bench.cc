@@ -1,0 +1,99 @@
+// The simulator benchmark: wall time and events per second of a trace replay. The trace is
+// Philly-shaped: each job's GPU count and duration are drawn together from a row of the shipped
+// Philly sample, arrivals are Poisson at the rate that offers 80% of the cluster's GPU-hours.
+#include "sim_bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "arbiter/sim.h"
+#include "arbiter/trace.h"
+#include "arbiter/workload.h"
+#include "workload.h"
+
+namespace arbiter::bench {
+
+void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus,
+                 std::uint64_t seed, const std::string& label) {
+  Result<trace::Trace> philly = trace::ReadTraceFile(sample, "philly");
+  if (!philly.ok()) Fail(philly.status().message());
+  if (philly->jobs.empty()) Fail(sample + ": no jobs");
+  double gpu_hours = 0;  // mean per row
+  for (const trace::TraceJob& j : philly->jobs) {
+    gpu_hours += static_cast<double>(j.tasks) * static_cast<double>(j.gpu_per_task.value()) /
+                 kMilliPerGpu * static_cast<double>(j.duration) / 3.6e6;
+  }
+  gpu_hours /= static_cast<double>(philly->jobs.size());
+  const double per_hour = 0.8 * static_cast<double>(gpus) / gpu_hours;
+
+  ClusterSpec cluster;
+  cluster.topology.levels = {"rack"};
+  cluster.priority_classes = {{"normal", 0, true}};
+  for (const char* q : {"root", "vc"}) {
+    QueueSpec spec;
+    spec.name = q;
+    if (std::string(q) == "vc") spec.parent = "root";
+    cluster.queues.push_back(spec);
+  }
+  const std::int64_t nodes = (gpus + 7) / 8;
+  for (std::int64_t n = 0; n < nodes; ++n) {
+    NodeSpec node;
+    node.name = "n" + std::to_string(n);
+    node.cpu = MilliCpu(64'000);
+    node.memory = MemMiB(512 * 1024);
+    for (int d = 0; d < 8; ++d) {
+      node.devices.push_back(DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
+    }
+    node.domains = {"rack-" + std::to_string(n / 16)};
+    cluster.nodes.push_back(std::move(node));
+  }
+
+  sim::Workload workload;
+  sim::Rng rng(seed);
+  double t = 0;
+  workload.jobs.reserve(static_cast<std::size_t>(jobs));
+  for (std::int64_t k = 0; k < jobs; ++k) {
+    t += rng.Exponential(3.6e6 / per_hour);
+    const trace::TraceJob& row =
+        philly->jobs[static_cast<std::size_t>(rng.Uniform() * static_cast<double>(philly->jobs.size()))];
+    sim::SimJob j;
+    j.job.name = "philly-" + std::to_string(k);
+    j.job.queue = 1;
+    j.job.submit_time = static_cast<Millis>(t);
+    TaskGroup g;
+    g.name = "main";
+    g.count = row.tasks;
+    g.request.gpu = row.gpu_per_task;
+    g.request.cpu = MilliCpu(4000);
+    g.request.memory = MemMiB(32 * 1024);
+    j.job.groups.push_back(g);
+    j.kind = sim::WorkKind::kBatch;
+    j.workload = "philly";
+    j.work = std::max<Millis>(1000, row.duration);
+    j.job.runtime_estimate = j.work;
+    workload.jobs.push_back(std::move(j));
+  }
+
+  sim::SimOptions options;
+  options.sample_interval = 3600 * kMillisPerSecond;
+  const auto start = std::chrono::steady_clock::now();
+  Result<sim::RunResult> run = sim::Simulate(cluster, EngineOptions{}, workload, options, "philly");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!run.ok()) Fail(run.status().message());
+  std::printf("# sim: %lld Philly-shaped jobs on %lld GPUs: %lld events, %lld cycles, %.1f simulated "
+              "days, %lld completed, utilisation %.3f\n",
+              static_cast<long long>(jobs), static_cast<long long>(gpus),
+              static_cast<long long>(run->events), static_cast<long long>(run->cycles),
+              static_cast<double>(run->horizon) / 8.64e7,
+              static_cast<long long>(run->overall.jobs_completed), run->gpu_allocation);
+  const std::string events_name = label == "100k" ? "sim_events_per_s" : "sim_events_per_s_" + label;
+  std::printf("BENCH %s %.6g events/s\n", events_name.c_str(),
+              static_cast<double>(run->events) / seconds);
+  std::printf("BENCH sim_philly%s_s %.6g s\n", label.c_str(), seconds);
+}
+
+}  // namespace arbiter::bench

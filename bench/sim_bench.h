@@ -1,0 +1,14 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace arbiter::bench {
+
+// Replays a Philly-shaped trace of `jobs` jobs, drawn from the shipped Philly sample's GPU counts
+// and durations with Poisson arrivals at 80% offered load, on `gpus` GPUs (8 per node); prints
+// BENCH lines named with `label` (e.g. "100k": sim_philly100k_s).
+void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus,
+                 std::uint64_t seed, const std::string& label);
+
+}  // namespace arbiter::bench
