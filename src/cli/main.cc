@@ -1,6 +1,7 @@
 // The arbiter command. Subcommands that exercise the engine: `plan` (one scheduling cycle over a
 // cluster file and a jobs file) and `lint` (check configuration files). Exit status: 0 on success,
-// 1 on bad input (with a one-line error naming the file and field), 2 on usage errors.
+// 1 on bad input (with a one-line error naming the file and field) and on lint warnings with
+// --strict, 2 on usage errors.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include "arbiter/state.h"
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/lint.h"
 
 namespace arbiter::cli {
 namespace {
@@ -311,20 +313,32 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
   return 0;
 }
 
-int RunLint(const std::string& cluster_path, const std::string& jobs_path) {
+// Loads the files (exit 1 when one is invalid), prints a summary and the lint warnings
+// (src/config/lint.h), one a line, then their count or "ok". Warnings exit 1 only with `strict`.
+int RunLint(const std::string& cluster_path, const std::string& jobs_path, bool strict) {
   std::optional<Loaded> loaded = LoadCluster(cluster_path);
   if (!loaded) return 1;
   PrintClusterSummary(*loaded->state);
+  std::vector<Job> jobs;
   if (!jobs_path.empty()) {
-    Result<std::vector<Job>> jobs = config::LoadJobsFile(jobs_path, *loaded->state);
-    if (!jobs.ok()) {
-      fmt::print(stderr, "error: {}\n", jobs.status().message());
+    Result<std::vector<Job>> loaded_jobs = config::LoadJobsFile(jobs_path, *loaded->state);
+    if (!loaded_jobs.ok()) {
+      fmt::print(stderr, "error: {}\n", loaded_jobs.status().message());
       return 1;
     }
-    fmt::print("jobs: {} in {}\n", jobs->size(), jobs_path);
+    jobs = std::move(loaded_jobs).value();
+    fmt::print("jobs: {} in {}\n", jobs.size(), jobs_path);
   }
-  fmt::print("ok\n");
-  return 0;
+  const std::vector<config::LintWarning> warnings =
+      config::Lint(loaded->config, *loaded->state, jobs);
+  for (const config::LintWarning& w : warnings)
+    fmt::print("warning: {}: {} [{}]\n", w.field, w.message, w.code);
+  if (warnings.empty()) {
+    fmt::print("ok\n");
+    return 0;
+  }
+  fmt::print("{} warning{}\n", warnings.size(), warnings.size() == 1 ? "" : "s");
+  return strict ? 1 : 0;
 }
 
 }  // namespace
@@ -361,12 +375,15 @@ int main(int argc, char** argv) {
                       "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
 
   std::string lint_cluster, lint_jobs;
-  CLI::App* lint =
-      app.add_subcommand("lint", "Check a cluster configuration (and optionally a jobs file)");
+  bool lint_strict = false;
+  CLI::App* lint = app.add_subcommand(
+      "lint",
+      "Check a cluster configuration (and optionally a jobs file); warn about known pitfalls");
   lint->add_option("--config", lint_cluster, "Cluster configuration (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
   lint->add_option("--jobs", lint_jobs, "Jobs file (YAML)")->check(CLI::ExistingFile);
+  lint->add_flag("--strict", lint_strict, "Exit with status 1 when there are warnings");
 
   arbiter::cli::SimArgs sim_args;
   bool compare = false;
@@ -400,7 +417,7 @@ int main(int argc, char** argv) {
     return arbiter::cli::RunSim(sim_args);
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
-  if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs);
+  if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs, lint_strict);
   if (*explain)
     return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
   return 2;

@@ -286,8 +286,11 @@ class ScenarioLoader {
   }
 
   // The job template of a workload with the configuration's assignment of queue and class.
+  // `required`: the workload is a generator or service, whose jobs all take the template's queue.
+  // A trace's template may leave the queue out when the trace's `queues` map gives every job
+  // one; `queue_given` says whether it did not.
   Job Template(const Value& w, const Map& wm, const std::map<std::string, Value>& assign,
-               const ClusterState& state, bool required) {
+               const ClusterState& state, bool required, bool* queue_given = nullptr) {
     const std::string name = wm.Get("name").String();
     std::vector<std::pair<std::string, YAML::Node>> overrides;
     auto it = assign.find(name);
@@ -306,9 +309,22 @@ class ScenarioLoader {
                        "restart_overhead", "gpu_types", "topology", "node_selector", "tolerations",
                        "labels", "affinity", "groups", "tasks", "gpus", "gpu_memory", "cpu",
                        "memory"});
-    if (!check.Has("queue")) base.Fail(fmt::format("no queue for workload '{}': give job.queue "
-                                                   "or the configuration's assign",
-                                                   name));
+    if (queue_given) *queue_given = check.Has("queue");
+    if (!check.Has("queue") && required) {
+      base.Fail(fmt::format("no queue for workload '{}': give job.queue or the configuration's "
+                            "assign",
+                            name));
+    }
+    if (!check.Has("queue")) {
+      // A placeholder for the loader; every job's queue comes from the trace (checked per job).
+      for (QueueId q = 0; q < state.queue_count(); ++q) {
+        if (state.queue(q).children.empty()) {
+          YAML::Node any(state.queue(q).spec.name);
+          return internal::LoadJobTemplate(
+              merged.WithNode(Merge(merged.node(), {{"queue", any}})), state);
+        }
+      }
+    }
     if (!check.Has("priority_class")) {
       base.Fail(fmt::format("no priority class for workload '{}': give job.priority_class or the "
                             "configuration's assign",
@@ -357,7 +373,9 @@ class ScenarioLoader {
       for (std::string_view f : {"arrivals", "work", "gpus"}) {
         if (m.Has(f)) m.Key(f).Fail("not a field of a trace workload (the trace gives it)");
       }
-      LoadTrace(*t, name, kind, Template(w, m, assign, state, false), checkpoint_cost,
+      bool queue_given = false;
+      Job base = Template(w, m, assign, state, false, &queue_given);
+      LoadTrace(*t, name, kind, base, queue_given, AssignsQueue(name, assign), checkpoint_cost,
                 estimate_factor, state, out);
       return;
     }
@@ -382,9 +400,19 @@ class ScenarioLoader {
     for (sim::SimJob& j : jobs) out.jobs.push_back(std::move(j));
   }
 
+  // Whether the configuration's assign gives the workload's queue.
+  static bool AssignsQueue(const std::string& name, const std::map<std::string, Value>& assign) {
+    auto it = assign.find(name);
+    if (it == assign.end()) it = assign.find("*");
+    return it != assign.end() && it->second.node().IsMap() && it->second.node()["queue"];
+  }
+
+  // A trace's jobs. Their queue: the configuration's assign when it gives one (every job there);
+  // else the trace's queue through `queues`, or as named when it is a leaf queue; else the
+  // template's.
   void LoadTrace(const Value& t, const std::string& name, sim::WorkKind kind, const Job& base,
-                 Millis checkpoint_cost, double estimate_factor, const ClusterState& state,
-                 sim::Workload& out) {
+                 bool queue_given, bool assigned, Millis checkpoint_cost, double estimate_factor,
+                 const ClusterState& state, sim::Workload& out) {
     Map m(t, {"file", "format", "skip_bad_rows", "limit", "queues"});
     std::string file = m.Get("file").NonEmptyString();
     std::filesystem::path path(file);
@@ -399,7 +427,7 @@ class ScenarioLoader {
     std::int64_t limit = 0;
     if (const Value* v = m.Find("limit")) limit = v->Int(0, INT64_MAX);
     std::map<std::string, QueueId> queue_map;
-    if (const Value* v = m.Find("queues")) {
+    if (const Value* v = m.Find("queues"); v && !assigned) {
       for (const Entry& e : Entries(*v)) {
         const std::string queue = e.value.NonEmptyString();
         std::optional<QueueId> id = state.FindQueue(queue);
@@ -442,7 +470,7 @@ class ScenarioLoader {
       j.job.name = tj.name;
       j.job.user = tj.user.empty() ? base.user : tj.user;
       j.job.submit_time = tj.submit;
-      if (!tj.queue.empty() || !queue_map.empty()) {
+      if (!assigned && (!tj.queue.empty() || !queue_map.empty())) {
         auto q = queue_map.find(tj.queue);
         if (q == queue_map.end()) q = queue_map.find("*");
         if (q != queue_map.end()) {
@@ -450,7 +478,15 @@ class ScenarioLoader {
         } else if (std::optional<QueueId> id = state.FindQueue(tj.queue);
                    id && state.queue(*id).children.empty()) {
           j.job.queue = *id;
+        } else if (!queue_given) {
+          m.Get("file").Fail(fmt::format(
+              "{}:{}: trace queue '{}' is not mapped to a queue: add it (or \"*\") to "
+              "trace.queues, or give job.queue",
+              file, tj.line, tj.queue));
         }
+      } else if (!assigned && !queue_given) {
+        m.Get("file").Fail(fmt::format(
+            "{}:{}: the row has no queue: give job.queue or \"*\" in trace.queues", file, tj.line));
       }
       if (!tj.priority_class.empty()) {
         if (std::optional<PriorityClassId> c = state.FindPriorityClass(tj.priority_class)) {

@@ -112,7 +112,10 @@ double Dist::Mean() const {
 }
 
 std::vector<SimJob> Generate(const Generator& g, std::uint64_t seed, Millis horizon) {
+  // Arrival times and job sizes come from separate streams, so that a longer horizon adds jobs
+  // without changing the earlier ones.
   Rng rng(StreamSeed(seed, g.name));
+  Rng arrivals(StreamSeed(seed, g.name + "/arrivals"));
   const Millis until = g.arrivals.until > 0 ? g.arrivals.until : horizon;
   std::vector<Millis> times;
   const auto more = [&] {
@@ -124,7 +127,7 @@ std::vector<SimJob> Generate(const Generator& g, std::uint64_t seed, Millis hori
       const double mean = 3600.0 * kMillisPerSecond / g.arrivals.per_hour;
       double t = static_cast<double>(g.arrivals.start);
       while (more()) {
-        t += rng.Exponential(mean);
+        t += arrivals.Exponential(mean);
         if (until > 0 && t >= static_cast<double>(until)) break;
         times.push_back(static_cast<Millis>(t));
       }

@@ -169,8 +169,9 @@ class Simulation {
   void MakePending(std::uint32_t r, Millis now);
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
-  // Ends the current run of r at `stop`, keeping progress `saved`. A run that is `requeued` (evicted
-  // or failed) loses the progress beyond `saved` and the overhead of its next restart.
+  // Ends the current run of r at `stop`, keeping progress `saved`. A run that is `requeued`
+  // (evicted or failed) loses the progress made by `stop` beyond `saved` and the overhead of its
+  // next restart. An evicted run ends at its signal: its devices are the preemptor's from then on.
   void EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeued);
   Status Fail(std::uint32_t r, Millis now);
   Status NodeDown(NodeId node, Millis now);
@@ -195,6 +196,7 @@ class Simulation {
   std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
   std::int64_t running_ = 0;                 // runs bound or draining
   std::int64_t future_ = 0;                  // arrivals and requeues still to come
+  std::int64_t nodes_down_ = 0;              // outages still to end
   Millis last_cycle_ = std::numeric_limits<Millis>::min() / 2;
   Millis next_cycle_ = kNever;
   Millis last_sample_ = 0;
@@ -286,8 +288,8 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
   const Progress p = ProgressAt(run, stop);
   if (requeued && run.spec.kind != WorkKind::kInference) {
     // The work since the checkpoint kept, and the overhead the restart will take.
-    saved = std::min(saved, p.done);
-    run.lost_gpu_ms += run.gpus * static_cast<double>(p.done - saved + run.spec.job.restart_overhead);
+    run.lost_gpu_ms += run.gpus * static_cast<double>(std::max<Millis>(0, p.done - saved) +
+                                                      run.spec.job.restart_overhead);
   }
   run.saved = saved;
   ++run.generation;
@@ -446,7 +448,7 @@ Status Simulation::Cycle(Millis now) {
     }
     if (run.spec.kind == WorkKind::kBatch) saved = 0;
     Release(r, now);
-    EndRun(r, e.stop_at, saved, true);
+    EndRun(r, e.signal_at, saved, true);
     ++run.evictions;
     run.phase = Phase::kDraining;
     ++running_;  // draining until stop_at
@@ -510,7 +512,11 @@ void Simulation::TakeSample(Millis now) {
   last_sample_ = now;
 }
 
-bool Simulation::Busy() const { return running_ > 0 || future_ > 0; }
+// Whether anything may still happen to the jobs: a node coming back matters only to jobs that
+// wait, and a node going down to none once nothing runs.
+bool Simulation::Busy() const {
+  return running_ > 0 || future_ > 0 || (nodes_down_ > 0 && !pending_.empty());
+}
 
 Result<RunResult> Simulation::Run(const std::string& name) {
   const std::size_t queues = state_.queue_count();
@@ -558,7 +564,6 @@ Result<RunResult> Simulation::Run(const std::string& name) {
   for (std::uint32_t o = 0; o < workload_.outages.size(); ++o) {
     const NodeOutage& outage = workload_.outages[o];
     if (outage.node >= state_.node_count()) return Status::Error("outage of an unknown node");
-    ++future_;
     Push(outage.at, EventKind::kNodeDown, o);
   }
   if (options_.sample_interval > 0) Push(options_.sample_interval, EventKind::kSample);
@@ -606,7 +611,6 @@ Result<RunResult> Simulation::Run(const std::string& name) {
         break;
       }
       case EventKind::kNodeDown: {
-        --future_;
         const NodeOutage& outage = workload_.outages[e.subject];
         double milli = 0;
         for (const DeviceState& d : state_.node(outage.node).devices) {
@@ -615,14 +619,14 @@ Result<RunResult> Simulation::Run(const std::string& name) {
         }
         if (state_.node(outage.node).healthy) healthy_.Add(now, -milli);
         if (Status st = NodeDown(outage.node, now); !st.ok()) return st;
-        ++future_;
+        ++nodes_down_;
         Push(now + outage.duration, EventKind::kNodeUp, e.subject);
         changed_ = true;
         RequestCycle(now);
         break;
       }
       case EventKind::kNodeUp: {
-        --future_;
+        --nodes_down_;
         const NodeOutage& outage = workload_.outages[e.subject];
         // Overlapping outages of one node: it comes back when the last one ends.
         bool still_down = false;

@@ -1,0 +1,411 @@
+#include "config/lint.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arbiter::config {
+namespace {
+
+// "8", "0.5", "0.125".
+std::string Gpus(std::int64_t milli) {
+  std::string s = std::to_string(milli / kMilliPerGpu);
+  if (milli % kMilliPerGpu != 0) {
+    std::string frac = std::to_string(milli % kMilliPerGpu + kMilliPerGpu).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s;
+}
+
+// "a, b, c" with at most `most` names, then ", and N more".
+std::string NameList(const std::vector<std::string>& names, std::size_t most = 6) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < most; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > most) out += fmt::format(", and {} more", names.size() - most);
+  return out;
+}
+
+std::string Percent(std::int64_t part, std::int64_t whole) {
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// What the engine's preemption stage can do, from the configuration alone (src/engine/preempt.cc):
+//  - within a queue: a job of a queue with preempt_within_queue evicts lower-valued classes' jobs
+//    of the same queue;
+//  - by queue priority: a job of a queue with preempt_lower_priority evicts work of queues of the
+//    same tree with a lower `priority`;
+//  - by reclaim: a job of a queue with reclaim, within its nominal quota, evicts work that other
+//    queues of its tree run on borrowed quota.
+// Jobs name leaf queues only, so preemptors and victims are leaf queues. Where the configuration
+// alone cannot tell (which classes a queue's jobs use, how much is borrowed at a given time), the
+// analysis answers "can evict", so that the rules built on it stay quiet.
+class Analysis {
+ public:
+  Analysis(const ClusterConfig& config, const ClusterState& state)
+      : preemption_(config.engine.preemption.enabled), state_(state) {
+    const std::size_t n = state.queue_count();
+    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
+      top_value_ = std::max(top_value_, state.priority_class(c).value);
+    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
+      const PriorityClassSpec& pc = state.priority_class(c);
+      any_preemptible_ = any_preemptible_ || pc.preemptible;
+      preemptible_below_another_ =
+          preemptible_below_another_ || (pc.preemptible && pc.value < top_value_);
+    }
+    root_.resize(n);
+    can_borrow_.resize(n);
+    can_reclaim_.resize(n);
+    for (QueueId q = 0; q < n; ++q) {
+      QueueId r = q;
+      while (state.queue(r).parent != kNone) r = state.queue(r).parent;
+      root_[q] = r;
+      can_borrow_[q] = ComputeCanBorrow(q);
+      can_reclaim_[q] = ComputeCanReclaim(q);
+    }
+    // Per tree (indexed by root): the highest priority of a leaf with preempt_lower_priority, the
+    // leaves that may reclaim, the highest leaf priority.
+    constexpr std::int64_t kNoPriority = std::numeric_limits<std::int64_t>::min();
+    std::vector<std::int64_t> top_evictor(n, kNoPriority);
+    std::vector<int> reclaimers(n, 0);
+    top_leaf_priority_.assign(n, kNoPriority);
+    for (QueueId q = 0; q < n; ++q) {
+      if (!leaf(q)) continue;
+      const QueueSpec& s = spec(q);
+      if (s.preempt_lower_priority)
+        top_evictor[root_[q]] = std::max<std::int64_t>(top_evictor[root_[q]], s.priority);
+      if (can_reclaim_[q]) ++reclaimers[root_[q]];
+      top_leaf_priority_[root_[q]] =
+          std::max<std::int64_t>(top_leaf_priority_[root_[q]], s.priority);
+    }
+    by_queue_priority_.resize(n);
+    by_reclaim_.resize(n);
+    evictable_.resize(n);
+    evictable_leaves_.assign(n, 0);
+    for (QueueId q = 0; q < n; ++q) {
+      if (!leaf(q)) continue;
+      // A queue does not outrank itself, so the top evictor is another queue when it outranks q.
+      by_queue_priority_[q] = top_evictor[root_[q]] > spec(q).priority;
+      by_reclaim_[q] = can_borrow_[q] && reclaimers[root_[q]] - (can_reclaim_[q] ? 1 : 0) > 0;
+      evictable_[q] = preemption_ && any_preemptible_ && spec(q).preemptable &&
+                      EvictableByRule(q, std::nullopt);
+      if (evictable_[q]) ++evictable_leaves_[root_[q]];
+    }
+  }
+
+  bool preemption() const { return preemption_; }
+  bool any_preemptible_class() const { return any_preemptible_; }
+  bool leaf(QueueId q) const { return state_.queue(q).children.empty(); }
+  bool same_tree(QueueId a, QueueId b) const { return root_[a] == root_[b]; }
+  const QueueSpec& spec(QueueId q) const { return state_.queue(q).spec; }
+  // Whether leaf queue q may use more than its nominal quota in some resource limited in its tree
+  // (its own limits only: borrowing_limit not 0, and max, when given, above nominal).
+  bool can_borrow(QueueId q) const { return can_borrow_[q]; }
+
+  // Whether work of leaf queue v in a class of value `value` (any preemptible class when unset)
+  // can be evicted by some rule. Assumes preemption is enabled, v preemptable and the class
+  // preemptible.
+  bool EvictableByRule(QueueId v, std::optional<std::int32_t> value) const {
+    const bool within =
+        spec(v).preempt_within_queue && (value ? *value < top_value_ : preemptible_below_another_);
+    return within || by_queue_priority_[v] || by_reclaim_[v];
+  }
+  // Whether work of leaf queue v, in some class, can ever be evicted.
+  bool Evictable(QueueId v) const { return evictable_[v]; }
+  // Whether another leaf queue of v's tree can be evicted, or has a higher priority than v.
+  bool TreeMeansEviction(QueueId v) const {
+    return evictable_leaves_[root_[v]] - (evictable_[v] ? 1 : 0) > 0 ||
+           top_leaf_priority_[root_[v]] > spec(v).priority;
+  }
+
+ private:
+  bool ComputeCanBorrow(QueueId q) const {
+    for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
+      const QuotaLimits& l = state_.quota(q, r);
+      if (!l.limited || l.borrowing_limit == 0) continue;
+      if (l.max >= 0 && l.max <= l.nominal) continue;
+      return true;
+    }
+    return false;
+  }
+  // Reclaim on, and nominal quota in a resource limited in its tree.
+  bool ComputeCanReclaim(QueueId q) const {
+    if (!spec(q).reclaim) return false;
+    for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
+      const QuotaLimits& l = state_.quota(q, r);
+      if (l.limited && l.nominal > 0) return true;
+    }
+    return false;
+  }
+
+  bool preemption_;
+  const ClusterState& state_;
+  std::int32_t top_value_ = std::numeric_limits<std::int32_t>::min();
+  bool any_preemptible_ = false;
+  bool preemptible_below_another_ = false;  // some preemptible class has a higher class above it
+  std::vector<QueueId> root_;
+  std::vector<bool> can_borrow_, can_reclaim_;
+  std::vector<bool> by_queue_priority_, by_reclaim_, evictable_;
+  std::vector<int> evictable_leaves_;            // per root
+  std::vector<std::int64_t> top_leaf_priority_;  // per root
+};
+
+class Linter {
+ public:
+  Linter(const ClusterConfig& config, const ClusterState& state, std::span<const Job> jobs)
+      : state_(state), jobs_(jobs), a_(config, state) {
+    for (std::size_t i = 0; i < config.cluster.queues.size(); ++i)
+      queue_index_[config.cluster.queues[i].name] = i;
+    for (std::size_t i = 0; i < config.cluster.priority_classes.size(); ++i)
+      class_index_[config.cluster.priority_classes[i].name] = i;
+  }
+
+  std::vector<LintWarning> Run() {
+    ClassProtection();
+    HighPriorityQueueWithoutQuota();
+    NothingEvicts();
+    GuaranteesExceedCapacity();
+    if (!jobs_.empty()) {
+      TopClassMajority();
+      JobsWithoutCheckpoints();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  std::string QueueField(QueueId q) const {
+    auto it = queue_index_.find(state_.queue(q).spec.name);
+    return it == queue_index_.end() ? "queues" : fmt::format("queues[{}]", it->second);
+  }
+  std::string ClassField(PriorityClassId c) const {
+    auto it = class_index_.find(state_.priority_class(c).name);
+    return it == class_index_.end() ? "priority_classes"
+                                    : fmt::format("priority_classes[{}]", it->second);
+  }
+  std::string QueueNames(const std::vector<QueueId>& queues) const {
+    std::vector<std::string> names;
+    for (QueueId q : queues) names.push_back(state_.queue(q).spec.name);
+    return NameList(names);
+  }
+  void Warn(const char* code, std::string field, std::string message) {
+    out_.push_back({code, std::move(field), std::move(message)});
+  }
+
+  // preemptible-class-without-protection: a preemptible class whose jobs something can evict,
+  // with no minimum runtime, no eviction budget and no cooldown.
+  void ClassProtection() {
+    if (!a_.preemption()) return;
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      const PriorityClassSpec& pc = state_.priority_class(c);
+      if (!pc.preemptible || pc.min_runtime != 0 || pc.max_evictions != 0 ||
+          pc.eviction_cooldown != 0)
+        continue;
+      bool evictable = false;
+      for (QueueId v = 0; v < state_.queue_count() && !evictable; ++v) {
+        evictable = a_.leaf(v) && a_.spec(v).preemptable && a_.EvictableByRule(v, pc.value);
+      }
+      if (!evictable) continue;
+      Warn(kLintPreemptibleClassWithoutProtection, ClassField(c),
+           fmt::format(
+               "priority class '{}' is preemptible with no min_runtime, no max_evictions and no "
+               "eviction_cooldown: nothing bounds how often one of its jobs is evicted, and a job "
+               "that has just (re)started has lost the least work, so it is the cheapest victim "
+               "again and again and may never reach its first checkpoint; set min_runtime (e.g. "
+               "the checkpoint interval of its jobs), or max_evictions with eviction_window, or "
+               "eviction_cooldown",
+               pc.name));
+    }
+  }
+
+  // high-priority-queue-without-quota: a leaf queue that evicts lower-priority queues of its tree
+  // (preempt_lower_priority, with some preemptable lower-priority leaf queue there) while some GPU
+  // model of the cluster is limited by no quota in its tree (neither the model nor "gpu").
+  void HighPriorityQueueWithoutQuota() {
+    if (!a_.preemption() || !a_.any_preemptible_class()) return;
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      const QueueSpec& s = a_.spec(q);
+      if (!a_.leaf(q) || !s.preempt_lower_priority) continue;
+      std::vector<std::string> unbounded;
+      for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) {
+        if (!state_.quota(q, 0).limited && !state_.quota(q, 1 + t).limited)
+          unbounded.push_back(state_.gpu_type_name(t));
+      }
+      if (unbounded.empty()) continue;
+      std::vector<QueueId> victims;
+      for (QueueId v = 0; v < state_.queue_count(); ++v) {
+        if (v != q && a_.leaf(v) && a_.same_tree(v, q) && a_.spec(v).preemptable &&
+            a_.spec(v).priority < s.priority)
+          victims.push_back(v);
+      }
+      if (victims.empty()) continue;
+      Warn(
+          kLintHighPriorityQueueWithoutQuota, QueueField(q),
+          fmt::format(
+              "queue '{}' (priority {}) evicts work of lower-priority queues ({}) through "
+              "preempt_lower_priority, but no queue of its tree declares quota for {} (neither "
+              "the model nor '{}'): nothing caps what it takes and no guarantee protects its "
+              "victims, so it can take every such GPU and starve the other queues; give it a "
+              "max (e.g. quota: {{{}: {{max: N}}}}) or declare nominal quota for these GPUs in its "
+              "tree",
+              s.name, s.priority, QueueNames(victims), NameList(unbounded), kAllGpusResource,
+              kAllGpusResource));
+    }
+  }
+
+  // preemptible-queue-nothing-evicts: a preemptable leaf queue whose work no rule can evict, in a
+  // tree where eviction is evidently meant (another leaf queue of the tree is evictable, or has a
+  // higher priority). Quiet when preemption is disabled or no class is preemptible.
+  void NothingEvicts() {
+    if (!a_.preemption() || !a_.any_preemptible_class()) return;
+    for (QueueId v = 0; v < state_.queue_count(); ++v) {
+      const QueueSpec& s = a_.spec(v);
+      if (!a_.leaf(v) || !s.preemptable || a_.Evictable(v) || !a_.TreeMeansEviction(v)) continue;
+      std::vector<QueueId> higher;
+      for (QueueId w = 0; w < state_.queue_count(); ++w) {
+        if (w != v && a_.leaf(w) && a_.same_tree(w, v) && a_.spec(w).priority > s.priority)
+          higher.push_back(w);
+      }
+      const std::string within =
+          s.preempt_within_queue
+              ? "no preemptible priority class has a class of higher value above it"
+              : "preempt_within_queue is false";
+      const std::string across =
+          higher.empty() ? "no queue of its tree has a higher priority"
+                         : fmt::format(
+                               "none of the higher-priority queues of its tree ({}) has "
+                               "preempt_lower_priority",
+                               QueueNames(higher));
+      const std::string reclaim =
+          a_.can_borrow(v)
+              ? "no other queue of its tree can reclaim (reclaim with nominal quota)"
+              : "it never runs on borrowed quota, so there is nothing to reclaim from it";
+      Warn(kLintPreemptibleQueueNothingEvicts, QueueField(v),
+           fmt::format(
+               "queue '{}' is preemptable, but no rule can evict its work: {}; {}; {}. Blocked "
+               "jobs of other queues wait until its jobs end, however important they are; set "
+               "preempt_lower_priority on the queues that should take its GPUs, or give them "
+               "nominal quota to reclaim, or mark this queue preemptable: false to say what it is",
+               s.name, within, across, reclaim));
+    }
+  }
+
+  // guarantees-exceed-capacity: per quota resource, the nominal quota of the root queues (each
+  // the sum over its tree) adds up to more GPUs than the cluster has.
+  void GuaranteesExceedCapacity() {
+    std::vector<std::int64_t> capacity(state_.quota_resource_count(), 0);
+    for (NodeId n = 0; n < state_.node_count(); ++n) {
+      for (const DeviceState& d : state_.node(n).devices) {
+        capacity[0] += kMilliPerGpu;
+        capacity[1 + d.type] += kMilliPerGpu;
+      }
+    }
+    for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
+      std::int64_t total = 0;
+      std::vector<std::string> parts;
+      for (QueueId q = 0; q < state_.queue_count(); ++q) {
+        if (state_.queue(q).parent != kNone) continue;
+        const std::int64_t nominal = state_.quota(q, r).nominal;
+        if (nominal == 0) continue;
+        total += nominal;
+        parts.push_back(fmt::format("{} {}", state_.queue(q).spec.name, Gpus(nominal)));
+      }
+      if (total <= capacity[r]) continue;
+      const std::string resource = r == 0 ? std::string(kAllGpusResource)
+                                          : state_.gpu_type_name(static_cast<GpuTypeId>(r - 1));
+      const std::string what = r == 0 ? "GPUs of all models" : resource + " GPUs";
+      Warn(kLintGuaranteesExceedCapacity, "queues",
+           fmt::format(
+               "the queue trees guarantee {} {} in nominal quota ({}) but the cluster has {}: "
+               "the guarantees cannot all be honoured; a queue within its guarantee is admitted "
+               "by quota yet can wait forever, since reclaim only takes borrowed work and there "
+               "is none to take when every queue is within its own; lower the nominal quota for "
+               "'{}' to add up to at most {} (let queues borrow the rest)",
+               Gpus(total), what, NameList(parts), Gpus(capacity[r]), resource, Gpus(capacity[r])));
+    }
+  }
+
+  // top-class-majority: more than half of the jobs' GPUs are in the highest priority class (when
+  // the classes have at least two values and the jobs ask for GPUs).
+  void TopClassMajority() {
+    std::int32_t top = std::numeric_limits<std::int32_t>::min();
+    std::int32_t bottom = std::numeric_limits<std::int32_t>::max();
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      top = std::max(top, state_.priority_class(c).value);
+      bottom = std::min(bottom, state_.priority_class(c).value);
+    }
+    if (top == bottom) return;
+    std::int64_t total = 0, in_top = 0;
+    std::vector<PriorityClassId> top_classes;
+    for (const Job& j : jobs_) {
+      const std::int64_t gpus = j.total_gpu().value();
+      total += gpus;
+      if (state_.priority_class(j.priority_class).value != top || gpus == 0) continue;
+      in_top += gpus;
+      if (std::find(top_classes.begin(), top_classes.end(), j.priority_class) == top_classes.end())
+        top_classes.push_back(j.priority_class);
+    }
+    if (total == 0 || 2 * in_top <= total) return;
+    std::sort(top_classes.begin(), top_classes.end());
+    std::vector<std::string> names;
+    for (PriorityClassId c : top_classes) names.push_back(state_.priority_class(c).name);
+    Warn(kLintTopClassMajority, ClassField(top_classes.front()),
+         fmt::format(
+             "{} of the jobs' GPUs ({} of {}) are in the top priority class ({}, value {}): "
+             "when most work is top priority, priority orders nothing among it, and every "
+             "top-priority job may evict the little lower-priority work there is, so that work "
+             "is evicted over and over (a preemption storm); keep the top class for the few jobs "
+             "that must not wait (e.g. serving) and put the bulk in lower classes",
+             Percent(in_top, total), Gpus(in_top), Gpus(total), NameList(names), top));
+  }
+
+  // preemptible-jobs-without-checkpoints: GPU jobs that some rule can evict (preemptible class,
+  // preemptable queue, a rule that reaches them) and that never checkpoint, unless their runtime
+  // estimate is within their class's min_runtime. One warning per class.
+  void JobsWithoutCheckpoints() {
+    if (!a_.preemption()) return;
+    std::map<PriorityClassId, std::vector<std::string>> by_class;
+    for (const Job& j : jobs_) {
+      const PriorityClassSpec& pc = state_.priority_class(j.priority_class);
+      if (!pc.preemptible || !a_.spec(j.queue).preemptable) continue;
+      if (j.checkpoint_interval > 0 || j.total_gpu().value() == 0) continue;
+      if (j.runtime_estimate > 0 && j.runtime_estimate <= pc.min_runtime) continue;
+      if (!a_.EvictableByRule(j.queue, pc.value)) continue;
+      by_class[j.priority_class].push_back(j.name);
+    }
+    for (const auto& [c, names] : by_class) {
+      const PriorityClassSpec& pc = state_.priority_class(c);
+      Warn(kLintPreemptibleJobsWithoutCheckpoints, "jobs",
+           fmt::format(
+               "{} GPU job{} of preemptible class '{}' set{} no checkpoint_interval ({}): an "
+               "eviction throws away all the work since the job started, which then starts over "
+               "from zero, and a job evicted more than once may never finish; set "
+               "checkpoint_interval to how often the job checkpoints, or run jobs that cannot "
+               "checkpoint in a non-preemptible class (or give the class a min_runtime longer "
+               "than their runtime_estimate)",
+               names.size(), names.size() == 1 ? "" : "s", pc.name, names.size() == 1 ? "s" : "",
+               NameList(names)));
+    }
+  }
+
+  const ClusterState& state_;
+  std::span<const Job> jobs_;
+  Analysis a_;
+  std::map<std::string, std::size_t> queue_index_;
+  std::map<std::string, std::size_t> class_index_;
+  std::vector<LintWarning> out_;
+};
+
+}  // namespace
+
+std::vector<LintWarning> Lint(const ClusterConfig& config, const ClusterState& state,
+                              std::span<const Job> jobs) {
+  return Linter(config, state, jobs).Run();
+}
+
+}  // namespace arbiter::config
