@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,40 @@ struct RunResult {
   std::int64_t events = 0;
   std::int64_t cycles = 0;
 };
+
+// What one job of a simulation is doing at a moment (`arbiter explain --scenario`).
+struct JobStatusAt {
+  enum class State : std::uint8_t {
+    kNotSubmitted,
+    kPending,
+    kStarting,  // its devices are given; it waits for its victims to stop
+    kRunning,
+    kDraining,  // evicted: signalled, stops at `until`
+    kCompleted,
+    kStopped,  // an inference replica the autoscaler stopped
+  };
+  State state = State::kPending;
+  Millis at = 0;
+  JobRecord record;  // as of `at`
+  Millis since = -1;  // when it entered this state
+  // Not submitted: its submit time; starting: when its victims are stopped; running: its expected
+  // end (by its work); draining: when it stops; pending and placed by the cycle at `at`: its start.
+  Millis until = -1;
+  Millis work = 0;          // running time it needs in all
+  Millis progress = -1;     // running: work done
+  Millis checkpointed = -1;  // running: work its last checkpoint kept
+  std::vector<std::string> nodes;    // starting, running, or placed now: "node[devices]" per task
+  std::vector<std::string> victims;  // starting, or placed now: the jobs evicted for it
+  std::string preemptor;             // draining: the job it was evicted for
+  bool placed_now = false;           // pending: the cycle at `at` places it
+  std::optional<Reason> reason;      // pending and not placed: the engine's reason at `at`
+};
+
+// Runs the simulation up to `at` (the events at `at` included), then reports on the job named
+// `job`; a pending job's reason comes from one more cycle at `at` (not applied).
+Result<JobStatusAt> Inspect(const ClusterSpec& cluster, const EngineOptions& engine,
+                            const Workload& workload, const SimOptions& options,
+                            const std::string& job, Millis at);
 
 // Runs one configuration over a workload. Fails on a workload that does not fit the cluster's
 // names (queue or class ids out of range) or when the engine's plan does not apply.

@@ -18,6 +18,18 @@ struct SimArgs {
   bool quiet = false;             // no progress bar
 };
 
+struct ExplainSimArgs {
+  std::string job;
+  std::string scenario;
+  std::string at;   // a duration from the start of the simulation
+  std::string run;  // configuration; empty: the first
+  std::optional<std::uint64_t> seed;
+};
+
+// `arbiter explain JOB --scenario S --at T`: simulates up to T and says what the job is doing
+// and, when it is pending, why.
+int RunExplainSim(const ExplainSimArgs& args);
+
 // `arbiter sim`: runs a scenario's configurations on the same workload and reports them side by
 // side. Returns the exit status.
 int RunSim(const SimArgs& args);

@@ -361,18 +361,31 @@ int main(int argc, char** argv) {
   plan->add_flag("--json", json, "Print the plan as JSON");
 
   std::string explain_cluster, explain_jobs, explain_now, explain_job;
+  arbiter::cli::ExplainSimArgs explain_sim;
+  std::uint64_t explain_seed = 0;
   CLI::App* explain = app.add_subcommand(
       "explain",
-      "Why a job is pending, or where it goes, after one cycle over a cluster and its jobs");
+      "Why a job is pending, or where it goes: after one cycle over a cluster and its jobs, or at "
+      "a moment of a simulated scenario");
   explain->add_option("JOB", explain_job, "The job's name")->required();
-  explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  CLI::Option* explain_config =
+      explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
+          ->check(CLI::ExistingFile);
+  CLI::Option* explain_jobs_option =
+      explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")
+          ->check(CLI::ExistingFile);
   explain->add_option("--now", explain_now,
                       "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+  CLI::Option* explain_scenario =
+      explain->add_option("--scenario", explain_sim.scenario, "Simulator scenario (YAML)")
+          ->check(CLI::ExistingFile)
+          ->excludes(explain_config)
+          ->excludes(explain_jobs_option);
+  explain->add_option("--at", explain_sim.at, "With --scenario: the moment (e.g. 1d10h)");
+  explain->add_option("--run", explain_sim.run,
+                      "With --scenario: the configuration (default: the first)");
+  CLI::Option* explain_seed_option =
+      explain->add_option("--seed", explain_seed, "With --scenario: replaces the file's seed");
 
   std::string lint_cluster, lint_jobs;
   bool lint_strict = false;
@@ -418,7 +431,21 @@ int main(int argc, char** argv) {
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs, lint_strict);
-  if (*explain)
+  if (*explain) {
+    if (*explain_scenario) {
+      if (explain_sim.at.empty()) {
+        fmt::print(stderr, "error: explain --scenario needs --at (e.g. --at 1d10h)\n");
+        return 2;
+      }
+      if (*explain_seed_option) explain_sim.seed = explain_seed;
+      explain_sim.job = explain_job;
+      return arbiter::cli::RunExplainSim(explain_sim);
+    }
+    if (explain_cluster.empty() || explain_jobs.empty()) {
+      fmt::print(stderr, "error: explain needs --config and --jobs, or --scenario and --at\n");
+      return 2;
+    }
     return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
+  }
   return 2;
 }

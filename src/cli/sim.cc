@@ -15,6 +15,7 @@
 
 #include "arbiter/sim.h"
 #include "cli/commands.h"
+#include "config/config.h"
 #include "config/scenario.h"
 #include "report/report.h"
 
@@ -76,6 +77,110 @@ bool WriteText(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string Hours(Millis d) {
+  return fmt::format("{:.1f} h", static_cast<double>(d) / (3600.0 * kMillisPerSecond));
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+}  // namespace
+
+int RunExplainSim(const ExplainSimArgs& args) {
+  Result<Millis> at = config::ParseDuration(args.at, "--at");
+  if (!at.ok()) {
+    fmt::print(stderr, "error: {}\n", at.status().message());
+    return 1;
+  }
+  Result<config::Scenario> scenario = config::LoadScenarioFile(args.scenario, args.seed);
+  if (!scenario.ok()) {
+    fmt::print(stderr, "error: {}\n", scenario.status().message());
+    return 1;
+  }
+  const config::SimConfiguration* chosen = &scenario->configurations.front();
+  if (!args.run.empty()) {
+    chosen = nullptr;
+    std::string known;
+    for (const config::SimConfiguration& c : scenario->configurations) {
+      if (c.name == args.run) chosen = &c;
+      known += (known.empty() ? "" : ", ") + c.name;
+    }
+    if (!chosen) {
+      fmt::print(stderr, "error: --run: unknown configuration '{}' (known: {})\n", args.run, known);
+      return 1;
+    }
+  }
+  if (scenario->options.horizon > 0 && *at > scenario->options.horizon) {
+    fmt::print(stderr, "error: --at: {} is past the scenario's horizon ({})\n", Clock(*at),
+               Clock(scenario->options.horizon));
+    return 1;
+  }
+  Result<sim::JobStatusAt> status = sim::Inspect(chosen->cluster, chosen->engine,
+                                                 chosen->workload, scenario->options, args.job, *at);
+  if (!status.ok()) {
+    fmt::print(stderr, "error: {}\n", status.status().message());
+    return 1;
+  }
+  const sim::JobStatusAt& s = *status;
+  const sim::JobRecord& r = s.record;
+  fmt::print("{} ({}, workload {}, queue {}, class {}, {:g} GPU{}) in {} / {} at {}\n", r.name,
+             sim::WorkKindName(r.kind), r.workload, r.queue, r.priority_class, r.gpus,
+             r.gpus == 1 ? "" : "s", scenario->name, chosen->name, Clock(s.at));
+  if (s.state != sim::JobStatusAt::State::kNotSubmitted) {
+    fmt::print("  submitted {}", Clock(r.submit));
+    if (r.first_start >= 0) fmt::print(", first started {}", Clock(r.first_start));
+    fmt::print(", evicted {} times, {} failures, {:.2f} GPU-hours lost so far\n", r.evictions,
+               r.failures, r.gpu_hours_lost);
+  }
+  using State = sim::JobStatusAt::State;
+  switch (s.state) {
+    case State::kNotSubmitted:
+      fmt::print("  not submitted yet: arrives at {}\n", Clock(s.until));
+      break;
+    case State::kPending:
+      fmt::print("  pending since {} ({})\n", Clock(s.since), Hours(s.at - s.since));
+      if (s.placed_now) {
+        fmt::print("  the cycle at {} places it: {}\n", Clock(s.at), Join(s.nodes));
+        if (!s.victims.empty()) {
+          fmt::print("  preempting: signals {}; starts at {}\n", Join(s.victims),
+                     Clock(s.until));
+        }
+      } else if (s.reason) {
+        fmt::print("  why: {}\n", s.reason->Describe());
+      }
+      break;
+    case State::kStarting:
+      fmt::print("  preempting: its devices are given ({}); waits for {} to stop, starts at {}\n",
+                 Join(s.nodes), s.victims.empty() ? "its victims" : Join(s.victims),
+                 Clock(s.until));
+      break;
+    case State::kRunning:
+      fmt::print("  running since {} on {}\n", Clock(s.since), Join(s.nodes));
+      if (s.progress >= 0) {
+        fmt::print("  progress {} of {}, {} kept by its last checkpoint; expected to end at {}\n",
+                   Hours(s.progress), Hours(s.work), Hours(s.checkpointed), Clock(s.until));
+      }
+      break;
+    case State::kDraining:
+      fmt::print("  evicted at {} for {}: signalled, stops at {}, then waits again\n",
+                 Clock(s.since), s.preemptor.empty() ? "another job" : s.preemptor,
+                 Clock(s.until));
+      break;
+    case State::kCompleted:
+      fmt::print("  completed at {} (JCT {})\n", Clock(s.since), Hours(s.since - r.submit));
+      break;
+    case State::kStopped:
+      fmt::print("  stopped by its autoscaler at {}\n", Clock(s.since));
+      break;
+  }
+  return 0;
+}
 
 int RunSim(const SimArgs& args) {
   Result<config::Scenario> scenario = config::LoadScenarioFile(args.scenario, args.seed);

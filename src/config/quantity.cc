@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 
@@ -161,9 +163,51 @@ Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field) {
 }
 
 Result<Millis> ParseDuration(std::string_view text, std::string_view field) {
-  static constexpr Kind kKind{"duration", "90 (seconds), 500ms, 30s, 15m, 4h or 7d", "1 ms"};
-  return ParseScaled(text, field, kKind, kDurationUnits,
-                     "use ms, s, m, h or d; a bare number is seconds");
+  static constexpr Kind kKind{"duration", "90 (seconds), 500ms, 30s, 15m, 4h, 7d or 1d12h",
+                              "1 ms"};
+  constexpr std::string_view kHint = "use ms, s, m, h or d; a bare number is seconds";
+  // A compound duration ("1d12h30m") is a sum of parts, each with its unit, largest unit first.
+  std::vector<std::string_view> parts;
+  std::size_t begin = 0;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+    const bool after_letter = std::isalpha(static_cast<unsigned char>(text[i - 1])) != 0;
+    if (digit && after_letter) {
+      parts.push_back(text.substr(begin, i - begin));
+      begin = i;
+    }
+  }
+  parts.push_back(text.substr(begin));
+  if (parts.size() == 1) return ParseScaled(text, field, kKind, kDurationUnits, kHint);
+  Millis total = 0;
+  Millis previous_unit = std::numeric_limits<Millis>::max();
+  for (std::string_view part : parts) {
+    Result<std::int64_t> v = ParseScaled(part, field, kKind, kDurationUnits, kHint);
+    if (!v.ok()) return v.status();
+    Millis unit = 0;
+    for (const Unit& u : kDurationUnits) {
+      if (!u.suffix.empty() && part.ends_with(u.suffix) &&
+          !std::isalpha(static_cast<unsigned char>(part[part.size() - u.suffix.size() - 1]))) {
+        unit = static_cast<Millis>(u.num / u.den);
+      }
+    }
+    if (unit == 0) {
+      return Status::Error(fmt::format(
+          "{}: each part of a compound duration needs a unit, got '{}' in '{}'", field, part,
+          text));
+    }
+    if (unit >= previous_unit) {
+      return Status::Error(fmt::format(
+          "{}: give the parts of a compound duration largest unit first, once each, got '{}'",
+          field, text));
+    }
+    previous_unit = unit;
+    if (*v > std::numeric_limits<Millis>::max() - total) {
+      return Status::Error(fmt::format("{}: too large, got {}", field, text));
+    }
+    total += *v;
+  }
+  return total;
 }
 
 }  // namespace arbiter::config

@@ -69,6 +69,9 @@ struct Run {
   Millis end = -1;
   std::int32_t evictions = 0;
   std::int32_t failures = 0;
+  JobId evicted_by = 0;  // the preemptor of the last eviction
+  Millis evicted_at = -1;
+  Millis stop_at = -1;   // draining: when it stops
   double lost_gpu_ms = 0;
   double allocated_gpu_ms = 0;
   double waste_gpu_ms = 0;  // waiting for victims, restarting
@@ -154,8 +157,13 @@ class Simulation {
       : state_(std::move(state)), engine_(engine), workload_(workload), options_(options) {}
 
   Result<RunResult> Run(const std::string& name);
+  // Runs up to `at` and says what the job named `job` is doing then.
+  Result<JobStatusAt> Inspect(const std::string& job, Millis at);
 
  private:
+  Status Start();                   // the events of the workload
+  Result<Millis> Loop(Millis until);  // runs events up to `until`; returns the time reached
+  JobRecord Record(const struct Run& r) const;
   void Push(Millis t, EventKind kind, std::uint32_t subject = 0, std::uint32_t generation = 0) {
     events_.push(Event{t, kind, seq_++, subject, generation});
   }
@@ -450,6 +458,9 @@ Status Simulation::Cycle(Millis now) {
     Release(r, now);
     EndRun(r, e.signal_at, saved, true);
     ++run.evictions;
+    run.evicted_by = e.preemptor;
+    run.evicted_at = e.signal_at;
+    run.stop_at = e.stop_at;
     run.phase = Phase::kDraining;
     ++running_;  // draining until stop_at
     ++future_;
@@ -519,6 +530,16 @@ bool Simulation::Busy() const {
 }
 
 Result<RunResult> Simulation::Run(const std::string& name) {
+  if (Status st = Start(); !st.ok()) return st;
+  Result<Millis> now = Loop(options_.horizon > 0 ? options_.horizon : kNever);
+  if (!now.ok()) return now.status();
+  const Millis end = options_.horizon > 0 ? options_.horizon : *now;
+  for (ServiceRun& s : services_) CloseInterval(s, end);
+  if (options_.sample_interval > 0 && end > last_sample_) TakeSample(end);
+  return Collect(name, end);
+}
+
+Status Simulation::Start() {
   const std::size_t queues = state_.queue_count();
   queue_allocated_.assign(queues, Integral{});
   sample_queue_area_.assign(queues, 0);
@@ -567,13 +588,15 @@ Result<RunResult> Simulation::Run(const std::string& name) {
     Push(outage.at, EventKind::kNodeDown, o);
   }
   if (options_.sample_interval > 0) Push(options_.sample_interval, EventKind::kSample);
+  return Status::Ok();
+}
 
+Result<Millis> Simulation::Loop(Millis until) {
   Millis now = 0;
   Millis last_progress = 0;
-  const Millis horizon = options_.horizon > 0 ? options_.horizon : kNever;
   while (!events_.empty()) {
     const Event e = events_.top();
-    if (e.t > horizon) break;
+    if (e.t > until) break;
     events_.pop();
     now = e.t;
     ++events_done_;
@@ -670,10 +693,133 @@ Result<RunResult> Simulation::Run(const std::string& name) {
     if (options_.horizon <= 0 && !Busy() && services_.empty() && next_cycle_ == kNever) break;
     if (options_.horizon <= 0 && !Busy() && !changed_ && e.kind == EventKind::kCycle) break;
   }
-  const Millis end = options_.horizon > 0 ? options_.horizon : now;
-  for (ServiceRun& s : services_) CloseInterval(s, end);
-  if (options_.sample_interval > 0 && end > last_sample_) TakeSample(end);
-  return Collect(name, end);
+  return now;
+}
+
+JobRecord Simulation::Record(const struct Run& r) const {
+  JobRecord rec;
+  rec.id = r.spec.job.id;
+  rec.name = r.spec.job.name;
+  rec.queue = state_.queue(r.spec.job.queue).spec.name;
+  rec.priority_class = state_.priority_class(r.spec.job.priority_class).name;
+  rec.workload = r.spec.workload;
+  rec.kind = r.spec.kind;
+  rec.gpus = r.gpus;
+  rec.submit = r.spec.job.submit_time;
+  rec.first_start = r.first_start;
+  rec.end = r.phase == Phase::kDone ? r.end : -1;
+  rec.evictions = r.evictions;
+  rec.failures = r.failures;
+  rec.gpu_hours_lost = r.lost_gpu_ms / kMillisPerHour;
+  return rec;
+}
+
+// "h800-3[0-7]": a task's node and devices.
+std::string DescribeTask(const ClusterState& state, const TaskAllocation& task) {
+  std::string out = state.node(task.node).name;
+  if (task.devices.empty()) return out;
+  out += "[";
+  for (std::size_t i = 0; i < task.devices.size();) {
+    std::size_t j = i;
+    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1) {
+      ++j;
+    }
+    if (i > 0) out += ",";
+    out += std::to_string(task.devices[i].device);
+    if (j > i) out += "-" + std::to_string(task.devices[j].device);
+    i = j + 1;
+  }
+  out += "]";
+  return out;
+}
+
+std::vector<std::string> DescribeAllocation(const ClusterState& state, const Allocation& a) {
+  std::vector<std::string> out;
+  for (const TaskAllocation& t : a.tasks) out.push_back(DescribeTask(state, t));
+  return out;
+}
+
+Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
+  std::uint32_t index = 0;
+  for (; index < workload_.jobs.size(); ++index) {
+    if (workload_.jobs[index].job.name == job) break;
+  }
+  if (Status st = Start(); !st.ok()) return st;
+  Result<Millis> reached = Loop(at);
+  if (!reached.ok()) return reached.status();
+  // Replicas are created as the run goes; look the name up among all runs.
+  if (index == workload_.jobs.size()) {
+    index = 0;
+    while (index < runs_.size() && runs_[index].spec.job.name != job) ++index;
+    if (index == runs_.size()) {
+      return Status::Error("no job named '" + job + "' by " + std::to_string(at / 1000) + " s");
+    }
+  }
+  const struct Run& r = runs_[index];
+  JobStatusAt out;
+  out.at = at;
+  out.record = Record(r);
+  switch (r.phase) {
+    case Phase::kFuture:
+      out.state = JobStatusAt::State::kNotSubmitted;
+      out.until = r.spec.job.submit_time;
+      break;
+    case Phase::kPending: {
+      out.state = JobStatusAt::State::kPending;
+      out.since = r.pending_since;
+      state_.AccrueUsage(at);
+      const Plan plan = engine_.Schedule(state_, pending_, at);
+      for (const Unplaced& u : plan.unplaced) {
+        if (pending_runs_[u.pending_index] == index) out.reason = u.reason;
+      }
+      for (const Bind& b : plan.binds) {
+        if (pending_runs_[b.pending_index] != index) continue;
+        out.placed_now = true;
+        out.nodes = DescribeAllocation(state_, b.allocation);
+        out.until = std::max(at, b.start_after);
+        for (const Eviction& e : plan.evictions) {
+          if (e.preemptor == r.spec.job.id) out.victims.push_back(runs_[RunOf(e.job)].spec.job.name);
+        }
+      }
+      break;
+    }
+    case Phase::kRunning: {
+      out.state = r.run_start > at ? JobStatusAt::State::kStarting : JobStatusAt::State::kRunning;
+      out.since = r.run_start > at ? r.bound_at : r.run_start;
+      if (const RunningJob* running = state_.FindRunning(r.spec.job.id)) {
+        out.nodes = DescribeAllocation(state_, running->allocation);
+      }
+      if (r.run_start > at) {
+        out.until = r.run_start;
+        for (const struct Run& v : runs_) {
+          if (v.phase == Phase::kDraining && v.evicted_by == r.spec.job.id) {
+            out.victims.push_back(v.spec.job.name);
+          }
+        }
+      } else if (r.spec.kind != WorkKind::kInference) {
+        out.until = FinishTime(r);
+        out.progress = ProgressAt(r, at).done;
+        out.checkpointed = ProgressAt(r, at).checkpointed;
+      }
+      break;
+    }
+    case Phase::kDraining:
+      out.state = JobStatusAt::State::kDraining;
+      out.since = r.evicted_at;
+      out.until = r.stop_at;
+      if (r.evicted_by > 0) out.preemptor = runs_[RunOf(r.evicted_by)].spec.job.name;
+      break;
+    case Phase::kDone:
+      out.state = JobStatusAt::State::kCompleted;
+      out.since = r.end;
+      break;
+    case Phase::kStopped:
+      out.state = JobStatusAt::State::kStopped;
+      out.since = r.end;
+      break;
+  }
+  out.work = r.spec.work;
+  return out;
 }
 
 // Metrics of a group of runs.
@@ -765,21 +911,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     queues[queue].Add(r, end);
     classes[cls].Add(r, end);
     workloads[r.spec.workload].Add(r, end);
-    JobRecord rec;
-    rec.id = r.spec.job.id;
-    rec.name = r.spec.job.name;
-    rec.queue = queue;
-    rec.priority_class = cls;
-    rec.workload = r.spec.workload;
-    rec.kind = r.spec.kind;
-    rec.gpus = r.gpus;
-    rec.submit = r.spec.job.submit_time;
-    rec.first_start = r.first_start;
-    rec.end = r.phase == Phase::kDone ? r.end : -1;
-    rec.evictions = r.evictions;
-    rec.failures = r.failures;
-    rec.gpu_hours_lost = r.lost_gpu_ms / kMillisPerHour;
-    out.jobs.push_back(std::move(rec));
+    out.jobs.push_back(Record(r));
   }
   out.overall = overall.Build();
   for (QueueId q = 0; q < state_.queue_count(); ++q) {
@@ -848,6 +980,17 @@ double RateCurve::At(Millis t) const {
     if (t >= s.at && t < s.at + s.duration) r *= s.factor;
   }
   return std::max(0.0, r);
+}
+
+Result<JobStatusAt> Inspect(const ClusterSpec& cluster, const EngineOptions& engine,
+                            const Workload& workload, const SimOptions& options,
+                            const std::string& job, Millis at) {
+  Result<ClusterState> state = ClusterState::Create(cluster);
+  if (!state.ok()) return state.status();
+  SimOptions until = options;
+  until.horizon = at;
+  Simulation sim(std::move(*state), engine, workload, until);
+  return sim.Inspect(job, at);
 }
 
 Result<RunResult> Simulate(const ClusterSpec& cluster, const EngineOptions& engine,

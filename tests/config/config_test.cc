@@ -185,6 +185,17 @@ TEST(ConfigQuantity, Duration) {
   EXPECT_TRUE(StartsWith(ParseDuration("soon", "t").status().message(), "t: invalid duration"));
 }
 
+TEST(ConfigQuantity, CompoundDuration) {
+  EXPECT_EQ(Duration("1d12h"), 36 * 3'600'000);
+  EXPECT_EQ(Duration("2h30m15s"), 9'015'000);
+  EXPECT_EQ(Duration("1m500ms"), 60'500);
+  EXPECT_EQ(Duration("1.5h30m"), 7'200'000);
+  EXPECT_TRUE(HasSubstr(ParseDuration("30m2h", "t").status().message(), "largest unit first"));
+  EXPECT_TRUE(HasSubstr(ParseDuration("1h1h", "t").status().message(), "largest unit first"));
+  EXPECT_TRUE(StartsWith(ParseDuration("1d2w", "t").status().message(), "t: unknown unit 'w'"));
+  EXPECT_TRUE(HasSubstr(ParseDuration("-1d2h", "t").status().message(), "must not be negative"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The example files.
 
