@@ -30,6 +30,10 @@ struct ExplainSimArgs {
 // and, when it is pending, why.
 int RunExplainSim(const ExplainSimArgs& args);
 
+// `arbiter lint --scenario S`: lints every configuration of a scenario, with its workload's jobs
+// (an inference service counts with the replicas its base rate asks for).
+int RunLintScenario(const std::string& scenario, bool strict);
+
 // `arbiter sim`: runs a scenario's configurations on the same workload and reports them side by
 // side. Returns the exit status.
 int RunSim(const SimArgs& args);

@@ -387,15 +387,19 @@ int main(int argc, char** argv) {
   CLI::Option* explain_seed_option =
       explain->add_option("--seed", explain_seed, "With --scenario: replaces the file's seed");
 
-  std::string lint_cluster, lint_jobs;
+  std::string lint_cluster, lint_jobs, lint_scenario;
   bool lint_strict = false;
   CLI::App* lint = app.add_subcommand(
       "lint",
-      "Check a cluster configuration (and optionally a jobs file); warn about known pitfalls");
-  lint->add_option("--config", lint_cluster, "Cluster configuration (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      "Check a cluster configuration (and optionally a jobs file), or every configuration of a "
+      "simulator scenario; warn about known pitfalls");
+  CLI::Option* lint_config =
+      lint->add_option("--config", lint_cluster, "Cluster configuration (YAML)")
+          ->check(CLI::ExistingFile);
   lint->add_option("--jobs", lint_jobs, "Jobs file (YAML)")->check(CLI::ExistingFile);
+  lint->add_option("--scenario", lint_scenario, "Simulator scenario (YAML)")
+      ->check(CLI::ExistingFile)
+      ->excludes(lint_config);
   lint->add_flag("--strict", lint_strict, "Exit with status 1 when there are warnings");
 
   arbiter::cli::SimArgs sim_args;
@@ -430,7 +434,20 @@ int main(int argc, char** argv) {
     return arbiter::cli::RunSim(sim_args);
   }
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
-  if (*lint) return arbiter::cli::RunLint(lint_cluster, lint_jobs, lint_strict);
+  if (*lint) {
+    if (!lint_scenario.empty()) {
+      if (!lint_jobs.empty()) {
+        fmt::print(stderr, "error: lint --scenario takes its jobs from the scenario; leave out --jobs\n");
+        return 2;
+      }
+      return arbiter::cli::RunLintScenario(lint_scenario, lint_strict);
+    }
+    if (lint_cluster.empty()) {
+      fmt::print(stderr, "error: lint needs --config (or --scenario)\n");
+      return 2;
+    }
+    return arbiter::cli::RunLint(lint_cluster, lint_jobs, lint_strict);
+  }
   if (*explain) {
     if (*explain_scenario) {
       if (explain_sim.at.empty()) {

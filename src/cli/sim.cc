@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "arbiter/sim.h"
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/lint.h"
 #include "config/scenario.h"
 #include "report/report.h"
 
@@ -91,6 +94,41 @@ std::string Join(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+int RunLintScenario(const std::string& path, bool strict) {
+  Result<config::Scenario> scenario = config::LoadScenarioFile(path);
+  if (!scenario.ok()) {
+    fmt::print(stderr, "error: {}\n", scenario.status().message());
+    return 1;
+  }
+  std::size_t total = 0;
+  for (const config::SimConfiguration& c : scenario->configurations) {
+    Result<ClusterState> state = ClusterState::Create(c.cluster);
+    if (!state.ok()) {
+      fmt::print(stderr, "error: {}: {}\n", c.name, state.status().message());
+      return 1;
+    }
+    std::vector<Job> jobs;
+    for (const sim::SimJob& j : c.workload.jobs) jobs.push_back(j.job);
+    for (const sim::InferenceService& s : c.workload.services) {
+      const double wanted = s.rate.base / (s.replica_rate * s.target_utilization);
+      const auto replicas = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(wanted)),
+                                                     s.min_replicas, s.max_replicas);
+      for (std::int64_t i = 0; i < replicas; ++i) jobs.push_back(s.replica);
+    }
+    const config::ClusterConfig config{c.cluster, c.engine};
+    const std::vector<config::LintWarning> warnings = config::Lint(config, *state, jobs);
+    fmt::print("configuration {}: {}\n", c.name,
+               warnings.empty() ? "ok"
+                                : fmt::format("{} warning{}", warnings.size(),
+                                              warnings.size() == 1 ? "" : "s"));
+    for (const config::LintWarning& w : warnings) {
+      fmt::print("  warning: {}: {} [{}]\n", w.field, w.message, w.code);
+    }
+    total += warnings.size();
+  }
+  return strict && total > 0 ? 1 : 0;
+}
 
 int RunExplainSim(const ExplainSimArgs& args) {
   Result<Millis> at = config::ParseDuration(args.at, "--at");
