@@ -72,18 +72,6 @@ std::string FormatNumber(double value) {
   return fmt::format("{:.1f}", value);
 }
 
-const char* KindName(sim::WorkKind kind) {
-  switch (kind) {
-    case sim::WorkKind::kTraining:
-      return "training";
-    case sim::WorkKind::kInference:
-      return "inference";
-    case sim::WorkKind::kBatch:
-      return "batch";
-  }
-  return "batch";
-}
-
 double MaxServiceP50Ms(const sim::RunResult& run) {
   double worst = 0;
   for (const sim::ServiceMetrics& service : run.services) {

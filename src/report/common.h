@@ -27,7 +27,6 @@ std::string FormatPercent(double fraction);
 // A quantity (GPUs, GPU-hours): whole numbers without decimals, otherwise one decimal.
 std::string FormatNumber(double value);
 
-const char* KindName(sim::WorkKind kind);
 
 // Run-level figures derived from the services and the job records.
 double MaxServiceP50Ms(const sim::RunResult& run);  // 0 without services

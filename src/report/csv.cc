@@ -98,7 +98,7 @@ std::string JobsCsv(const sim::RunResult& run) {
     const bool ended = job.end >= 0;
     AppendRow(out,
               {fmt::format("{}", job.id), Field(job.name), Field(job.queue),
-               Field(job.priority_class), Field(job.workload), internal::KindName(job.kind),
+               Field(job.priority_class), Field(job.workload), sim::WorkKindName(job.kind),
                Cell(job.gpus), Seconds(job.submit), started ? Seconds(job.first_start) : "",
                ended ? Seconds(job.end) : "", started ? Seconds(job.first_start - job.submit) : "",
                ended ? Seconds(job.end - job.submit) : "", fmt::format("{}", job.evictions),
