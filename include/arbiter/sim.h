@@ -137,6 +137,9 @@ struct ServiceMetrics {
 struct Sample {
   Millis t = 0;
   double allocated_gpus = 0;  // mean over the interval
+  // Of those, the GPUs at work: not waiting for victims to stop, not restarting or starting up
+  // (work later lost to an eviction counts here; the run totals subtract it).
+  double busy_gpus = 0;
   double healthy_gpus = 0;
   std::int64_t pending_jobs = 0;
   std::int64_t running_jobs = 0;

@@ -59,8 +59,8 @@ std::string SafeName(const std::string& name) {
 }
 
 std::string SeriesCsv(const sim::RunResult& run) {
-  std::vector<std::string> header = {"t_s", "allocated_gpus", "healthy_gpus", "pending_jobs",
-                                     "running_jobs"};
+  std::vector<std::string> header = {"t_s",          "allocated_gpus", "busy_gpus",
+                                     "healthy_gpus", "pending_jobs",   "running_jobs"};
   for (const std::string& queue : run.queue_names) {
     header.push_back(Field("alloc_" + queue));
     header.push_back(Field("pending_" + queue));
@@ -72,7 +72,8 @@ std::string SeriesCsv(const sim::RunResult& run) {
   std::string out;
   AppendRow(out, header);
   for (const sim::Sample& s : run.series) {
-    std::vector<std::string> row = {Seconds(s.t), Cell(s.allocated_gpus), Cell(s.healthy_gpus),
+    std::vector<std::string> row = {Seconds(s.t), Cell(s.allocated_gpus), Cell(s.busy_gpus),
+                                    Cell(s.healthy_gpus),
                                     fmt::format("{}", s.pending_jobs),
                                     fmt::format("{}", s.running_jobs)};
     for (std::size_t q = 0; q < run.queue_names.size(); ++q) {

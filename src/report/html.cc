@@ -392,6 +392,27 @@ std::string AllocationChart(std::span<const sim::RunResult> runs) {
   return Svg(chart);
 }
 
+std::string UtilisationChart(std::span<const sim::RunResult> runs) {
+  Chart chart;
+  chart.title = "GPU utilisation (GPUs at work / total GPUs)";
+  chart.x = TimeAxis(HorizonS(runs));
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const double total = runs[r].total_gpus;
+    chart.lines.push_back(Line{runs[r].name, r,
+                               SeriesOf(
+                                   runs[r],
+                                   [total](const sim::Sample& s) {
+                                     return total > 0 ? s.busy_gpus / total * 100 : kNaN;
+                                   },
+                                   internal::Reduce::kMean),
+                               false});
+  }
+  chart.y = LinearAxis(0, std::max(100.0, MaxY(chart.lines)), 5);
+  chart.y.label = [](double v) { return G(v) + " %"; };
+  chart.y.title = "at work";
+  return Svg(chart);
+}
+
 std::string PendingChart(std::span<const sim::RunResult> runs, const std::string& queue) {
   Chart chart;
   chart.width = 470;
@@ -567,6 +588,7 @@ std::string Html(std::span<const sim::RunResult> runs, const std::string& scenar
 
   html += "<h2>Comparison</h2>\n" + HeadlineTable(runs);
   html += "<h2>GPU allocation over time</h2>\n" + AllocationChart(runs);
+  html += "<h2>GPU utilisation over time</h2>\n" + UtilisationChart(runs);
 
   const std::vector<std::string> queues = internal::QueueUnion(runs);
   html += "<h2>Pending jobs per queue</h2>\n<div class=\"grid\">\n";

@@ -26,6 +26,7 @@ constexpr Millis kNever = std::numeric_limits<Millis>::max();
 enum class EventKind : std::uint8_t {
   kNodeDown,
   kNodeUp,
+  kBusy,  // a run's restart or startup is over: it works from now on
   kFinish,
   kCheckpoint,
   kRequeue,
@@ -63,6 +64,7 @@ struct Run {
   Millis run_start = 0;       // when it may start (after its victims stop)
   Millis progress_start = 0;  // run_start plus restart overhead or startup
   bool ran_before = false;
+  bool busy = false;  // running past its restart or startup (counted in busy GPUs)
   Millis pending_since = 0;
   Millis longest_pending = 0;
   Millis first_start = -1;
@@ -211,10 +213,12 @@ class Simulation {
   bool changed_ = false;  // something happened since the last cycle
 
   Integral allocated_;  // milli-GPU held
+  Integral busy_;       // milli-GPU held by runs past their restart or startup
   Integral healthy_;    // milli-GPU on healthy nodes
   std::vector<Integral> queue_allocated_;
   std::vector<double> sample_queue_area_;
   double sample_allocated_area_ = 0;
+  double sample_busy_area_ = 0;
   double sample_healthy_area_ = 0;
   std::vector<double> below_guarantee_ms_;
   std::vector<double> guarantee_;  // milli-GPU per queue
@@ -264,6 +268,12 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, milli);
   queue_allocated_[run.spec.job.queue].Add(now, milli);
+  if (run.progress_start <= now) {
+    busy_.Add(now, milli);
+    run.busy = true;
+  } else {
+    Push(run.progress_start, EventKind::kBusy, r, run.generation);
+  }
   if (run.spec.kind != WorkKind::kInference) {
     Push(FinishTime(run), EventKind::kFinish, r, run.generation);
     if (run.spec.kind == WorkKind::kTraining && run.spec.job.checkpoint_interval > 0 &&
@@ -281,6 +291,8 @@ void Simulation::Release(std::uint32_t r, Millis now) {
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, -milli);
   queue_allocated_[run.spec.job.queue].Add(now, -milli);
+  if (run.busy) busy_.Add(now, -milli);
+  run.busy = false;
   run.allocated_gpu_ms += run.gpus * static_cast<double>(now - run.bound_at);
   run.waste_gpu_ms += run.gpus * static_cast<double>(std::min(now, run.run_start) - run.bound_at);
   --running_;
@@ -495,6 +507,9 @@ void Simulation::TakeSample(Millis now) {
   const double area = allocated_.AreaAt(now);
   const double healthy = healthy_.AreaAt(now);
   s.allocated_gpus = (area - sample_allocated_area_) / static_cast<double>(length) / kMilliPerGpu;
+  const double busy = busy_.AreaAt(now);
+  s.busy_gpus = (busy - sample_busy_area_) / static_cast<double>(length) / kMilliPerGpu;
+  sample_busy_area_ = busy;
   s.healthy_gpus = (healthy - sample_healthy_area_) / static_cast<double>(length) / kMilliPerGpu;
   sample_allocated_area_ = area;
   sample_healthy_area_ = healthy;
@@ -611,6 +626,13 @@ Result<Millis> Simulation::Loop(Millis until) {
         if (run.generation != e.generation || run.phase != Phase::kDraining) break;
         --running_;
         MakePending(e.subject, now);
+        break;
+      }
+      case EventKind::kBusy: {
+        struct Run& run = runs_[e.subject];
+        if (run.generation != e.generation || run.phase != Phase::kRunning || run.busy) break;
+        busy_.Add(now, run.gpus * kMilliPerGpu);
+        run.busy = true;
         break;
       }
       case EventKind::kFinish: {

@@ -318,10 +318,10 @@ TEST(ReportCsv, WritesSeriesAndJobs) {
   const std::vector<std::string> series = Lines(ReadFile(dir / "baseline-series.csv"));
   ASSERT_EQ(series.size(), 4u);
   EXPECT_EQ(series[0],
-            "t_s,allocated_gpus,healthy_gpus,pending_jobs,running_jobs,alloc_training,"
+            "t_s,allocated_gpus,busy_gpus,healthy_gpus,pending_jobs,running_jobs,alloc_training,"
             "pending_training,alloc_batch,pending_batch,p99_ms_chat,replicas_chat");
-  EXPECT_EQ(series[1], "0,0,32,2,0,0,1,0,2,100,3");
-  EXPECT_EQ(series[2], "3600,8,32,1,1,4,1,4,1,101,3");
+  EXPECT_EQ(series[1], "0,0,0,32,2,0,0,1,0,2,100,3");
+  EXPECT_EQ(series[2], "3600,8,0,32,1,1,4,1,4,1,101,3");
 
   const std::vector<std::string> jobs = Lines(ReadFile(dir / "baseline-jobs.csv"));
   ASSERT_EQ(jobs.size(), 4u);
@@ -403,6 +403,7 @@ TEST(ReportHtml, LinesHaveAtMost600Points) {
     sim::Sample s;
     s.t = i * 60 * kMillisPerSecond;
     s.allocated_gpus = i % 32;
+    s.busy_gpus = i % 16;
     s.queue_pending = {i % 7, 1};
     s.queue_allocated_gpus = {1, 1};
     s.service_latency_p99_ms = {10.0 + i % 100};
@@ -422,8 +423,8 @@ TEST(ReportHtml, LinesHaveAtMost600Points) {
     EXPECT_GT(points, 1u);
     ++paths;
   }
-  // Allocation, two pending charts, one latency chart, two JCT CDFs.
-  EXPECT_EQ(paths, 6u);
+  // Allocation, utilisation, two pending charts, one latency chart, two JCT CDFs.
+  EXPECT_EQ(paths, 7u);
 }
 
 }  // namespace
