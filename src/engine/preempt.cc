@@ -133,19 +133,26 @@ class Search {
     std::optional<Candidate> best;
     // One node (an NVLink-level requirement is enforced by the placement inside the node).
     std::vector<std::pair<NodeId, NodeId>> scopes;
-    std::vector<double> floors;
     if (filter_.type == kNone) {
       for (NodeId n = 0; n < all; ++n) scopes.emplace_back(n, n + 1);
+      best = BestIn(scopes);
     } else {
-      // Nodes that run something, the latest checkpoint first: on a node whose residents last
-      // checkpointed at `since`, freeing m milli-GPU loses at least m x (now - since).
+      // Nodes that run something, the latest checkpoint first, visited lazily: on a node whose
+      // residents last checkpointed at `since`, freeing m milli-GPU loses at least
+      // m x (now - since), so the search stops as soon as no later node can beat the best.
       const std::int64_t missing = MissingOnAnyNode();
-      for (const auto& [since, n] : state_.NodesBySince(filter_.type)) {
-        scopes.emplace_back(n, n + 1);
-        floors.push_back(static_cast<double>(LostWork(missing, since, 0, now_)));
-      }
+      const ClusterState::NodesBySinceSet& by_since = state_.NodesBySince(filter_.type);
+      auto it = by_since.begin();
+      best = BestIn(
+          [&](std::pair<NodeId, NodeId>& scope, double& floor) {
+            if (it == by_since.end()) return false;
+            scope = {it->second, it->second + 1};
+            floor = static_cast<double>(LostWork(missing, it->first, 0, now_));
+            ++it;
+            return true;
+          },
+          true);
     }
-    best = BestIn(scopes, floors);
     for (int level = topo.node_level() - 1; !best && level >= std::max(0, max_level); --level) {
       scopes.clear();
       for (DomainId d : state_.domains_at(level))
@@ -398,35 +405,61 @@ class Search {
     return bound;
   }
 
+  std::optional<Candidate> BestIn(const std::vector<std::pair<NodeId, NodeId>>& scopes) {
+    std::size_t next = 0;
+    return BestIn(
+        [&](std::pair<NodeId, NodeId>& scope, double& floor) {
+          if (next == scopes.size()) return false;
+          scope = scopes[next++];
+          floor = 0;
+          return true;
+        },
+        false);
+  }
+
   // The best candidate among scopes, tried in order of their bounds; a scope is tried only while
-  // its bound can beat the best found. `floors`, when given, are nondecreasing lower bounds of the
-  // scopes' bounds, known without visiting them: a scope's bound is computed only once every
-  // unvisited scope's floor is below the cheapest bound at hand, so the search can stop without
-  // looking at most scopes.
-  std::optional<Candidate> BestIn(const std::vector<std::pair<NodeId, NodeId>>& scopes,
-                                  const std::vector<double>& floors = {}) {
-    using Entry = std::pair<double, std::size_t>;  // bound, scope
+  // its bound can beat the best found. `next(scope, floor)` gives the scopes one by one (false at
+  // the end). With `floored`, each comes with a lower bound of its bound known without visiting
+  // it, nondecreasing along the order: a scope's bound is computed only once every unvisited
+  // scope's floor is below the cheapest bound at hand, so the search can stop without looking at
+  // most scopes (or even listing them).
+  template <typename Next>
+  std::optional<Candidate> BestIn(Next next, bool floored) {
+    struct Entry {
+      double bound;
+      std::size_t order;  // ties: the order the scopes came in
+      std::pair<NodeId, NodeId> scope;
+      bool operator>(const Entry& o) const {
+        return bound != o.bound ? bound > o.bound : order > o.order;
+      }
+    };
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
     std::vector<const Victim*> victims;
     std::optional<Candidate> best;
-    std::size_t next = 0;
+    std::pair<NodeId, NodeId> scope;
+    double floor = 0;
+    bool held = false;  // `scope` was taken from `next` and not yet bounded
+    bool more = true;
+    std::size_t order = 0;
     while (true) {
-      while (next < scopes.size()) {
-        const double floor = floors.empty() ? 0.0 : floors[next];
-        if (!floors.empty() && !heap.empty() && floor >= heap.top().first) break;
+      while (more) {
+        if (!held && !(more = next(scope, floor))) break;
+        held = true;
+        if (floored && !heap.empty() && floor >= heap.top().bound) break;
         if (best && floor >= best->cost) {
-          next = scopes.size();  // nothing left can beat it
+          more = false;  // nothing left can beat it
           break;
         }
-        if (std::optional<double> bound = Bound(scopes[next].first, scopes[next].second))
-          heap.emplace(*bound, next);
-        ++next;
+        if (std::optional<double> bound = Bound(scope.first, scope.second))
+          heap.push(Entry{*bound, order, scope});
+        ++order;
+        held = false;
       }
       if (heap.empty()) break;
-      const auto [bound, scope] = heap.top();
+      const Entry top = heap.top();
       heap.pop();
-      if (best && best->cost <= bound) break;
-      const auto [begin, end] = scopes[scope];
+      if (best && best->cost <= top.bound) break;
+      const auto [begin, end] = top.scope;
       VictimsIn(begin, end, victims);
       SortForEviction(victims);
       std::optional<Candidate> c = TryScope(begin, end, victims);
