@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -112,6 +113,9 @@ sim::Arrivals LoadArrivals(const Value& v) {
   if (const Value* x = m.Find("start")) a.start = x->Duration();
   if (const Value* x = m.Find("until")) a.until = x->Duration();
   if (const Value* x = m.Find("count")) a.count = x->Int(0, 1 << 30);
+  // Given times in order, so that `count` keeps the earliest; `start` bounds them as `until` does.
+  std::erase_if(a.at, [&](Millis t) { return t < a.start; });
+  std::sort(a.at.begin(), a.at.end());
   return a;
 }
 
@@ -196,6 +200,9 @@ class ScenarioLoader {
     }
     const Value& cluster = m.Get("cluster");
     if (!cluster.node().IsMap()) cluster.Fail("expected a mapping in the cluster file's format");
+    // The cluster on its own first, so that its errors name `cluster`: a configuration's merged
+    // cluster can then fail only in the configuration's own fields, and names the configuration.
+    internal::LoadClusterValue(cluster);
 
     std::vector<Value> workloads;
     if (const Value* w = m.Find("workloads")) workloads = w->Items();
@@ -246,7 +253,7 @@ class ScenarioLoader {
         for (const Entry& e : Entries(*a)) assign.emplace(e.key, e.value);
       }
     }
-    const Value merged = cluster.WithNode(Merge(cluster.node(), overrides));
+    const Value merged = (config ? *config : cluster).WithNode(Merge(cluster.node(), overrides));
     ClusterConfig cc = internal::LoadClusterValue(merged);
     Result<ClusterState> state = ClusterState::Create(cc.cluster);
     if (!state.ok()) (config ? *config : cluster).FailWith(state.status());
@@ -257,6 +264,7 @@ class ScenarioLoader {
       bool known = key == "*";
       for (const Value& w : workloads) known |= Map(w, kWorkloadFields).Get("name").String() == key;
       if (!known) value.Fail(fmt::format("assign: unknown workload '{}'", key));
+      CheckAssign(value, *state);
     }
     for (const Value& w : workloads) LoadWorkload(w, assign, *state, sc.workload);
 
@@ -279,10 +287,34 @@ class ScenarioLoader {
             sim::NodeOutage{*id, om.Get("at").Duration(), om.Get("duration").Duration()});
       }
     }
-    if (!sc.workload.services.empty() && out_.options.horizon <= 0) {
-      root.self().Fail("a scenario with inference services needs a horizon");
-    }
     out_.configurations.push_back(std::move(sc));
+  }
+
+  // An assign entry's queue and class, checked here so that errors name the assign: merged into
+  // the job template, they would be reported under the workload's `job`.
+  static void CheckAssign(const Value& value, const ClusterState& state) {
+    Map am(value, {"queue", "priority_class"});
+    if (const Value* v = am.Find("queue")) {
+      const std::string queue = v->NonEmptyString();
+      std::vector<std::string> leaves;
+      for (QueueId q = 0; q < state.queue_count(); ++q) {
+        if (state.queue(q).children.empty()) leaves.push_back(state.queue(q).spec.name);
+      }
+      std::optional<QueueId> id = state.FindQueue(queue);
+      if (!id || !state.queue(*id).children.empty()) {
+        v->Fail(internal::UnknownName("leaf queue", queue, leaves));
+      }
+    }
+    if (const Value* v = am.Find("priority_class")) {
+      const std::string name = v->NonEmptyString();
+      std::vector<std::string> classes;
+      for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
+        classes.push_back(state.priority_class(c).name);
+      }
+      if (!state.FindPriorityClass(name)) {
+        v->Fail(internal::UnknownName("priority class", name, classes));
+      }
+    }
   }
 
   // The job template of a workload with the configuration's assignment of queue and class.
@@ -315,6 +347,11 @@ class ScenarioLoader {
                             "assign",
                             name));
     }
+    if (!check.Has("priority_class")) {
+      base.Fail(fmt::format("no priority class for workload '{}': give job.priority_class or the "
+                            "configuration's assign",
+                            name));
+    }
     if (!check.Has("queue")) {
       // A placeholder for the loader; every job's queue comes from the trace (checked per job).
       for (QueueId q = 0; q < state.queue_count(); ++q) {
@@ -324,11 +361,6 @@ class ScenarioLoader {
               merged.WithNode(Merge(merged.node(), {{"queue", any}})), state);
         }
       }
-    }
-    if (!check.Has("priority_class")) {
-      base.Fail(fmt::format("no priority class for workload '{}': give job.priority_class or the "
-                            "configuration's assign",
-                            name));
     }
     return internal::LoadJobTemplate(merged, state);
   }
@@ -358,6 +390,7 @@ class ScenarioLoader {
       for (std::string_view f : {"arrivals", "work", "gpus", "trace", "checkpoint_cost"}) {
         if (m.Has(f)) m.Key(f).Fail("not a field of an inference workload (it has a service)");
       }
+      if (out_.options.horizon <= 0) m.Get("service").Fail("an inference service needs a horizon");
       sim::InferenceService s = LoadService(m.Get("service"));
       s.name = name;
       s.replica = Template(w, m, assign, state, true);
@@ -375,8 +408,9 @@ class ScenarioLoader {
       }
       bool queue_given = false;
       Job base = Template(w, m, assign, state, false, &queue_given);
-      LoadTrace(*t, name, kind, base, queue_given, AssignsQueue(name, assign), checkpoint_cost,
-                estimate_factor, state, out);
+      LoadTrace(*t, name, kind, base, queue_given, Assigns(name, assign, "queue"),
+                Assigns(name, assign, "priority_class"), checkpoint_cost, estimate_factor, state,
+                out);
       return;
     }
 
@@ -389,6 +423,10 @@ class ScenarioLoader {
     if (const Value* v = m.Find("gpus")) {
       g.gpus = LoadDist(*v, false);
       g.gpus_set = true;
+      // The draw replaces the GPUs of the groups that ask for some: without any, it would be lost.
+      bool any = false;
+      for (const TaskGroup& group : g.job.groups) any |= group.request.gpu.value() > 0;
+      if (!any) v->Fail("the job template asks for no GPUs to replace: give job.gpus");
     }
     g.checkpoint_cost = checkpoint_cost;
     g.estimate_factor = estimate_factor;
@@ -400,19 +438,21 @@ class ScenarioLoader {
     for (sim::SimJob& j : jobs) out.jobs.push_back(std::move(j));
   }
 
-  // Whether the configuration's assign gives the workload's queue.
-  static bool AssignsQueue(const std::string& name, const std::map<std::string, Value>& assign) {
+  // Whether the configuration's assign gives the workload's `field` (queue or priority_class).
+  static bool Assigns(const std::string& name, const std::map<std::string, Value>& assign,
+                      const char* field) {
     auto it = assign.find(name);
     if (it == assign.end()) it = assign.find("*");
-    return it != assign.end() && it->second.node().IsMap() && it->second.node()["queue"];
+    return it != assign.end() && it->second.node().IsMap() && it->second.node()[field];
   }
 
   // A trace's jobs. Their queue: the configuration's assign when it gives one (every job there);
   // else the trace's queue through `queues`, or as named when it is a leaf queue; else the
-  // template's.
+  // template's. Their class: the assign's when it gives one; else the row's when the
+  // configuration has it; else the template's.
   void LoadTrace(const Value& t, const std::string& name, sim::WorkKind kind, const Job& base,
-                 bool queue_given, bool assigned, Millis checkpoint_cost, double estimate_factor,
-                 const ClusterState& state, sim::Workload& out) {
+                 bool queue_given, bool assigned, bool class_assigned, Millis checkpoint_cost,
+                 double estimate_factor, const ClusterState& state, sim::Workload& out) {
     Map m(t, {"file", "format", "skip_bad_rows", "limit", "queues"});
     std::string file = m.Get("file").NonEmptyString();
     std::filesystem::path path(file);
@@ -420,7 +460,7 @@ class ScenarioLoader {
     std::string format;
     if (const Value* v = m.Find("format")) {
       format = v->String();
-      if (!trace::ParseFormat(format).ok()) v->FailWith(trace::ParseFormat(format).status());
+      if (!trace::ParseFormat(format).ok()) v->Fail(trace::ParseFormat(format).status().message());
     }
     bool skip = false;
     if (const Value* v = m.Find("skip_bad_rows")) skip = v->Bool();
@@ -438,29 +478,30 @@ class ScenarioLoader {
       }
     }
 
+    // The trace is read once, and its skipped rows recorded once, for all configurations and
+    // workloads that replay it; whether bad rows fail is each workload's choice.
     const std::string key = path.string() + "|" + format;
     auto cached = traces_.find(key);
-    if (cached == traces_.end()) {
+    const bool first_read = cached == traces_.end();
+    if (first_read) {
       Result<trace::Trace> read = trace::ReadTraceFile(path.string(), format);
-      if (!read.ok()) m.Get("file").FailWith(read.status());
+      if (!read.ok()) m.Get("file").Fail(read.status().message());
       cached = traces_.emplace(key, std::make_shared<trace::Trace>(std::move(*read))).first;
-      const trace::Trace& tr = *cached->second;
-      if (!tr.bad_rows.empty()) {
-        if (!skip) {
-          std::string first;
-          for (std::size_t i = 0; i < tr.bad_rows.size() && i < 5; ++i) {
-            first += fmt::format("\n  {}:{}: {}", file, tr.bad_rows[i].line,
-                                 tr.bad_rows[i].problem);
-          }
-          m.Get("file").Fail(fmt::format(
-              "{} bad rows (set skip_bad_rows: true to skip them):{}", tr.bad_rows.size(), first));
-        }
-        for (const trace::BadRow& b : tr.bad_rows) {
-          out_.skipped_rows.push_back(fmt::format("{}:{}: {}", file, b.line, b.problem));
-        }
-      }
     }
     const trace::Trace& tr = *cached->second;
+    if (!tr.bad_rows.empty() && !skip) {
+      std::string first;
+      for (std::size_t i = 0; i < tr.bad_rows.size() && i < 5; ++i) {
+        first += fmt::format("\n  {}:{}: {}", file, tr.bad_rows[i].line, tr.bad_rows[i].problem);
+      }
+      m.Get("file").Fail(fmt::format("{} bad rows (set skip_bad_rows: true to skip them):{}",
+                                     tr.bad_rows.size(), first));
+    }
+    if (first_read) {
+      for (const trace::BadRow& b : tr.bad_rows) {
+        out_.skipped_rows.push_back(fmt::format("{}:{}: {}", file, b.line, b.problem));
+      }
+    }
     std::int64_t taken = 0;
     for (const trace::TraceJob& tj : tr.jobs) {
       if (limit > 0 && taken >= limit) break;
@@ -488,7 +529,7 @@ class ScenarioLoader {
         m.Get("file").Fail(fmt::format(
             "{}:{}: the row has no queue: give job.queue or \"*\" in trace.queues", file, tj.line));
       }
-      if (!tj.priority_class.empty()) {
+      if (!class_assigned && !tj.priority_class.empty()) {
         if (std::optional<PriorityClassId> c = state.FindPriorityClass(tj.priority_class)) {
           j.job.priority_class = *c;
         }
@@ -507,8 +548,12 @@ class ScenarioLoader {
           if (std::optional<GpuTypeId> type = state.FindGpuType(model)) j.job.gpu_types.Add(*type);
         }
         if (j.job.gpu_types.empty()) {
-          out_.skipped_rows.push_back(fmt::format(
-              "{}:{}: no GPU model of the cluster among the row's models", file, tj.line));
+          // The nodes, hence the GPU models, are the same in every configuration: record the
+          // row once.
+          if (out_.configurations.empty()) {
+            out_.skipped_rows.push_back(fmt::format(
+                "{}:{}: no GPU model of the cluster among the row's models", file, tj.line));
+          }
           continue;
         }
       }
