@@ -427,6 +427,22 @@ class ScenarioLoader {
       bool any = false;
       for (const TaskGroup& group : g.job.groups) any |= group.request.gpu.value() > 0;
       if (!any) v->Fail("the job template asks for no GPUs to replace: give job.gpus");
+      // Every draw must be a GPU count: whole GPUs from 1, or a share of one GPU above 0.
+      const sim::Dist& d = g.gpus;
+      bool positive = true;
+      switch (d.kind) {
+        case sim::Dist::Kind::kConstant:
+        case sim::Dist::Kind::kUniform:
+          positive = d.a > 0;
+          break;
+        case sim::Dist::Kind::kChoice:
+          for (double x : d.values) positive = positive && x > 0;
+          break;
+        default:  // exponential and lognormal draws are positive
+          positive = d.a > 0;
+          break;
+      }
+      if (!positive) v->Fail("every draw must be above 0 GPUs");
     }
     g.checkpoint_cost = checkpoint_cost;
     g.estimate_factor = estimate_factor;

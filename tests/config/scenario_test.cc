@@ -751,6 +751,12 @@ TEST(ScenarioGenerators, GpusDistribution) {
 
   EXPECT_TRUE(HasSubstr(ScenarioError(Scn(Gen("{every: 1h}", "1h", "    gpus: {choice: [-1]}\n"))),
                         "workloads[0].gpus.choice[0]: must not be negative"));
+  for (const char* zero : {"0", "{uniform: [0, 2]}", "{choice: [1, 0]}"}) {
+    EXPECT_TRUE(HasSubstr(
+        ScenarioError(Scn(Gen("{every: 1h}", "1h", std::string("    gpus: ") + zero + "\n"))),
+        "workloads[0].gpus: every draw must be above 0 GPUs"))
+        << zero;
+  }
   // A template without GPUs has none to replace: the distribution would be lost.
   const std::string yaml =
       Scn("  - name: w\n    arrivals: {every: 1h}\n    work: 1h\n"
