@@ -71,6 +71,9 @@ struct NodeState {
   std::uint32_t tasks = 0;          // tasks running here
   // Running jobs with a task here, each once, with what the victim search reads of them.
   std::vector<struct Resident> residents;
+  // The queues of the residents, as bits (queue id modulo 64): a search for victims of some
+  // queues skips a node without reading its residents.
+  std::uint64_t resident_queues = 0;
 };
 
 // A running job as its nodes see it: what the victim search needs, stored with the node so that
@@ -258,7 +261,7 @@ class ClusterState {
  private:
   ClusterState() = default;
   void UpdateUnusual(NodeId n);
-  void UpdateSince(NodeId n);
+  void UpdateResidents(NodeId n);
   void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
   Status CheckFits(const Job& job, const Allocation& allocation) const;
 

@@ -102,6 +102,12 @@ class Search {
       roots_.push_back(RootOf(state, q));
       queue_priorities_.push_back(state.queue(q).spec.priority);
     }
+    // The queues whose work this preemptor may evict at all, as NodeState::resident_queues bits.
+    for (QueueId q = 0; q < state.queue_count(); ++q) {
+      if (roots_[q] != root_) continue;
+      const bool may = q == job_.queue ? within_queue_ : (OutranksQueue(q) || can_reclaim_);
+      if (may) victim_queues_ |= std::uint64_t{1} << (q % 64);
+    }
     value_ = state.priority_class(job_.priority_class).value;
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
       max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
@@ -375,7 +381,11 @@ class Search {
   // several nodes contributes its cost per milli-GPU for what it holds on each node of the scope,
   // so the sum stays a lower bound.
   std::optional<double> Bound(NodeId begin, NodeId end) {
-    if (end == begin + 1 && !MayHost(begin)) return std::nullopt;  // not even on an empty node
+    if (end == begin + 1) {
+      // Nothing here it may evict, or not even an empty node would host it.
+      if ((state_.node(begin).resident_queues & victim_queues_) == 0) return std::nullopt;
+      if (!MayHost(begin)) return std::nullopt;
+    }
     per_gpu_.clear();
     std::int64_t held = 0;
     bool any = false;
@@ -550,6 +560,7 @@ class Search {
   std::int32_t max_class_value_ = 1;
   bool within_queue_ = true;
   bool across_queues_ = false;
+  std::uint64_t victim_queues_ = 0;
   std::int32_t queue_priority_ = 0;
   std::vector<std::int32_t> queue_priorities_;
   std::vector<QueueId> roots_;  // per queue

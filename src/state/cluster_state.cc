@@ -452,7 +452,7 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
   }
-  for (const TaskAllocation& t : allocation.tasks) UpdateSince(t.node);
+  for (const TaskAllocation& t : allocation.tasks) UpdateResidents(t.node);
   return Status::Ok();
 }
 
@@ -492,16 +492,21 @@ Status ClusterState::Unbind(JobId id, Millis now) {
     GiveTask(t);
     std::erase_if(nodes_[t.node].residents,
                   [&](const Resident& r) { return r.job == &it->second; });
-    UpdateSince(t.node);
+    UpdateResidents(t.node);
   }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
   running_.erase(it);
   return Status::Ok();
 }
 
-void ClusterState::UpdateSince(NodeId n) {
+void ClusterState::UpdateResidents(NodeId n) {
   Millis since = kNoSince;
-  for (const Resident& r : nodes_[n].residents) since = std::max(since, r.since);
+  std::uint64_t queues = 0;
+  for (const Resident& r : nodes_[n].residents) {
+    since = std::max(since, r.since);
+    queues |= std::uint64_t{1} << (r.queue % 64);
+  }
+  nodes_[n].resident_queues = queues;
   const Millis old = node_since_[n];
   if (since == old) return;
   for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
@@ -544,7 +549,7 @@ Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
     for (Resident& res : nodes_[t.node].residents) {
       if (res.job == &r) res.since = std::max(r.start_time, r.last_checkpoint);
     }
-    UpdateSince(t.node);
+    UpdateResidents(t.node);
   }
   return Status::Ok();
 }
@@ -612,7 +617,12 @@ Status ClusterState::CheckInvariants() const {
     std::sort(node_jobs[n].begin(), node_jobs[n].end());
     if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
     Millis since = kNoSince;
-    for (const Resident& r : node.residents) since = std::max(since, r.since);
+    std::uint64_t queues = 0;
+    for (const Resident& r : node.residents) {
+      since = std::max(since, r.since);
+      queues |= std::uint64_t{1} << (r.queue % 64);
+    }
+    if (queues != node.resident_queues) return Status::Error(where + "resident queues out of date");
     if (since != node_since_[n])
       return Status::Error(where + "latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
