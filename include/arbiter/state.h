@@ -160,6 +160,8 @@ class ClusterState {
   std::size_t node_count() const { return nodes_.size(); }
   const NodeState& node(NodeId id) const { return nodes_[id]; }
   std::optional<NodeId> FindNode(const std::string& name) const;
+  // Where a task runs: "h800-0[0-3]" for whole devices, "l40s-2[1]:0.5" for a share of one.
+  std::string Describe(const TaskAllocation& task) const;
   std::size_t device_count() const { return device_count_; }
   std::uint32_t max_devices_per_node() const { return max_devices_; }
   std::size_t domain_count() const { return domains_.size(); }

@@ -25,25 +25,6 @@ std::string Gpus(std::int64_t milli) {
   return fmt::format("{:.3g}", static_cast<double>(milli) / kMilliPerGpu);
 }
 
-// "h800-0[0-3]" for whole devices, "l40s-2[1]:0.5" for a share.
-std::string DescribeTask(const ClusterState& state, const TaskAllocation& task) {
-  std::string out = state.node(task.node).name;
-  if (task.devices.empty()) return out;
-  out += "[";
-  for (std::size_t i = 0; i < task.devices.size();) {
-    std::size_t j = i;
-    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1)
-      ++j;
-    if (i > 0) out += ",";
-    out += j == i ? std::to_string(task.devices[i].device)
-                  : fmt::format("{}-{}", task.devices[i].device, task.devices[j].device);
-    i = j + 1;
-  }
-  out += "]";
-  if (task.devices.size() == 1 && task.devices[0].gpu != kWholeGpu)
-    out += ":" + Gpus(task.devices[0].gpu.value());
-  return out;
-}
 
 const char* EvictionKindName(Eviction::Kind kind) {
   switch (kind) {
@@ -114,7 +95,7 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       const Job& job = jobs[b.pending_index];
       std::string tasks;
       for (const TaskAllocation& t : b.allocation.tasks)
-        tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
+        tasks += (tasks.empty() ? "" : " ") + state.Describe(t);
       fmt::print(
           "  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", job.name, state.queue(job.queue).spec.name,
           state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
@@ -241,7 +222,7 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
     if (b.job != job->id) continue;
     std::string tasks;
     for (const TaskAllocation& t : b.allocation.tasks)
-      tasks += (tasks.empty() ? "" : " ") + DescribeTask(state, t);
+      tasks += (tasks.empty() ? "" : " ") + state.Describe(t);
     fmt::print("  placed on {}: {}\n",
                b.allocation.gpu_type == kNone ? "CPU" : state.gpu_type_name(b.allocation.gpu_type),
                tasks);

@@ -371,46 +371,37 @@ double MaxY(const std::vector<Line>& lines) {
   return max;
 }
 
-std::string AllocationChart(std::span<const sim::RunResult> runs) {
+// A share of the cluster's GPUs over time, in percent, one line per run.
+std::string GpuShareChart(std::span<const sim::RunResult> runs, const std::string& title,
+                          const std::string& y_title, double (*gpus)(const sim::Sample&)) {
   Chart chart;
-  chart.title = "GPU allocation (allocated / total GPUs)";
+  chart.title = title;
   chart.x = TimeAxis(HorizonS(runs));
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const double total = runs[r].total_gpus;
     chart.lines.push_back(Line{runs[r].name, r,
                                SeriesOf(
                                    runs[r],
-                                   [total](const sim::Sample& s) {
-                                     return total > 0 ? s.allocated_gpus / total * 100 : kNaN;
+                                   [total, gpus](const sim::Sample& s) {
+                                     return total > 0 ? gpus(s) / total * 100 : kNaN;
                                    },
                                    internal::Reduce::kMean),
                                false});
   }
   chart.y = LinearAxis(0, std::max(100.0, MaxY(chart.lines)), 5);
   chart.y.label = [](double v) { return G(v) + " %"; };
-  chart.y.title = "allocated";
+  chart.y.title = y_title;
   return Svg(chart);
 }
 
+std::string AllocationChart(std::span<const sim::RunResult> runs) {
+  return GpuShareChart(runs, "GPU allocation (allocated / total GPUs)", "allocated",
+                       [](const sim::Sample& s) { return s.allocated_gpus; });
+}
+
 std::string UtilisationChart(std::span<const sim::RunResult> runs) {
-  Chart chart;
-  chart.title = "GPU utilisation (GPUs at work / total GPUs)";
-  chart.x = TimeAxis(HorizonS(runs));
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    const double total = runs[r].total_gpus;
-    chart.lines.push_back(Line{runs[r].name, r,
-                               SeriesOf(
-                                   runs[r],
-                                   [total](const sim::Sample& s) {
-                                     return total > 0 ? s.busy_gpus / total * 100 : kNaN;
-                                   },
-                                   internal::Reduce::kMean),
-                               false});
-  }
-  chart.y = LinearAxis(0, std::max(100.0, MaxY(chart.lines)), 5);
-  chart.y.label = [](double v) { return G(v) + " %"; };
-  chart.y.title = "at work";
-  return Svg(chart);
+  return GpuShareChart(runs, "GPU utilisation (GPUs at work / total GPUs)", "at work",
+                       [](const sim::Sample& s) { return s.busy_gpus; });
 }
 
 std::string PendingChart(std::span<const sim::RunResult> runs, const std::string& queue) {

@@ -179,6 +179,7 @@ class Simulation {
   void MakePending(std::uint32_t r, Millis now);
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
+  void CompactPending();
   // Ends the current run of r at `stop`, keeping progress `saved`. A run that is `requeued`
   // (evicted or failed) loses the progress made by `stop` beyond `saved` and the overhead of its
   // next restart. An evicted run ends at its signal: its devices are the preemptor's from then on.
@@ -246,6 +247,21 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   pending_runs_.push_back(r);
   changed_ = true;
   RequestCycle(now);
+}
+
+// Drops from the pending list the runs that are no longer pending, keeping the order.
+void Simulation::CompactPending() {
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
+    if (out != i) {
+      pending_[out] = std::move(pending_[i]);
+      pending_runs_[out] = pending_runs_[i];
+    }
+    ++out;
+  }
+  pending_.resize(out);
+  pending_runs_.resize(out);
 }
 
 void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
@@ -424,19 +440,7 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
       run.phase = Phase::kStopped;
       run.end = now;
     }
-    if (!stopped_pending.empty()) {
-      std::size_t out = 0;
-      for (std::size_t i = 0; i < pending_.size(); ++i) {
-        if (runs_[pending_runs_[i]].phase == Phase::kStopped) continue;
-        if (out != i) {
-          pending_[out] = std::move(pending_[i]);
-          pending_runs_[out] = pending_runs_[i];
-        }
-        ++out;
-      }
-      pending_.resize(out);
-      pending_runs_.resize(out);
-    }
+    if (!stopped_pending.empty()) CompactPending();
     std::erase_if(s.replicas, [&](std::uint32_t r) { return runs_[r].phase == Phase::kStopped; });
     changed_ = true;
     RequestCycle(now);
@@ -482,17 +486,7 @@ Status Simulation::Cycle(Millis now) {
   if (Status st = state_.Apply(plan, pending_); !st.ok()) return st;
   if (!plan.binds.empty()) {
     for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
-      if (out != i) {
-        pending_[out] = std::move(pending_[i]);
-        pending_runs_[out] = pending_runs_[i];
-      }
-      ++out;
-    }
-    pending_.resize(out);
-    pending_runs_.resize(out);
+    CompactPending();
     for (ServiceRun& s : services_) SetServing(s, now);
   }
   if (!pending_.empty()) RequestCycle(now + options_.cycle_period);
@@ -736,28 +730,9 @@ JobRecord Simulation::Record(const struct Run& r) const {
   return rec;
 }
 
-// "h800-3[0-7]": a task's node and devices.
-std::string DescribeTask(const ClusterState& state, const TaskAllocation& task) {
-  std::string out = state.node(task.node).name;
-  if (task.devices.empty()) return out;
-  out += "[";
-  for (std::size_t i = 0; i < task.devices.size();) {
-    std::size_t j = i;
-    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1) {
-      ++j;
-    }
-    if (i > 0) out += ",";
-    out += std::to_string(task.devices[i].device);
-    if (j > i) out += "-" + std::to_string(task.devices[j].device);
-    i = j + 1;
-  }
-  out += "]";
-  return out;
-}
-
 std::vector<std::string> DescribeAllocation(const ClusterState& state, const Allocation& a) {
   std::vector<std::string> out;
-  for (const TaskAllocation& t : a.tasks) out.push_back(DescribeTask(state, t));
+  for (const TaskAllocation& t : a.tasks) out.push_back(state.Describe(t));
   return out;
 }
 

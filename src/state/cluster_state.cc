@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cassert>
 #include <cmath>
 #include <map>
@@ -531,6 +532,30 @@ Status ClusterState::SetCordoned(NodeId node, bool cordoned) {
   nodes_[node].cordoned = cordoned;
   UpdateUnusual(node);
   return Status::Ok();
+}
+
+std::string ClusterState::Describe(const TaskAllocation& task) const {
+  std::string out = nodes_[task.node].name;
+  if (task.devices.empty()) return out;
+  out += "[";
+  for (std::size_t i = 0; i < task.devices.size();) {
+    std::size_t j = i;
+    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1) {
+      ++j;
+    }
+    if (i > 0) out += ",";
+    out += std::to_string(task.devices[i].device);
+    if (j > i) out += "-" + std::to_string(task.devices[j].device);
+    i = j + 1;
+  }
+  out += "]";
+  if (task.devices.size() == 1 && task.devices[0].gpu != kWholeGpu) {
+    char share[32];
+    std::snprintf(share, sizeof share, ":%.3g",
+                  static_cast<double>(task.devices[0].gpu.value()) / kMilliPerGpu);
+    out += share;
+  }
+  return out;
 }
 
 Status ClusterState::SetHealthy(NodeId node, bool healthy) {
