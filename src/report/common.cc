@@ -72,35 +72,74 @@ std::string FormatNumber(double value) {
   return fmt::format("{:.1f}", value);
 }
 
-double MaxServiceP50Ms(const sim::RunResult& run) {
+bool Selection::Has(const sim::JobRecord& job) const {
+  switch (by) {
+    case By::kAll:
+      return true;
+    case By::kQueue:
+      return job.queue == name;
+    case By::kClass:
+      return job.priority_class == name;
+    case By::kWorkload:
+      return job.workload == name;
+  }
+  return false;
+}
+
+bool Selection::Has(const sim::RunResult& run, const sim::ServiceMetrics& service) const {
+  switch (by) {
+    case By::kAll:
+      return true;
+    case By::kQueue:
+      return service.queue == name;
+    case By::kWorkload:
+      return service.name == name;
+    case By::kClass:
+      for (const sim::JobRecord& job : run.jobs) {
+        if (job.kind == sim::WorkKind::kInference && job.workload == service.name) {
+          return job.priority_class == name;
+        }
+      }
+      return false;
+  }
+  return false;
+}
+
+double MaxServiceP50Ms(const sim::RunResult& run, const Selection& in) {
   double worst = 0;
   for (const sim::ServiceMetrics& service : run.services) {
-    if (Finite(service.latency_p50_ms)) worst = std::max(worst, service.latency_p50_ms);
+    if (in.Has(run, service) && Finite(service.latency_p50_ms)) {
+      worst = std::max(worst, service.latency_p50_ms);
+    }
   }
   return worst;
 }
 
-double MaxServiceP99Ms(const sim::RunResult& run) {
+double MaxServiceP99Ms(const sim::RunResult& run, const Selection& in) {
   double worst = 0;
   for (const sim::ServiceMetrics& service : run.services) {
-    if (Finite(service.latency_p99_ms)) worst = std::max(worst, service.latency_p99_ms);
+    if (in.Has(run, service) && Finite(service.latency_p99_ms)) {
+      worst = std::max(worst, service.latency_p99_ms);
+    }
   }
   return worst;
 }
 
-double TotalSloMissMinutes(const sim::RunResult& run) {
+double TotalSloMissMinutes(const sim::RunResult& run, const Selection& in) {
   double total = 0;
   for (const sim::ServiceMetrics& service : run.services) {
-    if (Finite(service.slo_miss_minutes)) total += service.slo_miss_minutes;
+    if (in.Has(run, service) && Finite(service.slo_miss_minutes)) {
+      total += service.slo_miss_minutes;
+    }
   }
   return total;
 }
 
-std::optional<double> TrainingJctMeanS(const sim::RunResult& run) {
+std::optional<double> TrainingJctMeanS(const sim::RunResult& run, const Selection& in) {
   double sum = 0;
   std::int64_t count = 0;
   for (const sim::JobRecord& job : run.jobs) {
-    if (job.kind != sim::WorkKind::kTraining || job.end < 0) continue;
+    if (job.kind != sim::WorkKind::kTraining || job.end < 0 || !in.Has(job)) continue;
     sum += static_cast<double>(job.end - job.submit) / static_cast<double>(kMillisPerSecond);
     ++count;
   }

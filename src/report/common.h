@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,14 +28,22 @@ std::string FormatPercent(double fraction);
 // A quantity (GPUs, GPU-hours): whole numbers without decimals, otherwise one decimal.
 std::string FormatNumber(double value);
 
+// Which services and jobs a figure covers: all of them, or those of one queue, priority class
+// or workload (a service belongs to the class of its replicas).
+struct Selection {
+  enum class By : std::uint8_t { kAll, kQueue, kClass, kWorkload } by = By::kAll;
+  std::string name;
+  bool Has(const sim::JobRecord& job) const;
+  bool Has(const sim::RunResult& run, const sim::ServiceMetrics& service) const;
+};
 
-// Run-level figures derived from the services and the job records.
-double MaxServiceP50Ms(const sim::RunResult& run);  // 0 without services
-double MaxServiceP99Ms(const sim::RunResult& run);  // 0 without services
-double TotalSloMissMinutes(const sim::RunResult& run);
+// Figures derived from the services and the job records of a selection.
+double MaxServiceP50Ms(const sim::RunResult& run, const Selection& in = {});  // 0 without
+double MaxServiceP99Ms(const sim::RunResult& run, const Selection& in = {});  // 0 without
+double TotalSloMissMinutes(const sim::RunResult& run, const Selection& in = {});
 // Mean completion - submit of completed training jobs, in seconds; none when no training job
 // completed.
-std::optional<double> TrainingJctMeanS(const sim::RunResult& run);
+std::optional<double> TrainingJctMeanS(const sim::RunResult& run, const Selection& in = {});
 
 // Queue names of all runs (each run's queue_names, then its metric queues), first seen first.
 std::vector<std::string> QueueUnion(std::span<const sim::RunResult> runs);

@@ -39,10 +39,25 @@ void AddGroupKeys(const sim::GroupMetrics& g, Value& out) {
   out["gpu_hours_useful"] = Number(g.gpu_hours_useful);
 }
 
-Value Groups(const std::map<std::string, sim::GroupMetrics>& groups, bool queues) {
+// A group's share of the run's whole capacity (all GPUs over the simulated time).
+Value CapacityShare(const sim::RunResult& run, double gpu_hours) {
+  const double capacity = run.total_gpus * static_cast<double>(run.horizon) / 3.6e6;
+  return capacity > 0 ? Number(gpu_hours / capacity) : Value(nullptr);
+}
+
+Value Groups(const sim::RunResult& run, const std::map<std::string, sim::GroupMetrics>& groups,
+             internal::Selection::By by) {
+  const bool queues = by == internal::Selection::By::kQueue;
   Value out = Value::object();
   for (const auto& [name, g] : groups) {
+    const internal::Selection in{by, name};
     Value group = Value::object();
+    group["gpu_utilization"] = CapacityShare(run, g.gpu_hours_useful);
+    group["gpu_allocation"] = CapacityShare(run, g.gpu_hours_allocated);
+    group["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run, in));
+    group["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run, in));
+    group["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run, in));
+    group["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run, in));
     AddGroupKeys(g, group);
     if (queues) {
       group["guarantee_gpus"] = Number(g.guarantee_gpus);
@@ -115,9 +130,9 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
     r["events"] = run.events;
     r["cycles"] = run.cycles;
     r["metrics"] = Metrics(run);
-    r["queues"] = Groups(run.queues, /*queues=*/true);
-    r["classes"] = Groups(run.classes, /*queues=*/false);
-    r["workloads"] = Groups(run.workloads, /*queues=*/false);
+    r["queues"] = Groups(run, run.queues, internal::Selection::By::kQueue);
+    r["classes"] = Groups(run, run.classes, internal::Selection::By::kClass);
+    r["workloads"] = Groups(run, run.workloads, internal::Selection::By::kWorkload);
     r["services"] = Services(run);
     list.push_back(std::move(r));
   }

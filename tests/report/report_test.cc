@@ -270,6 +270,14 @@ TEST(ReportJson, ShapeAndDefinitions) {
   EXPECT_DOUBLE_EQ(training["wait_p99_s"].get<double>(), 60);
   EXPECT_TRUE(training["jct_mean_s"].is_null());  // nothing completed in the distribution
   EXPECT_TRUE(run["queues"]["batch"]["share_of_guarantee"].is_null());
+  // The group keys that come from services and job records: chat's queue is batch.
+  EXPECT_EQ(run["queues"]["batch"]["inference_latency_p99_ms"],
+            run["services"][0]["latency_p99_ms"]);
+  EXPECT_EQ(run["queues"]["training"]["inference_latency_p99_ms"], 0);
+  EXPECT_EQ(run["queues"]["training"]["slo_miss_minutes"], 0);
+  ASSERT_TRUE(run["queues"]["training"]["gpu_utilization"].is_number());
+  EXPECT_LE(run["queues"]["training"]["gpu_utilization"].get<double>(),
+            m["gpu_utilization"].get<double>() + 1e-9);
   EXPECT_EQ(run["classes"]["P1"]["jobs_submitted"], 3);
   EXPECT_FALSE(run["classes"]["P1"].contains("guarantee_gpus"));
   EXPECT_EQ(run["workloads"]["synthetic"]["evictions"], 4);
