@@ -180,6 +180,10 @@ class Simulation {
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
   void CompactPending();
+  // The node's GPUs in milli-GPU.
+  double NodeMilli(NodeId n) const {
+    return static_cast<double>(state_.node(n).devices.size()) * kMilliPerGpu;
+  }
   // Ends the current run of r at `stop`, keeping progress `saved`. A run that is `requeued`
   // (evicted or failed) loses the progress made by `stop` beyond `saved` and the overhead of its
   // next restart. An evicted run ends at its signal: its devices are the preemptor's from then on.
@@ -566,12 +570,7 @@ Status Simulation::Start() {
     guarantee_[q] = g;
   }
   double total_milli = 0;
-  for (NodeId n = 0; n < state_.node_count(); ++n) {
-    for (const DeviceState& d : state_.node(n).devices) {
-      (void)d;
-      total_milli += kMilliPerGpu;
-    }
-  }
+  for (NodeId n = 0; n < state_.node_count(); ++n) total_milli += NodeMilli(n);
   healthy_.Set(0, total_milli);
 
   for (const SimJob& job : workload_.jobs) {
@@ -651,12 +650,7 @@ Result<Millis> Simulation::Loop(Millis until) {
       }
       case EventKind::kNodeDown: {
         const NodeOutage& outage = workload_.outages[e.subject];
-        double milli = 0;
-        for (const DeviceState& d : state_.node(outage.node).devices) {
-          (void)d;
-          milli += kMilliPerGpu;
-        }
-        if (state_.node(outage.node).healthy) healthy_.Add(now, -milli);
+        if (state_.node(outage.node).healthy) healthy_.Add(now, -NodeMilli(outage.node));
         if (Status st = NodeDown(outage.node, now); !st.ok()) return st;
         ++nodes_down_;
         Push(now + outage.duration, EventKind::kNodeUp, e.subject);
@@ -675,12 +669,7 @@ Result<Millis> Simulation::Loop(Millis until) {
           }
         }
         if (still_down || state_.node(outage.node).healthy) break;
-        double milli = 0;
-        for (const DeviceState& d : state_.node(outage.node).devices) {
-          (void)d;
-          milli += kMilliPerGpu;
-        }
-        healthy_.Add(now, milli);
+        healthy_.Add(now, NodeMilli(outage.node));
         if (Status st = state_.SetHealthy(outage.node, true); !st.ok()) return st;
         changed_ = true;
         RequestCycle(now);
@@ -894,7 +883,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.cycles = cycles_;
   double total_milli = 0;
   for (NodeId n = 0; n < state_.node_count(); ++n) {
-    total_milli += static_cast<double>(state_.node(n).devices.size()) * kMilliPerGpu;
+    total_milli += NodeMilli(n);
   }
   out.total_gpus = total_milli / kMilliPerGpu;
 
