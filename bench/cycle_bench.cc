@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -18,6 +18,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
+#include "fill_bench.h"
 #include "preempt_bench.h"
 #include "sim_bench.h"
 #include "workload.h"
@@ -216,7 +217,9 @@ Options ParseArgs(int argc, char** argv) {
     } else if (arg == "--no-clock") {
       opt.clock = false;
     } else {
-      Fail("usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k] [--reps N] [--seed N] [--no-clock]");
+      Fail(
+          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill] [--reps N] [--seed N] "
+          "[--no-clock]");
     }
   }
   return opt;
@@ -245,6 +248,11 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "sim") {
     RunSimBench(philly, 100'000, 2048, opt.seed, "100k");
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "fill") {
+    RunFillBench(std::string(ARBITER_SOURCE_DIR) + "/data/traces/openb", 42,
+                 opt.reps > 0 ? opt.reps : 3);
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

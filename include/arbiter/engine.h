@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "arbiter/model.h"
 #include "arbiter/plan.h"
@@ -56,10 +58,53 @@ struct BackfillOptions {
   int max_attempts = 64;
 };
 
+// How the placement stage chooses a node (and devices) among those that can host a task.
+// `kArbiter` is the engine's own placement (bucketed best fit, see docs/design/engine.md); the
+// others are the published baselines of Weng et al., "Beware of Fragmentation" (ATC 2023), scored
+// as their simulator scores them (docs/placement.md), FGD itself, and kFrag. Under these every
+// feasible node of every accepted GPU type is scored and the best taken; equal scores go to the
+// node first in a random order of the nodes drawn from the seed (as in the published simulator).
+enum class PlacementPolicy : std::uint8_t {
+  kArbiter,     // the default
+  kRandom,      // a uniformly random feasible node (and, for a share, device)
+  kBestFit,     // least leftover: 0.5 CPU / 128 cores + 0.5 GPU / 8 GPUs after placement
+  kPacking,     // partly used GPUs first, then partly used nodes, then the fewest free GPUs
+  kDotProduct,  // smallest dot product of free and requested (CPU, GPU), normalised by the max
+  kClustering,  // nodes already hosting tasks of the same GPU-request class first
+  kFgd,         // FGD: least growth of expected fragmentation (one task) under the task shapes
+  kFrag,        // FGD's measure plus the fragmentation left by repeated tasks, then consolidation
+};
+inline constexpr PlacementPolicy kAllPlacementPolicies[] = {
+    PlacementPolicy::kArbiter, PlacementPolicy::kRandom,     PlacementPolicy::kBestFit,
+    PlacementPolicy::kPacking, PlacementPolicy::kDotProduct, PlacementPolicy::kClustering,
+    PlacementPolicy::kFgd,     PlacementPolicy::kFrag};
+// "arbiter", "random", "best-fit", "packing", "dot-product", "clustering", "fgd", "frag".
+const char* PlacementPolicyName(PlacementPolicy policy);
+// The policy of a name above; false when there is none.
+bool ParsePlacementPolicy(std::string_view name, PlacementPolicy& policy);
+
+// A task shape with its share of the workload, for fragmentation-aware placement.
+struct TaskShape {
+  std::int64_t gpu = 0;     // milli-GPU per task: 0, a share (1..999) or whole GPUs (k x 1000)
+  std::int64_t cpu = 0;     // milli-cores
+  std::int64_t memory = 0;  // MiB
+  GpuTypeSet gpu_types;     // accepted GPU types; empty: any
+  double weight = 0;        // share of tasks (the weights need not sum to 1)
+};
+
+struct PlacementOptions {
+  PlacementPolicy policy = PlacementPolicy::kArbiter;
+  std::uint64_t seed = 0;  // kRandom's draws (with the job id) and the order of equal scores
+  // kFgd, kFrag: the shapes expected to arrive (e.g. those of a trace). Empty: the shapes of the
+  // running and pending jobs of the cycle.
+  std::vector<TaskShape> shapes;
+};
+
 struct EngineOptions {
   OrderingWeights ordering;
   PreemptionOptions preemption;
   BackfillOptions backfill;
+  PlacementOptions placement;
   // Candidate nodes scored per task once a feasible one is found in the best-fitting bucket.
   int score_candidates = 8;
   // Optional monotonic clock in microseconds, used only to time the stages of a cycle.

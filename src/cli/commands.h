@@ -26,6 +26,22 @@ struct ExplainSimArgs {
   std::optional<std::uint64_t> seed;
 };
 
+struct FillArgs {
+  std::string nodes;                    // openb node list
+  std::string pods;                     // openb pod list
+  std::vector<std::string> placements;  // policies; empty: all
+  int seeds = 10;
+  std::uint64_t seed = 42;  // the first seed
+  double inflate = 1.3;
+  std::string json;  // file, or "-" for stdout
+  int threads = 0;   // 0: one per processor
+  bool quiet = false;
+};
+
+// `arbiter fill`: the fill experiment of "Beware of Fragmentation" for placement policies
+// (docs/placement.md). Returns the exit status.
+int RunFill(const FillArgs& args);
+
 // `arbiter explain JOB --scenario S --at T`: simulates up to T and says what the job is doing
 // and, when it is pending, why.
 int RunExplainSim(const ExplainSimArgs& args);

@@ -401,6 +401,26 @@ int main(int argc, char** argv) {
   sim->add_option("--csv", sim_args.csv, "Write time series and per-job CSV files into DIR");
   sim->add_flag("--quiet", sim_args.quiet, "No progress bar");
 
+  arbiter::cli::FillArgs fill_args;
+  CLI::App* fill = app.add_subcommand(
+      "fill", "Fill an openb cluster with pods that never leave; compare placement policies");
+  fill->add_option("--nodes", fill_args.nodes, "openb node list (CSV)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  fill->add_option("--pods", fill_args.pods, "openb pod list (CSV)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  fill->add_option("--placement", fill_args.placements,
+                   "Placement policy (repeatable; default: all): arbiter, random, best-fit, "
+                   "packing, dot-product, clustering, fgd, frag");
+  fill->add_option("--seeds", fill_args.seeds, "Seeds per policy (default 10)");
+  fill->add_option("--seed", fill_args.seed, "First seed (default 42)");
+  fill->add_option("--inflate", fill_args.inflate,
+                   "Total GPU request of the workload / cluster GPUs (default 1.3)");
+  fill->add_option("--json", fill_args.json, "Write the results as JSON to FILE ('-': stdout)");
+  fill->add_option("--threads", fill_args.threads, "Runs in parallel (default: one per processor)");
+  fill->add_flag("--quiet", fill_args.quiet, "No progress count");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -414,6 +434,7 @@ int main(int argc, char** argv) {
     }
     return arbiter::cli::RunSim(sim_args);
   }
+  if (*fill) return arbiter::cli::RunFill(fill_args);
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) {
     if (!lint_scenario.empty()) {

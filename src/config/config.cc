@@ -149,8 +149,8 @@ class ClusterLoader {
   }
 
   void LoadScheduler(const Value& value) {
-    Map m(value,
-          {"ordering", "fair_share_half_life", "score_candidates", "preemption", "backfill"});
+    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "placement", "preemption",
+                  "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age"});
@@ -167,6 +167,7 @@ class ClusterLoader {
     if (const Value* v = m.Find("score_candidates")) {
       out_.engine.score_candidates = v->Int32(1, 1 << 16);
     }
+    if (const Value* v = m.Find("placement")) LoadPlacement(*v);
     if (const Value* v = m.Find("preemption")) {
       Map p(*v, {"enabled", "max_gpus_per_cycle", "max_loss_per_gpu", "max_attempts_per_cycle"});
       PreemptionOptions& o = out_.engine.preemption;
@@ -183,6 +184,24 @@ class ClusterLoader {
       if (const Value* x = b.Find("overrun_grace")) o.overrun_grace = PositiveDuration(*x);
       if (const Value* x = b.Find("default_runtime")) o.default_runtime = PositiveDuration(*x);
       if (const Value* x = b.Find("max_attempts")) o.max_attempts = x->Int32(1, 1 << 20);
+    }
+  }
+
+  // `placement: best-fit`, or `placement: {policy: random, seed: 7}`.
+  void LoadPlacement(const Value& value) {
+    PlacementOptions& o = out_.engine.placement;
+    auto policy = [](const Value& v) {
+      return kAllPlacementPolicies[v.Choice({"arbiter", "random", "best-fit", "packing",
+                                             "dot-product", "clustering", "fgd", "frag"})];
+    };
+    if (!value.node().IsMap()) {
+      o.policy = policy(value);
+      return;
+    }
+    Map p(value, {"policy", "seed"});
+    if (const Value* x = p.Find("policy")) o.policy = policy(*x);
+    if (const Value* x = p.Find("seed")) {
+      o.seed = static_cast<std::uint64_t>(x->Int(0, std::numeric_limits<std::int64_t>::max()));
     }
   }
 

@@ -1,7 +1,9 @@
 #include "arbiter/engine.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -263,7 +265,11 @@ class Cycle {
                                           now_ + job.runtime_estimate <= holds_.earliest_start();
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
-      for (GpuTypeId t : allowed) {
+      // A scoring policy compares the placements on every accepted type and tries the best first.
+      std::vector<GpuTypeId> ranked;
+      if (options_.placement.policy != PlacementPolicy::kArbiter && allowed.size() > 1)
+        ranked = RankTypes(job, allowed, strict, ends_before_reservations);
+      for (GpuTypeId t : ranked.empty() ? allowed : ranked) {
         std::string key;
         if (cacheable) {
           key = ShapeKey(job, t, strict) + (ends_before_reservations ? 'S' : 'L');
@@ -300,6 +306,35 @@ class Cycle {
     if (cacheable) explained_.emplace(std::move(key), reason);
     NotPlaced(index, std::move(reason));
     return true;
+  }
+
+  // The accepted types in order of the scoring policy's rank of the job's placement on each
+  // (placed on the scratch state and given back); types where it does not fit come last.
+  std::vector<GpuTypeId> RankTypes(const Job& job, const std::vector<GpuTypeId>& allowed,
+                                   bool strict, bool ends_before_reservations) {
+    std::vector<std::pair<engine::PlacementKey, GpuTypeId>> ranked;
+    std::vector<GpuTypeId> rest;
+    for (GpuTypeId t : allowed) {
+      JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
+      if (ends_before_reservations) holds_.Release(state_);
+      engine::PlacementKey key;
+      std::optional<Allocation> allocation = timer_.Run(
+          StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_, &key); });
+      if (allocation) {
+        for (auto task = allocation->tasks.rbegin(); task != allocation->tasks.rend(); ++task)
+          state_.GiveTask(*task);
+        ranked.emplace_back(key, t);
+      } else {
+        rest.push_back(t);
+      }
+      if (ends_before_reservations) holds_.Apply(state_);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<GpuTypeId> types;
+    for (const auto& [key, t] : ranked) types.push_back(t);
+    types.insert(types.end(), rest.begin(), rest.end());
+    return types;
   }
 
   // A job that was not placed blocks its queue if the queue is strict FIFO, and the first such
@@ -452,9 +487,36 @@ class Cycle {
   std::vector<Preemption> preemptions_;
 };
 
+// The task shapes of the running and pending jobs, each weighted by its task count: the
+// distribution kFgd and kFrag assume when they are given none.
+std::vector<TaskShape> ObservedShapes(const ClusterState& state, std::span<const Job> pending) {
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> counts;
+  auto add = [&](const Job& job) {
+    for (const TaskGroup& g : job.groups) {
+      counts[{g.request.gpu.value(), g.request.cpu.value(), g.request.memory.value(),
+              job.gpu_types.bits()}] += g.count;
+    }
+  };
+  for (const auto& [id, running] : state.running()) add(running.job);
+  for (const Job& job : pending) add(job);
+  std::vector<TaskShape> shapes;
+  for (const auto& [key, n] : counts) {
+    const auto& [gpu, cpu, memory, types] = key;
+    shapes.push_back({gpu, cpu, memory, GpuTypeSet(types), n});
+  }
+  return shapes;
+}
+
 }  // namespace
 
 Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
+  const PlacementPolicy policy = options_.placement.policy;
+  if ((policy == PlacementPolicy::kFgd || policy == PlacementPolicy::kFrag) &&
+      options_.placement.shapes.empty()) {
+    EngineOptions options = options_;
+    options.placement.shapes = ObservedShapes(state, pending);
+    return Cycle(state, pending, now, options).Run();
+  }
   return Cycle(state, pending, now, options_).Run();
 }
 

@@ -6,6 +6,10 @@
 // gangs. A gang is tried in one NVLink group, then one node, then one domain of each operator level
 // from the innermost out (best fit: the domain with the fewest free devices that could hold it),
 // then the whole cluster; a required topology level stops the search at that level.
+//
+// Under a scoring policy (EngineOptions::placement, score.cc) a task searched over a range of nodes
+// goes instead to the node, among every feasible one of the job's GPU type, that the policy scores
+// best; the gang search around it is the same.
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -175,6 +179,9 @@ class Placer {
     return std::nullopt;
   }
 
+  // Under a scoring policy: the rank of the node chosen for the job's first task.
+  const PlacementKey& key() const { return key_; }
+
  private:
   Allocation Done() {
     std::sort(allocation_.tasks.begin(), allocation_.tasks.end(),
@@ -307,10 +314,50 @@ class Placer {
     return true;
   }
 
+  // The best node in [begin, end) for one task under a scoring policy: every feasible node (of the
+  // job's GPU type) is scored; the smallest key wins.
+  bool ChooseScoredNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best,
+                        std::vector<DeviceShare>& best_devices) {
+    const TaskRequest& req = *t.request;
+    const GpuTypeId type = req.gpu.value() > 0 ? allocation_.gpu_type : kNone;
+    const PlacementOptions& policy = options_.placement;
+    bool found = false;
+    PlacementKey best_key;
+    std::vector<DeviceShare> devices;
+    double score = 0;
+    NodeScorer scorer(state_, job_, req, type, policy);
+    auto consider = [&](NodeId n) {
+      if (FilterNode(state_, n, req, filter_)) return;
+      if (!scorer.Score(n, allow_span, devices, score)) return;
+      const PlacementKey key{score, TieBreak(policy.seed, n)};
+      if (!found || key < best_key) {
+        found = true;
+        best_key = key;
+        best = n;
+        best_devices = devices;
+      }
+    };
+    if (type == kNone) {
+      for (NodeId n = begin; n < end; ++n) consider(n);
+    } else {
+      const std::vector<NodeId>& nodes = state_.NodesOfType(type);
+      for (auto it = std::lower_bound(nodes.begin(), nodes.end(), begin);
+           it != nodes.end() && *it < end; ++it)
+        consider(*it);
+    }
+    if (found && !keyed_) {
+      key_ = best_key;
+      keyed_ = true;
+    }
+    return found;
+  }
+
   // The best node in [begin, end) for one task.
   bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best,
                   std::vector<DeviceShare>& best_devices) {
     if (begin >= end) return false;
+    if (options_.placement.policy != PlacementPolicy::kArbiter)
+      return ChooseScoredNode(t, begin, end, allow_span, best, best_devices);
     const TaskRequest& req = *t.request;
     const GpuTypeId type = allocation_.gpu_type;
     std::tuple<std::uint32_t, std::int64_t, std::int64_t, NodeId> best_score{};
@@ -381,19 +428,23 @@ class Placer {
   NodeId begin_ = 0;
   NodeId end_ = 0;
   Allocation allocation_;
+  PlacementKey key_;  // scoring policies: the rank of the first task's node
+  bool keyed_ = false;
 };
 
 }  // namespace
 
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
-                                   const EngineOptions& options) {
-  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options);
+                                   const EngineOptions& options, PlacementKey* key) {
+  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options, key);
 }
 
 std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options) {
+                                     NodeId end, const EngineOptions& options, PlacementKey* key) {
   Placer placer(state, filter, begin, end, options);
-  return placer.Place();
+  std::optional<Allocation> allocation = placer.Place();
+  if (key) *key = placer.key();
+  return allocation;
 }
 
 }  // namespace arbiter::engine

@@ -75,15 +75,94 @@ std::optional<Cause> FilterNodeEver(const ClusterState& state, NodeId node,
 
 // ---- place ----
 
+// How a placement under a scoring policy (PlacementOptions::policy other than kArbiter) ranks:
+// smaller score first, then the seeded tie-break. Comparable across GPU types.
+struct PlacementKey {
+  double score = 0;
+  std::uint64_t tie = 0;
+  friend bool operator<(const PlacementKey& a, const PlacementKey& b) {
+    return a.score < b.score || (a.score == b.score && a.tie < b.tie);
+  }
+};
+
 // Finds devices for every task of the job on GPU type filter.type, packing the gang into the
 // smallest topology domain that holds it (NVLink group, node, then each operator level), never
 // beyond a required level. On success the tasks are taken in `state` and their allocation
-// returned; on failure nothing is taken.
+// returned; on failure nothing is taken. Under a scoring policy, `key` (when given) receives the
+// rank of the node chosen for the job's first task.
 std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
-                                   const EngineOptions& options);
+                                   const EngineOptions& options, PlacementKey* key = nullptr);
 // The same, using only the nodes [begin, end) (a node, or a domain's range).
 std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options);
+                                     NodeId end, const EngineOptions& options,
+                                     PlacementKey* key = nullptr);
+
+// ---- score (placement policies other than kArbiter, score.cc) ----
+
+// The tie-break of a scoring policy: a seeded random rank of the node, the same for every job (as
+// the published simulator prefers, among equal scores, the first node of a seeded random order).
+std::uint64_t TieBreak(std::uint64_t seed, NodeId node);
+// A uniform 64-bit draw for `job` and `what` (a node or a device), from the seed.
+std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what);
+// The expected fragmentation of a node under a distribution of task shapes: the weighted sum,
+// over the shapes, of the node's free milli-GPU that tasks of the shape could not use there.
+// - One task (FGD's measure, Weng et al. 2023): all of the free GPU when a task of the shape
+//   cannot land on the node (GPU type, CPU, memory, too few devices with room; a shape without
+//   GPUs uses no GPU), else the free share of the devices too small for it.
+// - Tasks arriving one after another (kFrag adds this): the free GPU left once as many tasks of
+//   the shape as the devices, the CPU and the memory allow have landed. It sees what one task
+//   does not: four free GPUs next to twelve free cores host one 11-core task, not four.
+// With `fgd`, the measure is FGD's own: the shapes merged without memory and cut to the most
+// frequent ones that cover 95% of the tasks, one task only.
+class FragModel {
+ public:
+  FragModel(std::span<const TaskShape> shapes, bool fgd);  // shapes empty: every task one GPU
+  // `frees`: the free milli-GPU of each device of `type` on the node; `cpu`, `memory`: free there.
+  double Expected(std::span<const std::int64_t> frees, std::int64_t cpu, std::int64_t memory,
+                  GpuTypeId type) const;
+
+ private:
+  struct Shape {
+    std::size_t threshold = 0;  // index into thresholds_ of the free share one device needs
+    std::int64_t count = 1;     // devices it needs
+    std::int64_t cpu = 0;
+    std::int64_t memory = 0;
+    double cpu_inverse = 0;  // 1 / cpu, 1 / memory (0 when 0)
+    double memory_inverse = 0;
+    GpuTypeSet types;
+    double weight = 0;  // normalised
+  };
+  bool fgd_ = false;
+  std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
+  std::vector<double> inverse_;           // 1 / thresholds_
+  std::vector<Shape> shapes_;             // shapes with GPUs
+  double always_ = 0;                     // weight of the shapes without GPUs
+  // Scratch, per threshold.
+  mutable std::vector<std::int64_t> fit_, small_, slots_;
+};
+
+// Scores nodes for one task under `options.policy` (not kArbiter): the devices of the node the
+// policy gives the task, and the node's score (smaller is better). The caller has checked the
+// filter (FilterNode); Score is false when the node's devices cannot hold the task.
+class NodeScorer {
+ public:
+  NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req, GpuTypeId type,
+             const PlacementOptions& options);
+  bool Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices, double& score);
+
+ private:
+  bool ScoreFrag(const NodeState& node, bool allow_span, std::vector<DeviceShare>& devices,
+                 double& score);
+
+  const ClusterState& state_;
+  const Job& job_;
+  const TaskRequest& req_;
+  GpuTypeId type_;
+  const PlacementOptions& options_;
+  std::optional<FragModel> frag_;
+  std::vector<std::int64_t> frees_;
+  std::vector<std::uint32_t> index_;
+};
 
 // ---- explain ----
 

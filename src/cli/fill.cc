@@ -1,0 +1,129 @@
+// `arbiter fill`: the fill experiment of "Beware of Fragmentation" (include/arbiter/fill.h) for one
+// or more placement policies; prints the allocation ratio per policy and arrived GPU request, and
+// writes the JSON the docs describe (docs/placement.md).
+#include "arbiter/fill.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arbiter/trace.h"
+#include "cli/commands.h"
+
+namespace arbiter::cli {
+
+int RunFill(const FillArgs& args) {
+  fill::FillOptions options;
+  if (!args.placements.empty()) {
+    options.policies.clear();
+    for (const std::string& name : args.placements) {
+      PlacementPolicy policy;
+      if (!ParsePlacementPolicy(name, policy)) {
+        std::string known;
+        for (PlacementPolicy p : kAllPlacementPolicies)
+          known += (known.empty() ? "" : ", ") + std::string(PlacementPolicyName(p));
+        fmt::print(stderr, "error: --placement: unknown policy '{}' (known: {})\n", name, known);
+        return 2;
+      }
+      options.policies.push_back(policy);
+    }
+  }
+  if (args.seeds < 1) {
+    fmt::print(stderr, "error: --seeds: at least 1\n");
+    return 2;
+  }
+  if (!(args.inflate > 0) || args.inflate > 100) {
+    fmt::print(stderr, "error: --inflate: a ratio above 0, e.g. 1.3\n");
+    return 2;
+  }
+  options.seeds = args.seeds;
+  options.first_seed = args.seed;
+  options.inflate = args.inflate;
+  options.threads = args.threads > 0
+                        ? args.threads
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  Result<std::vector<trace::TraceNode>> nodes = trace::ReadOpenbNodesFile(args.nodes);
+  if (!nodes.ok()) {
+    fmt::print(stderr, "error: {}\n", nodes.status().message());
+    return 1;
+  }
+  Result<trace::Trace> trace = trace::ReadTraceFile(args.pods, "openb");
+  if (!trace.ok()) {
+    fmt::print(stderr, "error: {}\n", trace.status().message());
+    return 1;
+  }
+  if (!trace->bad_rows.empty()) {
+    for (const trace::BadRow& b : trace->bad_rows)
+      fmt::print(stderr, "error: {}:{}: {}\n", args.pods, b.line, b.problem);
+    return 1;
+  }
+  const std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);
+  std::int64_t gpus = 0, requested = 0;
+  for (const trace::TraceNode& n : *nodes) gpus += n.gpus;
+  for (const fill::Pod& p : pods) requested += p.total_gpu();
+  fmt::print(
+      "cluster: {} nodes, {} GPUs; workload: {} pods asking {:.1f}% of the GPUs, inflated "
+      "to {:.0f}%; {} seed{} from {}\n",
+      nodes->size(), gpus, pods.size(),
+      gpus > 0 ? 100.0 * static_cast<double>(requested) / static_cast<double>(gpus * 1000) : 0.0,
+      100 * args.inflate, args.seeds, args.seeds == 1 ? "" : "s", args.seed);
+
+  std::size_t done = 0;
+  const std::size_t total = options.policies.size() * static_cast<std::size_t>(args.seeds);
+  auto progress = [&](PlacementPolicy, std::uint64_t, const fill::RunResult&) {
+    ++done;
+    if (!args.quiet) {
+      fmt::print(stderr, "\r  {} / {} runs", done, total);
+      std::fflush(stderr);
+    }
+  };
+  Result<fill::FillReport> report = fill::RunFill(*nodes, pods, options, progress);
+  if (!args.quiet) fmt::print(stderr, "\r{}\r", std::string(30, ' '));
+  if (!report.ok()) {
+    fmt::print(stderr, "error: {}\n", report.status().message());
+    return 1;
+  }
+
+  fmt::print(
+      "\nGPU allocation ratio (%, mean of {} seed{}) when the arrived GPU request reaches "
+      "X% of capacity\n",
+      args.seeds, args.seeds == 1 ? "" : "s");
+  std::string header = fmt::format("{:<12}", "policy");
+  for (int s : report->steps) header += fmt::format(" {:>6}", fmt::format("{}%", s));
+  header += fmt::format(" {:>9} {:>9} {:>8}", "failed", "frag@100", "s/run");
+  fmt::print("{}\n{}\n", header, std::string(header.size(), '-'));
+  for (const fill::PolicyResult& r : report->policies) {
+    std::string line = fmt::format("{:<12}", PlacementPolicyName(r.policy));
+    for (double v : r.alloc_pct)
+      line += std::isnan(v) ? fmt::format(" {:>6}", "-") : fmt::format(" {:6.2f}", v);
+    line += fmt::format(" {:9.1f} {:8.2f}% {:8.3f}", r.failed_pods, r.frag_pct, r.seconds);
+    fmt::print("{}\n", line);
+  }
+  fmt::print(
+      "\nfailed: pods that fit nowhere (mean per run); frag@100: free GPU capacity that no pod "
+      "shape of the list can use, in % of all GPUs, when the arrived request reaches 100%\n");
+
+  if (!args.json.empty()) {
+    const std::string json = fill::ToJson(*report);
+    if (args.json == "-") {
+      fmt::print("{}", json);
+    } else {
+      std::ofstream out(args.json, std::ios::binary);
+      out << json;
+      out.close();
+      if (!out) {
+        fmt::print(stderr, "error: {}: cannot write\n", args.json);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace arbiter::cli

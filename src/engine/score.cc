@@ -1,0 +1,468 @@
+// Placement policies other than the engine's own: how a policy scores one node for one task and
+// which devices of it the task gets. The baselines and FGD follow the published simulator of Weng
+// et al., "Beware of Fragmentation" (ATC 2023): integer scores in [0, 100] (negated here: smaller
+// is better), equal scores going to the first node of a seeded order, so that Arbiter's numbers
+// for them compare with the published ones (docs/placement.md). `kFrag` is Arbiter's own
+// fragmentation-aware policy.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+#include <tuple>
+
+#include "engine/stages.h"
+
+namespace arbiter {
+
+const char* PlacementPolicyName(PlacementPolicy policy) {
+  switch (policy) {
+    case PlacementPolicy::kArbiter:
+      return "arbiter";
+    case PlacementPolicy::kRandom:
+      return "random";
+    case PlacementPolicy::kBestFit:
+      return "best-fit";
+    case PlacementPolicy::kPacking:
+      return "packing";
+    case PlacementPolicy::kDotProduct:
+      return "dot-product";
+    case PlacementPolicy::kClustering:
+      return "clustering";
+    case PlacementPolicy::kFrag:
+      return "frag";
+    case PlacementPolicy::kFgd:
+      return "fgd";
+  }
+  return "?";
+}
+
+bool ParsePlacementPolicy(std::string_view name, PlacementPolicy& policy) {
+  for (PlacementPolicy p : kAllPlacementPolicies) {
+    if (name == PlacementPolicyName(p)) {
+      policy = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace engine {
+namespace {
+
+// The published simulator normalises by the largest node it knows: 128 cores, 8 GPUs.
+constexpr double kMaxSpecCpu = 128000;
+constexpr double kMaxSpecGpu = 8000;
+constexpr std::int64_t kMaxScore = 100;
+
+std::uint64_t Mix(std::uint64_t x) {  // SplitMix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bool Usable(const DeviceState& dev, const TaskRequest& req, GpuTypeId type) {
+  return dev.type == type && dev.memory >= req.gpu_memory;
+}
+
+// Free milli-GPU of the task's type on the node (every device for a task without GPUs), and the
+// node's devices of that type.
+struct NodeGpu {
+  std::int64_t free = 0;
+  std::int64_t devices = 0;
+  std::int64_t whole_free = 0;
+};
+NodeGpu CountGpu(const NodeState& node, GpuTypeId type) {
+  NodeGpu g;
+  for (const DeviceState& dev : node.devices) {
+    if (type != kNone && dev.type != type) continue;
+    g.free += dev.free.value();
+    ++g.devices;
+    g.whole_free += dev.free == kWholeGpu;
+  }
+  return g;
+}
+
+// A share: the device with the least free share that holds it (a whole free device counts with
+// 1000), the first such in index order ("best" GPU selection of the published simulator).
+std::uint32_t BestShareDevice(const NodeState& node, const TaskRequest& req, GpuTypeId type) {
+  std::uint32_t best = kNone;
+  for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+    const DeviceState& dev = node.devices[d];
+    if (!Usable(dev, req, type) || dev.free < req.gpu || dev.memory_free < req.gpu_memory) continue;
+    if (best == kNone || dev.free < node.devices[best].free) best = d;
+  }
+  return best;
+}
+
+// A share on a device drawn uniformly (by hash) among those that hold it.
+std::uint32_t RandomShareDevice(const NodeState& node, const TaskRequest& req, GpuTypeId type,
+                                std::uint64_t tie) {
+  std::uint32_t best = kNone;
+  std::uint64_t best_hash = 0;
+  for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+    const DeviceState& dev = node.devices[d];
+    if (!Usable(dev, req, type) || dev.free < req.gpu || dev.memory_free < req.gpu_memory) continue;
+    const std::uint64_t h = Mix(tie ^ Mix(d + 0x51ed2701ull));
+    if (best == kNone || h < best_hash) {
+      best = d;
+      best_hash = h;
+    }
+  }
+  return best;
+}
+
+// Whole devices: the first free ones in index order, inside one NVLink group when one holds them
+// (the group with the fewest free devices that does), else, when allowed, across groups.
+bool WholeDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type, bool allow_span,
+                  std::vector<DeviceShare>& out) {
+  const std::int64_t want = req.whole_gpus();
+  std::vector<std::uint32_t> free_in_group(node.nvlink_groups, 0);
+  for (const DeviceState& dev : node.devices) {
+    if (Usable(dev, req, type) && dev.free == kWholeGpu) ++free_in_group[dev.nvlink_group];
+  }
+  std::uint32_t group = kNone;
+  for (std::uint32_t g = 0; g < node.nvlink_groups; ++g) {
+    if (free_in_group[g] >= want && (group == kNone || free_in_group[g] < free_in_group[group]))
+      group = g;
+  }
+  if (group == kNone && !allow_span) return false;
+  std::int64_t n = want;
+  for (std::uint32_t d = 0; d < node.devices.size() && n > 0; ++d) {
+    const DeviceState& dev = node.devices[d];
+    if (!Usable(dev, req, type) || dev.free != kWholeGpu) continue;
+    if (group != kNone && dev.nvlink_group != group) continue;
+    out.push_back({d, kWholeGpu, dev.memory});
+    --n;
+  }
+  return n == 0;
+}
+
+// ---- The published scores, higher is better, in [0, 100] ----
+
+std::int64_t BestFitScore(const NodeState& node, const TaskRequest& req, const NodeGpu& gpu) {
+  double score = 0;
+  score += static_cast<double>(node.cpu_free.value() - req.cpu.value()) / kMaxSpecCpu * 0.5;
+  score += static_cast<double>(gpu.free - req.gpu.value()) / kMaxSpecGpu * 0.5;
+  return static_cast<std::int64_t>((1.0 - score) * static_cast<double>(kMaxScore));
+}
+
+std::int64_t DotProductScore(const NodeState& node, const TaskRequest& req, const NodeGpu& gpu) {
+  const double dot = static_cast<double>(node.cpu_free.value()) / kMaxSpecCpu *
+                         (static_cast<double>(req.cpu.value()) / kMaxSpecCpu) +
+                     static_cast<double>(gpu.free) / kMaxSpecGpu *
+                         (static_cast<double>(req.gpu.value()) / kMaxSpecGpu);
+  return static_cast<std::int64_t>(static_cast<double>(kMaxScore) * (1.0 - dot / 2));
+}
+
+// Partly used GPUs first (the fuller the better), then free GPUs of partly used nodes, then free
+// nodes (the fewer their GPUs the better).
+std::int64_t PackingScore(const NodeState& node, const TaskRequest& req, GpuTypeId type,
+                          const NodeGpu& gpu) {
+  if (req.gpu.value() == 0) return 0;
+  if (gpu.whole_free == gpu.devices) {
+    return std::max<std::int64_t>(kMaxScore / 3 - gpu.whole_free, gpu.whole_free);
+  }
+  // The devices the task would use, least free first: used ones when they hold it.
+  const std::int64_t per_device = req.shared() ? req.gpu.value() : kMilliPerGpu;
+  std::int64_t need = req.shared() ? 1 : req.whole_gpus();
+  std::vector<std::int64_t> frees;
+  for (const DeviceState& dev : node.devices) {
+    if (Usable(dev, req, type)) frees.push_back(dev.free.value());
+  }
+  std::stable_sort(frees.begin(), frees.end());
+  std::int64_t whole_used = 0, used_free_pct = 0;
+  for (std::int64_t f : frees) {
+    if (need == 0) break;
+    if (f < per_device) continue;
+    --need;
+    if (f == kMilliPerGpu) {
+      ++whole_used;
+    } else {
+      used_free_pct += f * 100 / kMilliPerGpu;
+    }
+  }
+  if (whole_used > 0) return std::max<std::int64_t>(kMaxScore / 2 - whole_used, kMaxScore / 3);
+  return std::max<std::int64_t>(kMaxScore - used_free_pct / 10, kMaxScore / 2);
+}
+
+// The GPU-request class of a task: 0 none, 1 a share, 1 + k for k whole GPUs.
+std::int64_t RequestClass(const TaskRequest& req) {
+  if (req.gpu.value() == 0) return 0;
+  return req.shared() ? 1 : 1 + req.whole_gpus();
+}
+
+// Nodes already running tasks of the same class first (only that class: best), then nodes without
+// GPU tasks, then the others; within each band, the fuller node first.
+std::int64_t ClusteringScore(const NodeState& node, const TaskRequest& req, const NodeGpu& gpu) {
+  const std::int64_t cls = RequestClass(req);
+  if (cls == 0) return 0;
+  bool same = false, other = false;
+  for (const Resident& r : node.residents) {
+    for (const TaskGroup& g : r.job->job.groups) {
+      const std::int64_t c = RequestClass(g.request);
+      if (c == 0) continue;
+      same = same || c == cls;
+      other = other || c != cls;
+    }
+  }
+  const std::int64_t fill = kMaxScore / 4 * (static_cast<std::int64_t>(kMaxSpecGpu) - gpu.free) /
+                            static_cast<std::int64_t>(kMaxSpecGpu);
+  if (same) return fill + (other ? kMaxScore * 2 / 4 : kMaxScore * 3 / 4);
+  return fill + (other ? 0 : kMaxScore / 4);
+}
+
+}  // namespace
+
+// ---- Fragmentation (kFgd, kFrag) ----
+
+FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd) : fgd_(fgd) {
+  static const TaskShape kOneGpu{kMilliPerGpu, 0, 0, {}, 1};
+  if (shapes.empty()) shapes = std::span<const TaskShape>(&kOneGpu, 1);
+  // FGD keeps the most frequent shapes that cover 95% of the tasks ("typical pods"), shapes equal
+  // but for memory being one; kFrag keeps them all (the rare ones are the large ones).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> merged;
+  double sum = 0;
+  for (const TaskShape& s : shapes) {
+    merged[{s.gpu, s.cpu, fgd ? 0 : s.memory, s.gpu_types.bits()}] += s.weight;
+    sum += s.weight;
+  }
+  std::vector<TaskShape> kept;
+  for (const auto& [key, w] : merged) {
+    const auto& [gpu, cpu, memory, types] = key;
+    kept.push_back({gpu, cpu, memory, GpuTypeSet(types), w});
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const TaskShape& a, const TaskShape& b) { return a.weight > b.weight; });
+  double cumulative = 0;
+  std::size_t n = 0;
+  while (n < kept.size() && cumulative < 0.95 * sum) cumulative += kept[n++].weight;
+  if (fgd) kept.resize(n);
+  for (const TaskShape& s : kept) {
+    if (s.gpu > 0) thresholds_.push_back(std::min<std::int64_t>(s.gpu, kMilliPerGpu));
+  }
+  std::sort(thresholds_.begin(), thresholds_.end());
+  thresholds_.erase(std::unique(thresholds_.begin(), thresholds_.end()), thresholds_.end());
+  double total = 0;
+  for (const TaskShape& s : kept) total += std::max(0.0, s.weight);
+  for (const TaskShape& s : kept) {
+    if (s.weight <= 0 || total <= 0) continue;
+    Shape shape;
+    shape.weight = s.weight / total;
+    if (s.gpu == 0) {
+      always_ += shape.weight;
+      continue;
+    }
+    const std::int64_t per_device = std::min<std::int64_t>(s.gpu, kMilliPerGpu);
+    shape.threshold = static_cast<std::size_t>(
+        std::lower_bound(thresholds_.begin(), thresholds_.end(), per_device) - thresholds_.begin());
+    shape.count = s.gpu < kMilliPerGpu ? 1 : s.gpu / kMilliPerGpu;
+    shape.cpu = s.cpu;
+    shape.memory = fgd ? 0 : s.memory;
+    shape.cpu_inverse = shape.cpu > 0 ? 1.0 / static_cast<double>(shape.cpu) : 0;
+    shape.memory_inverse = shape.memory > 0 ? 1.0 / static_cast<double>(shape.memory) : 0;
+    shape.types = s.gpu_types;
+    shapes_.push_back(shape);
+  }
+  for (std::int64_t t : thresholds_) inverse_.push_back(1.0 / static_cast<double>(t));
+  fit_.resize(thresholds_.size());
+  small_.resize(thresholds_.size());
+  slots_.resize(thresholds_.size());
+}
+
+double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu,
+                           std::int64_t memory, GpuTypeId type) const {
+  std::int64_t total = 0;
+  for (std::int64_t f : frees) total += f;
+  if (total == 0) return 0;
+  for (std::size_t j = 0; j < thresholds_.size(); ++j) {
+    const std::int64_t t = thresholds_[j];
+    const double inverse = inverse_[j];
+    std::int64_t fit = 0, small = 0, slots = 0;
+    for (std::int64_t f : frees) {
+      if (f >= t) {
+        ++fit;
+        // f / t without a division: exact, as f / t is an integer or at least 1 / t from one.
+        if (!fgd_) slots += static_cast<std::int64_t>(static_cast<double>(f) * inverse + 1e-9);
+      } else {
+        small += f;
+      }
+    }
+    fit_[j] = fit;
+    small_[j] = small;
+    slots_[j] = slots;
+  }
+  double frag = always_ * static_cast<double>(total);
+  for (const Shape& s : shapes_) {
+    if (type != kNone && !s.types.Accepts(type)) {
+      frag += s.weight * static_cast<double>(fgd_ ? total : 2 * total);
+      continue;
+    }
+    // One task of the shape: does it land, and which free shares are too small for it?
+    const bool lands = s.cpu <= cpu && s.memory <= memory && fit_[s.threshold] >= s.count;
+    frag += s.weight * static_cast<double>(lands ? small_[s.threshold] : total);
+    if (fgd_) continue;
+    // Tasks of the shape arriving one after another: how much of the free GPU can they take
+    // before the devices, the CPU or the memory run out?
+    const std::int64_t t = thresholds_[s.threshold];
+    std::int64_t n = t < kMilliPerGpu ? slots_[s.threshold] : fit_[s.threshold] / s.count;
+    if (s.cpu > 0 && cpu < n * s.cpu)
+      n = static_cast<std::int64_t>(static_cast<double>(cpu) * s.cpu_inverse + 1e-9);
+    if (s.memory > 0 && memory < n * s.memory)
+      n = static_cast<std::int64_t>(static_cast<double>(memory) * s.memory_inverse + 1e-9);
+    const std::int64_t usable = std::clamp<std::int64_t>(n * s.count * t, 0, total);
+    frag += s.weight * static_cast<double>(total - usable);
+  }
+  return frag;
+}
+
+std::uint64_t TieBreak(std::uint64_t seed, NodeId node) {
+  return Mix(seed ^ Mix(0x6a09e667f3bcc909ull + node));
+}
+
+std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what) {
+  return Mix(seed ^ Mix(job ^ Mix(0xbb67ae8584caa73bull + what)));
+}
+
+NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req,
+                       GpuTypeId type, const PlacementOptions& options)
+    : state_(state), job_(job), req_(req), type_(type), options_(options) {
+  if (options.policy == PlacementPolicy::kFrag || options.policy == PlacementPolicy::kFgd)
+    frag_.emplace(options.shapes, options.policy == PlacementPolicy::kFgd);
+}
+
+bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices,
+                       double& score) {
+  devices.clear();
+  score = 0;
+  const NodeState& node = state_.node(n);
+  if (frag_) return ScoreFrag(node, allow_span, devices, score);
+  // Devices.
+  if (req_.gpu.value() > 0) {
+    if (req_.shared()) {
+      const std::uint32_t d =
+          options_.policy == PlacementPolicy::kRandom
+              ? RandomShareDevice(node, req_, type_, RandomDraw(options_.seed, job_.id, ~n))
+              : BestShareDevice(node, req_, type_);
+      if (d == kNone) return false;
+      devices.push_back({d, req_.gpu, req_.gpu_memory});
+    } else if (!WholeDevices(node, req_, type_, allow_span, devices)) {
+      return false;
+    }
+  }
+  const NodeGpu gpu = CountGpu(node, req_.gpu.value() > 0 ? type_ : kNone);
+  std::int64_t published = 0;
+  switch (options_.policy) {
+    case PlacementPolicy::kRandom:  // a uniform draw per job and node: a uniform node
+      score = static_cast<double>(RandomDraw(options_.seed, job_.id, n) >> 11);
+      return true;
+    case PlacementPolicy::kArbiter:
+    case PlacementPolicy::kFrag:
+    case PlacementPolicy::kFgd:
+      break;
+    case PlacementPolicy::kBestFit:
+      published = BestFitScore(node, req_, gpu);
+      break;
+    case PlacementPolicy::kPacking:
+      published = PackingScore(node, req_, type_, gpu);
+      break;
+    case PlacementPolicy::kDotProduct:
+      published = DotProductScore(node, req_, gpu);
+      break;
+    case PlacementPolicy::kClustering:
+      published = ClusteringScore(node, req_, gpu);
+      break;
+  }
+  score = -static_cast<double>(published);
+  return true;
+}
+
+namespace {
+
+// The score of a growth of expected fragmentation (milli-GPU; smaller is better). FGD: its
+// published score, the integer part of 100 x sigmoid(-growth / 1000), negated. kFrag: the growth
+// in steps of kFragStep, so that nodes within a step tie and go to the first node of the seeded
+// order (which keeps filling the same nodes).
+constexpr double kFragStep = 80;
+double FragRank(PlacementPolicy policy, double growth) {
+  if (policy == PlacementPolicy::kFgd) {
+    const double sigmoid = 1.0 / (1.0 + std::exp(growth / 1000));
+    return -static_cast<double>(
+        static_cast<std::int64_t>(sigmoid * static_cast<double>(kMaxScore)));
+  }
+  return std::floor(growth / kFragStep + 0.5);
+}
+
+}  // namespace
+
+// The devices that least increase the node's expected fragmentation, and the node's score.
+bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
+                           std::vector<DeviceShare>& devices, double& score) {
+  frees_.clear();
+  index_.clear();
+  for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+    const DeviceState& dev = node.devices[d];
+    if (type_ != kNone && dev.type != type_) continue;
+    frees_.push_back(dev.free.value());
+    index_.push_back(d);
+  }
+  const GpuTypeId node_type = type_ != kNone         ? type_
+                              : node.devices.empty() ? kNone
+                                                     : node.devices.front().type;
+  const std::int64_t cpu = node.cpu_free.value(), memory = node.memory_free.value();
+  const double before = frag_->Expected(frees_, cpu, memory, node_type);
+  const std::int64_t cpu_after = cpu - req_.cpu.value();
+  const std::int64_t memory_after = memory - req_.memory.value();
+  const PlacementPolicy policy = options_.policy;
+  if (req_.gpu.value() == 0) {
+    score = FragRank(policy, frag_->Expected(frees_, cpu_after, memory_after, node_type) - before);
+    return true;
+  }
+  if (!req_.shared()) {
+    if (!WholeDevices(node, req_, type_, allow_span, devices)) return false;
+    for (const DeviceShare& d : devices) {
+      for (std::size_t i = 0; i < index_.size(); ++i) {
+        if (index_[i] == d.device) frees_[i] = 0;
+      }
+    }
+    score = FragRank(policy, frag_->Expected(frees_, cpu_after, memory_after, node_type) - before);
+    return true;
+  }
+  // A share: each device that holds it (devices with equal free shares give the same result:
+  // only the first is tried). FGD keeps the first device of the best score; kFrag the smallest
+  // growth, then the least free device.
+  bool found = false;
+  double best = 0;
+  std::uint32_t best_device = kNone;
+  for (std::size_t i = 0; i < index_.size(); ++i) {
+    const DeviceState& dev = node.devices[index_[i]];
+    if (!Usable(dev, req_, type_) || dev.free < req_.gpu || dev.memory_free < req_.gpu_memory)
+      continue;
+    bool seen = false;
+    for (std::size_t k = 0; k < i && !seen; ++k) {
+      const DeviceState& other = node.devices[index_[k]];
+      seen = frees_[k] == frees_[i] && Usable(other, req_, type_) &&
+             other.memory_free >= req_.gpu_memory;
+    }
+    if (seen) continue;
+    const std::int64_t keep = frees_[i];
+    frees_[i] -= req_.gpu.value();
+    double growth = frag_->Expected(frees_, cpu_after, memory_after, node_type) - before;
+    frees_[i] = keep;
+    if (policy == PlacementPolicy::kFgd) growth = FragRank(policy, growth);
+    if (!found || growth < best - 1e-9 ||
+        (policy == PlacementPolicy::kFrag && growth <= best + 1e-9 &&
+         dev.free < node.devices[best_device].free)) {
+      found = true;
+      best = growth;
+      best_device = index_[i];
+    }
+  }
+  if (!found) return false;
+  devices.push_back({best_device, req_.gpu, req_.gpu_memory});
+  score = policy == PlacementPolicy::kFgd ? best : FragRank(policy, best);
+  return true;
+}
+
+}  // namespace engine
+}  // namespace arbiter

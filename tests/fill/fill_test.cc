@@ -1,0 +1,362 @@
+// Placement policies (EngineOptions::placement) and the fill experiment (arbiter/fill.h).
+#include "arbiter/fill.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/state.h"
+#include "arbiter/trace.h"
+#include "config/config.h"
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::Cluster;
+using testing::MakeState;
+using testing::Nodes;
+
+Job Task(JobId id, std::int64_t gpu, std::int64_t cpu = 1000, std::int64_t memory = 1024) {
+  Job job = testing::GpuJob(id, 1, gpu);
+  job.groups[0].request.cpu = MilliCpu(cpu);
+  job.groups[0].request.memory = MemMiB(memory);
+  job.groups[0].request.gpu_memory = GpuMemMiB(0);
+  return job;
+}
+
+EngineOptions Options(PlacementPolicy policy, std::uint64_t seed = 1) {
+  EngineOptions o;
+  o.preemption.enabled = false;
+  o.backfill.reservations = 0;
+  o.placement.policy = policy;
+  o.placement.seed = seed;
+  return o;
+}
+
+// Schedules one job, applies the plan, and returns its allocation (empty when not placed).
+Allocation Place(ClusterState& state, const Job& job, const EngineOptions& options) {
+  const std::vector<Job> pending{job};
+  const Plan plan = Engine(options).Schedule(state, pending, 0);
+  EXPECT_TRUE(state.Apply(plan, pending).ok());
+  EXPECT_TRUE(state.CheckInvariants().ok()) << state.CheckInvariants().message();
+  return plan.binds.empty() ? Allocation{} : plan.binds[0].allocation;
+}
+
+std::string NodeOf(const ClusterState& state, const Allocation& a) {
+  return a.tasks.empty() ? "" : state.node(a.tasks[0].node).name;
+}
+
+TEST(PlacementPolicy, NamesRoundTrip) {
+  for (PlacementPolicy p : kAllPlacementPolicies) {
+    PlacementPolicy parsed = PlacementPolicy::kArbiter;
+    ASSERT_TRUE(ParsePlacementPolicy(PlacementPolicyName(p), parsed));
+    EXPECT_EQ(parsed, p);
+  }
+  PlacementPolicy p;
+  EXPECT_FALSE(ParsePlacementPolicy("bestfit", p));
+  EXPECT_EQ(EngineOptions{}.placement.policy, PlacementPolicy::kArbiter);
+}
+
+TEST(PlacementPolicy, BestFitTakesTheLeastLeftover) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "T4", 8));
+  ClusterState state = MakeState(spec);
+  const EngineOptions best_fit = Options(PlacementPolicy::kBestFit);
+  // Equal nodes: the seeded order of the nodes decides.
+  const NodeId busy = Place(state, Task(1, 6000), best_fit).tasks[0].node;
+  const NodeId idle = 1 - busy;
+  // One GPU: the busy node (1 GPU left over) rather than the idle one (7 left over).
+  EXPECT_EQ(Place(state, Task(2, 1000), best_fit).tasks[0].node, busy);
+  // Two GPUs: only the idle node holds them.
+  EXPECT_EQ(Place(state, Task(3, 2000), best_fit).tasks[0].node, idle);
+  // A share: the busy node's last GPU.
+  EXPECT_EQ(Place(state, Task(4, 500), best_fit).tasks[0].node, busy);
+}
+
+TEST(PlacementPolicy, PackingPrefersPartlyUsedGpus) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("a", 2, "T4", 2));
+  ClusterState state = MakeState(spec);
+  const EngineOptions packing = Options(PlacementPolicy::kPacking);
+  const Allocation first = Place(state, Task(1, 300), packing);
+  ASSERT_FALSE(first.tasks.empty());
+  // The next share lands on the same device, partly used.
+  const Allocation second = Place(state, Task(2, 500), packing);
+  ASSERT_FALSE(second.tasks.empty());
+  EXPECT_EQ(second.tasks[0].node, first.tasks[0].node);
+  EXPECT_EQ(second.tasks[0].devices[0].device, first.tasks[0].devices[0].device);
+  // A whole GPU goes to the partly used node's free GPU, not to the empty node.
+  const Allocation third = Place(state, Task(3, 1000), packing);
+  EXPECT_EQ(third.tasks[0].node, first.tasks[0].node);
+}
+
+TEST(PlacementPolicy, DotProductPrefersTheSmallestProduct) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("big", 1, "T4", 8));
+  Add(spec, Nodes("small", 1, "T4", 2));
+  ClusterState state = MakeState(spec);
+  EXPECT_EQ(NodeOf(state, Place(state, Task(1, 1000), Options(PlacementPolicy::kDotProduct))),
+            "small-0");
+}
+
+TEST(PlacementPolicy, ClusteringGroupsRequestClasses) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 3, "T4", 4));
+  ClusterState state = MakeState(spec);
+  const EngineOptions clustering = Options(PlacementPolicy::kClustering);
+  const Allocation share = Place(state, Task(1, 500), clustering);
+  const Allocation whole = Place(state, Task(2, 2000), clustering);
+  // The 2-GPU task avoids the node of the share (a different class) for an idle node.
+  EXPECT_NE(whole.tasks[0].node, share.tasks[0].node);
+  // Another share joins the first.
+  EXPECT_EQ(Place(state, Task(3, 300), clustering).tasks[0].node, share.tasks[0].node);
+  // Another 2-GPU task joins the 2-GPU node.
+  EXPECT_EQ(Place(state, Task(4, 2000), clustering).tasks[0].node, whole.tasks[0].node);
+}
+
+TEST(PlacementPolicy, RandomIsSeededAndFeasible) {
+  auto run = [](std::uint64_t seed) {
+    ClusterSpec spec = Cluster();
+    Add(spec, Nodes("n", 16, "T4", 2));
+    ClusterState state = MakeState(spec);
+    std::vector<std::string> nodes;
+    for (JobId id = 1; id <= 20; ++id)
+      nodes.push_back(
+          NodeOf(state, Place(state, Task(id, 500), Options(PlacementPolicy::kRandom, seed))));
+    return nodes;
+  };
+  const std::vector<std::string> a = run(7), b = run(7), c = run(8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(std::count(a.begin(), a.end(), ""), 0);
+  EXPECT_GT(std::set<std::string>(a.begin(), a.end()).size(), 5u);  // spread, not packed
+}
+
+TEST(PlacementPolicy, ScoringPoliciesCompareGpuTypes) {
+  // The job accepts both models; best fit takes the tighter node even on the second type, where
+  // the engine's own placement takes the first type that fits.
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("a100", 1, "A100", 8));
+  Add(spec, Nodes("t4", 1, "T4", 1));
+  ClusterState state = MakeState(spec);
+  Job job = Task(1, 1000);
+  job.gpu_types.Add(*state.FindGpuType("A100"));
+  job.gpu_types.Add(*state.FindGpuType("T4"));
+  EXPECT_EQ(NodeOf(state, Place(state, job, Options(PlacementPolicy::kBestFit))), "t4-0");
+  ClusterState fresh = MakeState(spec);
+  EXPECT_EQ(NodeOf(fresh, Place(fresh, job, Options(PlacementPolicy::kArbiter))), "a100-0");
+}
+
+TEST(PlacementPolicy, FragKeepsRoomForTheExpectedShapes) {
+  // One node, two GPUs: one with 600 milli free, one free. Tasks of 500 are expected; a 200 task
+  // on the 600 device would leave 400 that no 500 fits, so frag and FGD take the free device, where
+  // best fit takes the fuller one.
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "T4", 2));
+  EngineOptions frag = Options(PlacementPolicy::kFrag);
+  frag.placement.shapes = {{500, 0, 0, {}, 1}};
+  for (PlacementPolicy policy :
+       {PlacementPolicy::kFrag, PlacementPolicy::kFgd, PlacementPolicy::kBestFit}) {
+    ClusterState state = MakeState(spec);
+    const Allocation first = Place(state, Task(1, 400), Options(PlacementPolicy::kBestFit));
+    ASSERT_FALSE(first.tasks.empty());
+    EngineOptions options = frag;
+    options.placement.policy = policy;
+    const Allocation second = Place(state, Task(2, 200), options);
+    ASSERT_FALSE(second.tasks.empty());
+    if (policy != PlacementPolicy::kBestFit) {
+      EXPECT_NE(second.tasks[0].devices[0].device, first.tasks[0].devices[0].device);
+    } else {
+      EXPECT_EQ(second.tasks[0].devices[0].device, first.tasks[0].devices[0].device);
+    }
+  }
+}
+
+TEST(PlacementPolicy, ConfigParsesPlacement) {
+  const std::string base = R"(priority_classes: [{name: P, value: 1}]
+queues: [{name: q}]
+nodes: [{name: n, gpus: {model: T4, count: 2, memory: 16Gi}, cpu: 8, memory: 64Gi}]
+)";
+  Result<config::ClusterConfig> c =
+      config::ParseCluster(base + "scheduler: {placement: best-fit}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->engine.placement.policy, PlacementPolicy::kBestFit);
+  c = config::ParseCluster(base + "scheduler: {placement: {policy: random, seed: 7}}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->engine.placement.policy, PlacementPolicy::kRandom);
+  EXPECT_EQ(c->engine.placement.seed, 7u);
+  c = config::ParseCluster(base, "c.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->engine.placement.policy, PlacementPolicy::kArbiter);
+  c = config::ParseCluster(base + "scheduler: {placement: bestfit}\n", "c.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("scheduler.placement"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("best-fit"), std::string::npos) << c.status().message();
+}
+
+// ---- The fill experiment ----
+
+std::vector<trace::TraceNode> TinyNodes() {
+  return {{"t4", MilliCpu(8000), MemMiB(65536), 1, "T4"},
+          {"v100", MilliCpu(8000), MemMiB(65536), 1, "V100M16"}};
+}
+
+fill::Pod Pod(std::int64_t gpu, std::int64_t cpu, std::vector<std::string> models = {}) {
+  fill::Pod p;
+  p.name = "p";
+  p.gpu = gpu;
+  p.cpu = cpu;
+  p.memory = 1024;
+  p.models = std::move(models);
+  return p;
+}
+
+TEST(Fill, HonoursGpuModels) {
+  const ClusterSpec spec = fill::MakeCluster(TinyNodes());
+  const int steps[] = {100};
+  // Two pods that want a T4: one fails although the V100 is free. inflate 0.5: no draws appended
+  // (the list alone asks 100%).
+  const std::vector<fill::Pod> t4 = {Pod(1000, 1000, {"T4"}), Pod(1000, 1000, {"T4"})};
+  for (PlacementPolicy p : kAllPlacementPolicies) {
+    Result<fill::RunResult> run = fill::RunOnce(spec, t4, p, 1, 0.5, steps);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_EQ(run->pods, 2);
+    EXPECT_EQ(run->failed_pods, 1) << PlacementPolicyName(p);
+  }
+  // Alternatives separated by '|' in the trace: either model will do.
+  const std::vector<fill::Pod> either = {Pod(1000, 1000, {"T4", "V100M16"}),
+                                         Pod(1000, 1000, {"V100M16", "T4"})};
+  for (PlacementPolicy p : kAllPlacementPolicies) {
+    Result<fill::RunResult> run = fill::RunOnce(spec, either, p, 1, 0.5, steps);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->failed_pods, 0) << PlacementPolicyName(p);
+    EXPECT_DOUBLE_EQ(run->alloc_pct[0], 100.0);
+  }
+  // A model the cluster does not have: never placed.
+  const std::vector<fill::Pod> a100 = {Pod(1000, 1000, {"A100"})};
+  Result<fill::RunResult> run = fill::RunOnce(spec, a100, PlacementPolicy::kBestFit, 1, 0.1, steps);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->failed_pods, 1);
+}
+
+TEST(Fill, CpuOnlyPodsTakeCpu) {
+  const ClusterSpec spec = fill::MakeCluster(TinyNodes());
+  const int steps[] = {50, 100};
+  // 3 CPU-only pods of 6 cores on two 8-core nodes: one fails; then the GPU pods need 1 core, and
+  // both still fit (each node keeps 2 cores).
+  const std::vector<fill::Pod> pods = {Pod(0, 6000), Pod(0, 6000), Pod(0, 6000), Pod(1000, 1000),
+                                       Pod(1000, 1000)};
+  for (PlacementPolicy p : kAllPlacementPolicies) {
+    Result<fill::RunResult> run = fill::RunOnce(spec, pods, p, 3, 0.5, steps);
+    ASSERT_TRUE(run.ok());
+    EXPECT_EQ(run->failed_pods, 1) << PlacementPolicyName(p);
+  }
+}
+
+TEST(Fill, TheWorkloadIsInflatedToTheTarget) {
+  const ClusterSpec spec = fill::MakeCluster(TinyNodes());
+  const int steps[] = {10, 100, 120};
+  const std::vector<fill::Pod> pods = {Pod(10, 10), Pod(20, 10)};  // 30 of 2000 milli
+  Result<fill::RunResult> run = fill::RunOnce(spec, pods, PlacementPolicy::kBestFit, 5, 1.3, steps);
+  ASSERT_TRUE(run.ok());
+  // Draws appended up to 2600 milli: more than 2580 (the draws stop when 20 more would pass).
+  EXPECT_GE(run->pods, 2580 / 20);
+  EXPECT_GT(run->failed_pods, 0);  // past 100% something fails
+  EXPECT_NEAR(run->alloc_pct[0], 10, 1.0);
+  EXPECT_FALSE(std::isnan(run->alloc_pct[2]));
+  EXPECT_LE(run->alloc_pct[2], 100.0);
+}
+
+// A sample of the real lists: every 16th node, every 24th pod.
+struct Sample {
+  std::vector<trace::TraceNode> nodes;
+  std::vector<fill::Pod> pods;
+};
+const Sample& OpenbSample() {
+  static const Sample sample = [] {
+    Sample s;
+    const std::string dir = std::string(ARBITER_SOURCE_DIR) + "/data/traces/openb/";
+    Result<std::vector<trace::TraceNode>> nodes =
+        trace::ReadOpenbNodesFile(dir + "openb_node_list_gpu_node.csv");
+    EXPECT_TRUE(nodes.ok()) << nodes.status().message();
+    Result<trace::Trace> trace = trace::ReadTraceFile(dir + "openb_pod_list_default.csv", "openb");
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    if (!nodes.ok() || !trace.ok()) return s;
+    EXPECT_TRUE(trace->bad_rows.empty());
+    for (std::size_t i = 0; i < nodes->size(); i += 16) s.nodes.push_back((*nodes)[i]);
+    const std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);
+    for (std::size_t i = 0; i < pods.size(); i += 24) s.pods.push_back(pods[i]);
+    return s;
+  }();
+  return sample;
+}
+
+TEST(Fill, OpenbSampleRunsEveryPolicyDeterministically) {
+  const Sample& s = OpenbSample();
+  ASSERT_GT(s.nodes.size(), 50u);
+  ASSERT_GT(s.pods.size(), 300u);
+  fill::FillOptions options;
+  options.seeds = 2;
+  Result<fill::FillReport> report = fill::RunFill(s.nodes, s.pods, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->steps,
+            (std::vector<int>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130}));
+  ASSERT_EQ(report->policies.size(), std::size(kAllPlacementPolicies));
+  for (const fill::PolicyResult& r : report->policies) {
+    SCOPED_TRACE(PlacementPolicyName(r.policy));
+    ASSERT_EQ(r.alloc_pct.size(), report->steps.size());
+    for (std::size_t i = 0; i < r.alloc_pct.size(); ++i) {
+      EXPECT_FALSE(std::isnan(r.alloc_pct[i]));
+      EXPECT_LE(r.alloc_pct[i], 100.0);
+      EXPECT_LE(r.alloc_pct[i], report->steps[i] + 1.0);  // cannot allocate what has not arrived
+      if (i > 0) {
+        EXPECT_GE(r.alloc_pct[i], r.alloc_pct[i - 1] - 1e-9);
+      }
+    }
+    EXPECT_GT(r.alloc_pct.back(), 70.0);
+    EXPECT_GT(r.failed_pods, 0);
+    EXPECT_GE(r.frag_pct, 0);
+    // The same seed gives the same run.
+    Result<fill::RunResult> again =
+        fill::RunOnce(fill::MakeCluster(s.nodes), s.pods, r.policy, options.first_seed,
+                      options.inflate, report->steps);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->failed_pods, r.runs[0].failed_pods);
+    EXPECT_EQ(again->alloc_pct, r.runs[0].alloc_pct);
+  }
+  // The JSON names every policy and step.
+  const std::string json = fill::ToJson(*report);
+  EXPECT_EQ(json.rfind("{\"policies\": {", 0), 0u) << json;
+  for (const fill::PolicyResult& r : report->policies)
+    EXPECT_NE(json.find("\"" + std::string(PlacementPolicyName(r.policy)) +
+                        "\": {\"alloc_pct\": {\"10\": "),
+              std::string::npos);
+  EXPECT_NE(json.find("\"130\": "), std::string::npos);
+  EXPECT_NE(json.find("\"failed_pods\": "), std::string::npos);
+}
+
+TEST(Fill, FragmentedMilliCountsWhatNoShapeCanUse) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "T4", 2));
+  ClusterState state = MakeState(spec);
+  Place(state, Task(1, 700), Options(PlacementPolicy::kBestFit));  // device 0: 300 free
+  // Shapes: 500 milli, and 2 whole GPUs. 300 fits neither; the free device fits the share.
+  const std::vector<fill::Pod> pods = {Pod(500, 1000), Pod(2000, 1000)};
+  EXPECT_EQ(fill::FragmentedMilli(state, pods), 300);
+  // With a 200-milli shape nothing is fragmented.
+  const std::vector<fill::Pod> more = {Pod(500, 1000), Pod(200, 1000)};
+  EXPECT_EQ(fill::FragmentedMilli(state, more), 0);
+  // A shape the node's CPU cannot hold does not count.
+  const std::vector<fill::Pod> big_cpu = {Pod(200, 1000000)};
+  EXPECT_EQ(fill::FragmentedMilli(state, big_cpu), 1300);
+}
+
+}  // namespace
+}  // namespace arbiter
