@@ -1,0 +1,186 @@
+// The store benchmark: durable submissions per second from concurrent submitters, with group
+// commit and with one transaction (one fsync) per submission, and the time to recover a store
+// full of pending jobs. The data directory is a fresh temporary directory (TMPDIR or /tmp): the
+// figures are those of that file system's fsync.
+#include "store_bench.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arbiter/store.h"
+#include "workload.h"
+
+namespace arbiter::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "arbiter-store-bench-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) Fail("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A typical submission: one gang of GPU tasks, a GPU type, labels, a command.
+store::JobSpec BenchSpec(int thread, std::int64_t i) {
+  store::JobSpec s;
+  s.name = "job-" + std::to_string(thread) + "-" + std::to_string(i);
+  s.user = "user-" + std::to_string(thread);
+  s.queue = "training";
+  s.priority_class = "P1";
+  TaskGroup g;
+  g.name = "main";
+  g.count = 2;
+  g.request.gpu = MilliGpu(8000);
+  g.request.cpu = MilliCpu(64000);
+  g.request.memory = MemMiB(512 * kGiB);
+  s.groups = {g};
+  s.gpu_types = {"H800"};
+  s.topology_level = "leaf";
+  s.labels = {{"team", "nlp"}, {"app", "finetune"}};
+  s.submit_time = 1'700'000'000'000 + i;
+  s.runtime_estimate = 4 * 3600 * 1000;
+  s.checkpoint_interval = 1800 * 1000;
+  s.command = "torchrun --nproc-per-node 8 train.py --config configs/finetune.yaml";
+  return s;
+}
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+void Print(const char* name, const std::string& suffix, double value, const char* unit) {
+  std::printf("BENCH %s%s %.6g %s\n", name, suffix.c_str(), value, unit);
+}
+
+// `threads` submitters for `seconds`; prints the rate and the latency percentiles.
+void RunSubmitters(int threads, double seconds, std::size_t max_batch, const std::string& suffix) {
+  TempDir dir;
+  Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore({dir.path(), max_batch});
+  if (!opened.ok()) Fail(opened.status().message());
+  store::Store& store = **opened;
+
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
+  std::atomic<bool> go{false};
+  const auto duration =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> workers;
+  Clock::time_point start;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      std::vector<double>& lat = latencies[static_cast<std::size_t>(t)];
+      const Clock::time_point end = start + duration;
+      for (std::int64_t i = 0;; ++i) {
+        store::JobSpec spec = BenchSpec(t, i);
+        const Clock::time_point t0 = Clock::now();
+        if (t0 >= end) break;
+        Result<store::Submitted> r = store.Submit(std::move(spec));
+        if (!r.ok()) Fail(r.status().message());
+        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  }
+  start = Clock::now();
+  go = true;
+  for (std::thread& w : workers) w.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+
+  std::vector<double> all;
+  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  Result<store::Snapshot> snap = store.Load();
+  if (!snap.ok()) Fail(snap.status().message());
+  if (snap->jobs.size() != all.size()) {
+    Fail("store bench: " + std::to_string(all.size()) + " submissions acknowledged, " +
+         std::to_string(snap->jobs.size()) + " stored");
+  }
+  std::printf("# store%s: %d threads, %zu durable submissions in %.2f s (max_batch %zu)\n",
+              suffix.c_str(), threads, all.size(), wall, max_batch);
+  Print("store_submits_per_s", suffix, static_cast<double>(all.size()) / wall, "submits/s");
+  Print("store_submit_p50_us", suffix, Percentile(all, 0.50), "us");
+  Print("store_submit_p99_us", suffix, Percentile(all, 0.99), "us");
+}
+
+// Fills a store with `jobs` pending jobs (a quarter of them started, with an allocation), closes
+// it, and times reopening it and loading everything.
+void RunRecovery(std::int64_t jobs) {
+  TempDir dir;
+  {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore({dir.path(), 1024});
+    if (!opened.ok()) Fail(opened.status().message());
+    constexpr std::int64_t kChunk = 5000;
+    for (std::int64_t first = 0; first < jobs; first += kChunk) {
+      std::vector<store::JobSpec> specs;
+      for (std::int64_t i = first; i < std::min(jobs, first + kChunk); ++i) {
+        specs.push_back(BenchSpec(static_cast<int>(i % 8), i));
+      }
+      Result<std::vector<store::Submitted>> r = (*opened)->SubmitBatch(std::move(specs));
+      if (!r.ok()) Fail(r.status().message());
+      std::vector<store::Event> starts;
+      for (std::size_t k = 0; k < r->size(); k += 4) {
+        store::Event e;
+        e.kind = store::EventKind::kStarted;
+        e.job = (*r)[k].id;
+        e.time = 1'700'000'100'000;
+        for (std::uint32_t t = 0; t < 2; ++t) {
+          store::StoredTask task;
+          task.index = t;
+          task.node = "h800-" + std::to_string((k + t) % 10'000);
+          for (std::uint32_t d = 0; d < 8; ++d) {
+            task.devices.push_back({d, MilliGpu(1000), GpuMemMiB(0)});
+          }
+          e.allocation.tasks.push_back(std::move(task));
+        }
+        e.allocation.gpu_type = "H800";
+        starts.push_back(std::move(e));
+      }
+      Result<std::vector<store::Event>> a = (*opened)->Append(std::move(starts));
+      if (!a.ok()) Fail(a.status().message());
+    }
+  }
+  const Clock::time_point t0 = Clock::now();
+  Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore({dir.path(), 1024});
+  if (!opened.ok()) Fail(opened.status().message());
+  Result<store::Snapshot> snap = (*opened)->Load({.include_finished = false});
+  if (!snap.ok()) Fail(snap.status().message());
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (static_cast<std::int64_t>(snap->jobs.size()) != jobs)
+    Fail("store bench: jobs lost on reload");
+  std::printf("# store recovery: open + Load of %lld jobs (a quarter running)\n",
+              static_cast<long long>(jobs));
+  Print("store_recovery_s", "", seconds, "s");
+  Print("store_recovery_jobs_per_s", "", static_cast<double>(jobs) / seconds, "jobs/s");
+}
+
+}  // namespace
+
+void RunStoreBench(int threads, double seconds, std::int64_t recovery_jobs) {
+  RunSubmitters(threads, seconds, 1024, "");
+  RunSubmitters(threads, seconds, 1, "_per_txn");
+  if (recovery_jobs > 0) RunRecovery(recovery_jobs);
+}
+
+}  // namespace arbiter::bench

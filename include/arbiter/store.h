@@ -1,0 +1,305 @@
+// The server's durable store: jobs as submitted, every job transition as an event with a sequence
+// number (the cursor of the event stream), and the operators' run-time changes (queue quotas, node
+// cordon/drain). One interface, two implementations: SQLite in WAL mode under the data directory
+// (durable, group commit) and an in-memory store for tests. docs/design/store.md explains the
+// schema, the durability argument and recovery.
+//
+// Jobs are stored by names (queue, priority class, GPU types, topology levels, nodes), never by
+// the ids a ClusterState interns, so a restart with an edited configuration still reads them;
+// ToJob / ToAllocation (below) resolve them against the current state.
+//
+// Every method may be called from any thread. With the SQLite store a write returns only once it
+// is durably committed; concurrent writes are committed together (one transaction, one fsync).
+// Texts must be UTF-8 (the checks below refuse other bytes, naming the field).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arbiter/model.h"
+#include "arbiter/plan.h"
+#include "arbiter/state.h"
+#include "arbiter/status.h"
+
+namespace arbiter::store {
+
+// The schema version this build writes; a store with a newer version is refused.
+inline constexpr int kSchemaVersion = 1;
+
+// ---------------------------------------------------------------------------------------------
+// Jobs.
+
+enum class JobState : std::uint8_t {
+  kPending,    // waiting to be placed (submitted, released, evicted or requeued)
+  kHeld,       // pending, but not to be scheduled until released
+  kRunning,    // bound to its allocation (from the bind on, also while victims stop)
+  kCompleted,  // finished
+  kFailed,
+  kCancelled,
+};
+const char* JobStateName(JobState state);  // "pending", "held", "running", ...
+std::optional<JobState> ParseJobState(std::string_view name);
+inline bool IsFinished(JobState s) { return s >= JobState::kCompleted; }
+
+// An affinity term with its level by name (AffinityTerm has a level index).
+struct AffinitySpec {
+  Labels match;
+  std::string level = "node";
+  bool anti = false;
+  bool required = true;
+};
+
+// A job as submitted. Quantities are integers in the model's units (TaskRequest: milli-GPU, MiB
+// of GPU memory per device, milli-CPU, MiB); times are milliseconds of the server's clock.
+struct JobSpec {
+  std::string name;
+  std::string user;                    // the submitter, as authenticated (not the client's claim)
+  std::string queue;                   // a leaf queue
+  std::string priority_class;          // as submitted; JobStatus::priority_class is the current one
+  std::vector<TaskGroup> groups;       // a gang; at least one group
+  std::vector<std::string> gpu_types;  // acceptable GPU models; empty: any
+  std::string topology_level;          // keep all tasks in one domain of this level; empty: none
+  ConstraintMode topology_mode = ConstraintMode::kRequired;  // with topology_level
+  Labels node_selector;
+  std::vector<Toleration> tolerations;
+  Labels labels;
+  std::vector<AffinitySpec> affinity;
+  Millis submit_time = 0;
+  Millis runtime_estimate = 0;     // 0: unknown
+  Millis checkpoint_interval = 0;  // 0: never checkpoints
+  Millis restart_overhead = 0;
+  std::string command;  // what to run (opaque to the store)
+  // Optional. A second submission with the same (user, idempotency_key) is not recorded again:
+  // Submit returns the first job's id with `duplicate` set, so a client may retry safely.
+  std::string idempotency_key;
+
+  friend bool operator==(const JobSpec&, const JobSpec&);
+};
+
+// Checks a spec: every problem is `FIELD: problem`, e.g. `groups[0].tasks: must be at least 1,
+// got 0`. Names are not resolved (ToJob does that against a ClusterState).
+Status ValidateJobSpec(const JobSpec& spec);
+
+// Where a job runs, by node name. The devices are indices into the node's devices.
+struct StoredTask {
+  std::uint32_t group = 0;
+  std::uint32_t index = 0;
+  std::string node;
+  MilliCpu cpu{0};
+  MemMiB memory{0};
+  std::vector<DeviceShare> devices;
+};
+struct StoredAllocation {
+  std::string gpu_type;  // empty for a job without GPUs
+  std::vector<StoredTask> tasks;
+
+  bool empty() const { return tasks.empty(); }
+  friend bool operator==(const StoredAllocation&, const StoredAllocation&);
+};
+
+// What the job's events have made of it (ApplyEvent). Times are -1 when they never happened.
+struct JobStatus {
+  JobState state = JobState::kPending;
+  std::string priority_class;   // current (changed by kPriorityChanged)
+  StoredAllocation allocation;  // while running
+  Millis start_time = -1;       // the current (or last) run's start
+  Millis first_start_time = -1;
+  Millis last_checkpoint = -1;    // the latest checkpoint of any run
+  Millis stop_at = -1;            // running and told to stop (eviction signalled): when
+  std::vector<Millis> evictions;  // every eviction, oldest first
+  Millis end_time = -1;           // finished: when
+  std::string message;            // finished: why (failure, who cancelled); else empty
+
+  friend bool operator==(const JobStatus&, const JobStatus&);
+};
+
+struct StoredJob {
+  JobId id = 0;
+  JobSpec spec;
+  JobStatus status;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Events.
+
+enum class EventKind : std::uint8_t {
+  // Job transitions (`job` is set). Pending means pending or held unless said otherwise.
+  kSubmitted,          // new job, pending. Written by Submit only.
+  kHeld,               // pending -> held
+  kReleased,           // held -> pending
+  kPriorityChanged,    // pending, held or running; `priority_class` is the new class
+  kStarted,            // pending (not held) -> running on `allocation`
+  kCheckpointed,       // running: a checkpoint was saved at `time`
+  kEvictionSignalled,  // running: told to checkpoint and stop by `stop_at`
+  kEvicted,            // running -> pending; counted in JobStatus::evictions
+  kRequeued,           // running -> pending, not an eviction (node lost, drained, restarted)
+  kCompleted,          // running -> completed
+  kFailed,             // pending, held or running -> failed (`message`: why)
+  kCancelled,          // pending, held or running -> cancelled
+  // Operators' changes (`target` is the queue or node). Written by SetQueueQuota /
+  // ResetQueueQuota / SetNodeState only.
+  kQueueQuotaChanged,
+  kNodeCordoned,
+  kNodeDraining,
+  kNodeUncordoned,
+};
+const char* EventKindName(EventKind kind);  // "submitted", "held", ..., "node_uncordoned"
+std::optional<EventKind> ParseEventKind(std::string_view name);
+inline bool IsJobEvent(EventKind k) { return k <= EventKind::kCancelled; }
+
+struct Event {
+  std::uint64_t seq = 0;  // assigned by the store: strictly increasing, never reused
+  Millis time = 0;
+  EventKind kind = EventKind::kSubmitted;
+  JobId job = 0;                // job events
+  std::string target;           // operators' changes: the queue or node
+  std::string actor;            // who: the user or admin, "scheduler", an agent
+  std::string message;          // free text: why it failed, which job evicted it, a cordon reason
+  std::string priority_class;   // kPriorityChanged: the new class
+  StoredAllocation allocation;  // kStarted
+  Millis stop_at = -1;          // kEvictionSignalled
+  JobState state = JobState::kPending;  // job events: the job's state after it (set by the store)
+
+  friend bool operator==(const Event&, const Event&);
+};
+
+// Checks an event given to Store::Append on its own (a job transition, its fields); `field`
+// prefixes the errors (e.g. "events[3]").
+Status ValidateEvent(const Event& event, std::string_view field = "event");
+// Applies a job event to a job's status: the state machine of EventKind. An event the state does
+// not allow is an error naming both (e.g. "job is completed; only a pending job can start").
+// On error `status` is unchanged.
+Status ApplyEvent(JobStatus& status, const Event& event);
+
+// ---------------------------------------------------------------------------------------------
+// Operators' run-time changes.
+
+// A queue's quota as changed at run time; it replaces the configuration's quota of the queue
+// (every resource) until reset.
+struct QueueQuotaOverride {
+  std::string queue;
+  std::map<std::string, QuotaSpec> quota;
+  Millis time = 0;
+  std::string actor;
+};
+
+enum class NodeAdminState : std::uint8_t {
+  kSchedulable,  // as configured
+  kCordoned,     // no new tasks
+  kDraining,     // no new tasks, and its running jobs are to be moved off
+};
+const char* NodeAdminStateName(NodeAdminState state);  // "schedulable", "cordoned", "draining"
+
+struct NodeAdmin {
+  std::string node;
+  NodeAdminState state = NodeAdminState::kSchedulable;
+  std::string reason;
+  Millis time = 0;
+  std::string actor;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The store.
+
+// What the server rebuilds its state from on start.
+struct Snapshot {
+  std::vector<StoredJob> jobs;                   // by id
+  std::vector<QueueQuotaOverride> queue_quotas;  // by queue name
+  std::vector<NodeAdmin> nodes;                  // nodes not schedulable, by name
+  std::uint64_t last_seq = 0;                    // the last event's seq: where the stream stands
+  JobId last_job_id = 0;                         // ids are never reused
+};
+
+struct LoadOptions {
+  bool include_finished = true;  // false: only pending, held and running jobs
+};
+
+struct Submitted {
+  JobId id = 0;
+  std::uint64_t seq = 0;   // of its kSubmitted event; 0 for a duplicate
+  bool duplicate = false;  // an earlier job with the same (user, idempotency_key)
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Records a new pending job and its kSubmitted event (time = spec.submit_time, actor =
+  // spec.user); returns once durably committed. Errors: ValidateJobSpec's.
+  virtual Result<Submitted> Submit(JobSpec spec) = 0;
+  // As Submit, for several jobs at once: all are recorded in one transaction, or none (an invalid
+  // spec is an error naming it, e.g. "jobs[2].queue: must not be empty").
+  virtual Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) = 0;
+
+  // Records job transitions, all or none, and updates the jobs' status (ApplyEvent, each event
+  // seeing the state the ones before it left). Returns the events with `seq` and `state` set.
+  // Errors name the event: "events[1] (job 7, started): job is running; only a pending job can
+  // start", "events[0]: no job 42".
+  virtual Result<std::vector<Event>> Append(std::vector<Event> events) = 0;
+
+  // Replaces a queue's quota / goes back to the configuration's; records a kQueueQuotaChanged.
+  virtual Result<Event> SetQueueQuota(QueueQuotaOverride quota) = 0;
+  virtual Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
+                                        const std::string& actor) = 0;
+  // Cordons, drains or uncordons (kSchedulable) a node; records the matching event.
+  virtual Result<Event> SetNodeState(NodeAdmin node) = 0;
+
+  // Events with seq > cursor, oldest first, at most `limit`. Cursor 0 reads from the start.
+  virtual Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) = 0;
+  // One job as it is now, or nullopt.
+  virtual Result<std::optional<StoredJob>> GetJob(JobId id) = 0;
+  // Everything the server needs to rebuild its state.
+  virtual Result<Snapshot> Load(const LoadOptions& options = {}) = 0;
+
+  // The seq of the last committed event.
+  std::uint64_t LastSeq() const;
+  // For a long poll: waits until an event after `cursor` is committed or `timeout` passes;
+  // returns LastSeq() (> cursor when there is something to read).
+  std::uint64_t WaitForEvents(std::uint64_t cursor, std::chrono::milliseconds timeout) const;
+
+ protected:
+  // Implementations call this after each commit that added events.
+  void PublishSeq(std::uint64_t seq);
+
+ private:
+  mutable std::mutex seq_mu_;
+  mutable std::condition_variable seq_cv_;
+  std::uint64_t last_seq_ = 0;
+};
+
+struct SqliteOptions {
+  std::string dir;  // the data directory (created if missing); the database is DIR/arbiter.db
+  // Most write calls committed in one transaction (group commit). 1: one transaction per call.
+  std::size_t max_batch = 1024;
+};
+
+// Opens (or creates) the store under `options.dir`: WAL mode, synchronous=FULL, the schema
+// migrated to kSchemaVersion. Refuses a store written by a newer version, and a directory
+// another process holds open.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options);
+// Same interface, in memory, not durable: for tests of the server.
+std::unique_ptr<Store> MakeMemoryStore();
+
+// ---------------------------------------------------------------------------------------------
+// Between stored names and a ClusterState's ids.
+
+// The engine's Job for a stored spec (priority class: `priority_class` when given, e.g. the
+// status's current one). Errors name the field and list the known names, e.g.
+// "queue: unknown leaf queue 'x' (known: batch, training)".
+Result<Job> ToJob(JobId id, const JobSpec& spec, const ClusterState& state,
+                  const std::string& priority_class = {});
+// The spec of an engine Job (the reverse of ToJob, for jobs loaded from a file).
+JobSpec ToSpec(const Job& job, const ClusterState& state);
+Result<Allocation> ToAllocation(const StoredAllocation& allocation, const ClusterState& state);
+StoredAllocation ToStoredAllocation(const Allocation& allocation, const ClusterState& state);
+
+}  // namespace arbiter::store

@@ -1,0 +1,30 @@
+// What the two stores share: the checks of each call's input and the events of the operators'
+// changes, so that both answer the same way.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "arbiter/store.h"
+
+namespace arbiter::store::internal {
+
+// ValidateJobSpec of each spec; in a batch the errors are prefixed "jobs[i].".
+Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch);
+// ValidateEvent of each event, "events[i]".
+Status ValidateEvents(const std::vector<Event>& events);
+// "events[i] (job N, started): PROBLEM".
+Status EventError(std::size_t index, const Event& event, std::string_view problem);
+
+Status ValidateQuota(const QueueQuotaOverride& quota);
+Status ValidateNode(const NodeAdmin& node);
+
+// A new job's status and its kSubmitted event (seq and job unset).
+JobStatus NewStatus(const JobSpec& spec);
+Event SubmittedEvent(const JobSpec& spec);
+// The events of the operators' changes (seq unset).
+Event QuotaEvent(const QueueQuotaOverride& quota);
+Event QuotaResetEvent(const std::string& queue, Millis time, const std::string& actor);
+Event NodeEvent(const NodeAdmin& node);
+
+}  // namespace arbiter::store::internal

@@ -1,0 +1,778 @@
+// The stores: the same behaviour from the in-memory and the SQLite store (submissions, events and
+// their cursor, transitions, operators' changes, bad input), then what only the SQLite store
+// promises: recovery after reopening, acknowledged submissions surviving a SIGKILL, the schema
+// version check, one process per data directory, and group commit under concurrent submitters.
+#include "arbiter/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/codec.h"
+
+namespace arbiter::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "arbiter-store-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::unique_ptr<Store> OpenOrDie(const std::string& dir, std::size_t max_batch = 1024) {
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir, max_batch});
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+JobSpec Spec(const std::string& name, const std::string& user = "alice") {
+  JobSpec s;
+  s.name = name;
+  s.user = user;
+  s.queue = "training";
+  s.priority_class = "P1";
+  TaskGroup g;
+  g.name = "main";
+  g.count = 2;
+  g.request.gpu = MilliGpu(8000);
+  g.request.cpu = MilliCpu(32000);
+  s.groups = {g};
+  s.gpu_types = {"H800"};
+  s.labels = {{"app", name}};
+  s.submit_time = 1000;
+  s.checkpoint_interval = 60'000;
+  return s;
+}
+
+std::string JobName(int thread, int i) {
+  return "t" + std::to_string(thread) + "-" + std::to_string(i);
+}
+
+StoredAllocation On(const std::string& node) {
+  StoredAllocation a;
+  a.gpu_type = "H800";
+  for (std::uint32_t t = 0; t < 2; ++t) {
+    StoredTask task;
+    task.index = t;
+    task.node = node;
+    for (std::uint32_t d = 0; d < 8; ++d) task.devices.push_back({d, MilliGpu(1000), GpuMemMiB(0)});
+    a.tasks.push_back(task);
+  }
+  return a;
+}
+
+Event JobEvent(JobId job, EventKind kind, Millis time, const std::string& actor = "scheduler") {
+  Event e;
+  e.job = job;
+  e.kind = kind;
+  e.time = time;
+  e.actor = actor;
+  return e;
+}
+
+Event Start(JobId job, Millis time, const std::string& node) {
+  Event e = JobEvent(job, EventKind::kStarted, time);
+  e.allocation = On(node);
+  return e;
+}
+
+// ---- Both stores ----
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "memory") {
+      store_ = MakeMemoryStore();
+    } else {
+      store_ = OpenOrDie(dir_.path());
+    }
+    ASSERT_NE(store_, nullptr);
+  }
+
+  JobId MustSubmit(JobSpec spec) {
+    Result<Submitted> r = store_->Submit(std::move(spec));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->id : 0;
+  }
+
+  std::vector<Event> MustAppend(std::vector<Event> events) {
+    Result<std::vector<Event>> r = store_->Append(std::move(events));
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : std::vector<Event>{};
+  }
+
+  StoredJob MustGet(JobId id) {
+    Result<std::optional<StoredJob>> r = store_->GetJob(id);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r.ok() && r->has_value()) << "no job " << id;
+    return r.ok() && r->has_value() ? **r : StoredJob{};
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreTest, SubmitRoundTrip) {
+  EXPECT_EQ(store_->LastSeq(), 0u);
+  JobSpec spec = Spec("llama");
+  spec.command = "torchrun train.py";
+  spec.tolerations = {Toleration{"dedicated", Toleration::Op::kEqual, "training", std::nullopt}};
+  Result<Submitted> r = store_->Submit(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->id, 1u);
+  EXPECT_EQ(r->seq, 1u);
+  EXPECT_FALSE(r->duplicate);
+  EXPECT_EQ(store_->LastSeq(), 1u);
+
+  StoredJob job = MustGet(r->id);
+  EXPECT_TRUE(job.spec == spec) << JobSpecToJson(job.spec).dump();
+  EXPECT_EQ(job.status.state, JobState::kPending);
+  EXPECT_EQ(job.status.priority_class, "P1");
+  EXPECT_EQ(job.status.start_time, -1);
+
+  Result<std::vector<Event>> events = store_->EventsSince(0, 10);
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  ASSERT_EQ(events->size(), 1u);
+  const Event& e = (*events)[0];
+  EXPECT_EQ(e.seq, 1u);
+  EXPECT_EQ(e.kind, EventKind::kSubmitted);
+  EXPECT_EQ(e.job, r->id);
+  EXPECT_EQ(e.time, 1000);
+  EXPECT_EQ(e.actor, "alice");  // the submitter
+  EXPECT_EQ(e.state, JobState::kPending);
+
+  Result<std::optional<StoredJob>> missing = store_->GetJob(99);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST_P(StoreTest, TransitionsUpdateTheJobAndAreEvents) {
+  const JobId a = MustSubmit(Spec("a"));
+  const JobId b = MustSubmit(Spec("b"));
+  std::vector<Event> started = MustAppend({Start(a, 2000, "h800-0"), Start(b, 2000, "h800-1")});
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_EQ(started[0].seq, 3u);
+  EXPECT_EQ(started[1].seq, 4u);
+  EXPECT_EQ(started[0].state, JobState::kRunning);
+
+  StoredJob ja = MustGet(a);
+  EXPECT_EQ(ja.status.state, JobState::kRunning);
+  EXPECT_TRUE(ja.status.allocation == On("h800-0"));
+  EXPECT_EQ(ja.status.start_time, 2000);
+
+  Event signal = JobEvent(a, EventKind::kEvictionSignalled, 2600);
+  signal.stop_at = 2700;
+  signal.message = "evicted for job 5";
+  Event prio = JobEvent(b, EventKind::kPriorityChanged, 2650, "admin");
+  prio.priority_class = "P0";
+  MustAppend({JobEvent(a, EventKind::kCheckpointed, 2500), signal, prio,
+              JobEvent(a, EventKind::kEvicted, 2700)});
+  ja = MustGet(a);
+  EXPECT_EQ(ja.status.state, JobState::kPending);
+  EXPECT_TRUE(ja.status.allocation.empty());
+  EXPECT_EQ(ja.status.last_checkpoint, 2500);
+  EXPECT_EQ(ja.status.stop_at, -1);
+  EXPECT_EQ(ja.status.evictions, std::vector<Millis>{2700});
+  EXPECT_EQ(MustGet(b).status.priority_class, "P0");
+  EXPECT_EQ(MustGet(b).spec.priority_class, "P1");  // as submitted
+
+  Event fail = JobEvent(b, EventKind::kFailed, 3000, "agent");
+  fail.message = "exit code 137";
+  MustAppend({JobEvent(a, EventKind::kHeld, 2800, "alice"), fail});
+  EXPECT_EQ(MustGet(a).status.state, JobState::kHeld);
+  StoredJob jb = MustGet(b);
+  EXPECT_EQ(jb.status.state, JobState::kFailed);
+  EXPECT_EQ(jb.status.end_time, 3000);
+  EXPECT_EQ(jb.status.message, "exit code 137");
+  EXPECT_TRUE(jb.status.allocation.empty());
+
+  Result<std::vector<Event>> events = store_->EventsSince(4, 100);
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  std::vector<EventKind> kinds;
+  for (const Event& e : *events) kinds.push_back(e.kind);
+  EXPECT_EQ(kinds, (std::vector<EventKind>{EventKind::kCheckpointed, EventKind::kEvictionSignalled,
+                                           EventKind::kPriorityChanged, EventKind::kEvicted,
+                                           EventKind::kHeld, EventKind::kFailed}));
+  EXPECT_EQ((*events)[1].stop_at, 2700);
+  EXPECT_EQ((*events)[1].message, "evicted for job 5");
+  EXPECT_EQ((*events)[2].priority_class, "P0");
+  EXPECT_EQ((*events)[3].state, JobState::kPending);
+  EXPECT_EQ((*events)[5].actor, "agent");
+  // The started event keeps its allocation.
+  Result<std::vector<Event>> first = store_->EventsSince(2, 1);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE((*first)[0].allocation == On("h800-0"));
+}
+
+TEST_P(StoreTest, AppendIsAllOrNothing) {
+  const JobId a = MustSubmit(Spec("a"));
+  const std::uint64_t seq = store_->LastSeq();
+  // The second start of the same job is refused: the first is not recorded either.
+  Result<std::vector<Event>> r = store_->Append({Start(a, 10, "h800-0"), Start(a, 11, "h800-1")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "events[1] (job 1, started): job is running; only a pending job can start");
+  EXPECT_EQ(MustGet(a).status.state, JobState::kPending);
+  EXPECT_EQ(store_->LastSeq(), seq);
+  Result<std::vector<Event>> none = store_->EventsSince(seq, 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  r = store_->Append({JobEvent(a, EventKind::kHeld, 5), JobEvent(42, EventKind::kHeld, 5)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "events[1]: no job 42");
+  EXPECT_EQ(MustGet(a).status.state, JobState::kPending);
+  // The store still works after a refused batch.
+  MustAppend({Start(a, 12, "h800-2")});
+  EXPECT_EQ(MustGet(a).status.state, JobState::kRunning);
+}
+
+TEST_P(StoreTest, BadInputNamesTheField) {
+  JobSpec spec = Spec("bad");
+  spec.groups[0].count = 0;
+  Result<Submitted> r = store_->Submit(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "groups[0].tasks: must be at least 1, got 0");
+
+  JobSpec binary = Spec("binary");
+  binary.labels["blob"] = "\xff";
+  r = store_->Submit(binary);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "labels.blob: is not valid UTF-8");
+
+  JobSpec no_queue = Spec("q");
+  no_queue.queue.clear();
+  Result<std::vector<Submitted>> batch = store_->SubmitBatch({Spec("ok"), no_queue});
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().message(), "jobs[1].queue: must not be empty");
+  EXPECT_EQ(store_->LastSeq(), 0u);  // nothing of the batch was recorded
+
+  Result<std::vector<Event>> events = store_->Append({JobEvent(1, EventKind::kSubmitted, 0)});
+  ASSERT_FALSE(events.ok());
+  EXPECT_EQ(events.status().message(),
+            "events[0].kind: 'submitted' is recorded by Submit, not appended");
+  events = store_->Append({});
+  EXPECT_EQ(events.status().message(), "events: give at least one event");
+
+  QueueQuotaOverride q;
+  q.queue = "training";
+  q.quota["H800"].nominal = MilliGpu(-8000);
+  Result<Event> qe = store_->SetQueueQuota(q);
+  ASSERT_FALSE(qe.ok());
+  EXPECT_EQ(qe.status().message(), "quota.H800.nominal_milli: must not be negative, got -8000");
+  Result<Event> ne = store_->SetNodeState({"", NodeAdminState::kCordoned, "", 0, "admin"});
+  ASSERT_FALSE(ne.ok());
+  EXPECT_EQ(ne.status().message(), "node: must not be empty");
+}
+
+TEST_P(StoreTest, CursorPaging) {
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 25; ++i) specs.push_back(Spec("job-" + std::to_string(i)));
+  Result<std::vector<Submitted>> r = store_->SubmitBatch(specs);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 25u);
+  std::vector<std::size_t> pages;
+  std::vector<std::uint64_t> seqs;
+  std::uint64_t cursor = 0;
+  for (;;) {
+    Result<std::vector<Event>> page = store_->EventsSince(cursor, 10);
+    ASSERT_TRUE(page.ok()) << page.status().message();
+    if (page->empty()) break;
+    pages.push_back(page->size());
+    for (const Event& e : *page) seqs.push_back(e.seq);
+    cursor = page->back().seq;
+  }
+  EXPECT_EQ(pages, (std::vector<std::size_t>{10, 10, 5}));
+  ASSERT_EQ(seqs.size(), 25u);
+  for (std::size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], i + 1);
+  // Job ids follow the batch's order.
+  for (std::size_t i = 0; i < r->size(); ++i) {
+    EXPECT_EQ((*r)[i].id, i + 1);
+    EXPECT_EQ(MustGet((*r)[i].id).spec.name, "job-" + std::to_string(i));
+  }
+  Result<std::vector<Event>> past_end = store_->EventsSince(1000, 10);
+  ASSERT_TRUE(past_end.ok());
+  EXPECT_TRUE(past_end->empty());
+}
+
+TEST_P(StoreTest, IdempotencyKeyRecordsOnce) {
+  JobSpec spec = Spec("retry");
+  spec.idempotency_key = "req-7";
+  Result<Submitted> first = store_->Submit(spec);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  Result<Submitted> again = store_->Submit(spec);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->id, first->id);
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->seq, 0u);
+  // Another user's key is another key.
+  JobSpec other = spec;
+  other.user = "bob";
+  Result<Submitted> bob = store_->Submit(other);
+  ASSERT_TRUE(bob.ok());
+  EXPECT_FALSE(bob->duplicate);
+  EXPECT_NE(bob->id, first->id);
+  // Within one batch too.
+  JobSpec fresh = Spec("fresh");
+  fresh.idempotency_key = "req-8";
+  Result<std::vector<Submitted>> batch = store_->SubmitBatch({fresh, fresh, spec});
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  EXPECT_FALSE((*batch)[0].duplicate);
+  EXPECT_TRUE((*batch)[1].duplicate);
+  EXPECT_EQ((*batch)[1].id, (*batch)[0].id);
+  EXPECT_TRUE((*batch)[2].duplicate);
+  EXPECT_EQ((*batch)[2].id, first->id);
+  Result<Snapshot> snap = store_->Load();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->jobs.size(), 3u);
+}
+
+TEST_P(StoreTest, QueueQuotasAndNodeStates) {
+  QueueQuotaOverride q;
+  q.queue = "training";
+  q.quota["H800"] = QuotaSpec{MilliGpu(64000), MilliGpu(16000), std::nullopt, std::nullopt};
+  q.time = 500;
+  q.actor = "admin";
+  Result<Event> e = store_->SetQueueQuota(q);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->kind, EventKind::kQueueQuotaChanged);
+  EXPECT_EQ(e->target, "training");
+  EXPECT_EQ(e->message, R"({"H800":{"borrowing_limit_milli":16000,"nominal_milli":64000}})");
+  QueueQuotaOverride q2 = q;
+  q2.queue = "batch";
+  ASSERT_TRUE(store_->SetQueueQuota(q2).ok());
+  ASSERT_TRUE(store_->ResetQueueQuota("batch", 600, "admin").ok());
+
+  ASSERT_TRUE(
+      store_->SetNodeState({"h800-1", NodeAdminState::kCordoned, "bad fan", 700, "ops"}).ok());
+  ASSERT_TRUE(store_->SetNodeState({"h800-2", NodeAdminState::kCordoned, "", 710, "ops"}).ok());
+  ASSERT_TRUE(
+      store_->SetNodeState({"h800-2", NodeAdminState::kDraining, "reboot", 720, "ops"}).ok());
+  ASSERT_TRUE(store_->SetNodeState({"h800-1", NodeAdminState::kSchedulable, "", 730, "ops"}).ok());
+
+  Result<Snapshot> snap = store_->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->queue_quotas.size(), 1u);
+  EXPECT_EQ(snap->queue_quotas[0].queue, "training");
+  EXPECT_EQ(snap->queue_quotas[0].quota.at("H800").nominal, MilliGpu(64000));
+  EXPECT_EQ(snap->queue_quotas[0].quota.at("H800").borrowing_limit, MilliGpu(16000));
+  EXPECT_EQ(snap->queue_quotas[0].time, 500);
+  ASSERT_EQ(snap->nodes.size(), 1u);
+  EXPECT_EQ(snap->nodes[0].node, "h800-2");
+  EXPECT_EQ(snap->nodes[0].state, NodeAdminState::kDraining);
+  EXPECT_EQ(snap->nodes[0].reason, "reboot");
+  EXPECT_EQ(snap->last_seq, 7u);
+
+  Result<std::vector<Event>> events = store_->EventsSince(0, 100);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> seen;
+  for (const Event& ev : *events)
+    seen.push_back(std::string(EventKindName(ev.kind)) + " " + ev.target);
+  EXPECT_EQ(seen, (std::vector<std::string>{
+                      "queue_quota_changed training", "queue_quota_changed batch",
+                      "queue_quota_changed batch", "node_cordoned h800-1", "node_cordoned h800-2",
+                      "node_draining h800-2", "node_uncordoned h800-1"}));
+}
+
+TEST_P(StoreTest, LoadWithoutFinishedJobs) {
+  const JobId a = MustSubmit(Spec("a"));
+  const JobId b = MustSubmit(Spec("b"));
+  const JobId c = MustSubmit(Spec("c"));
+  MustAppend({Start(a, 10, "n0"), JobEvent(a, EventKind::kCompleted, 20),
+              JobEvent(b, EventKind::kCancelled, 15, "alice"), Start(c, 16, "n1")});
+  Result<Snapshot> all = store_->Load();
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(all->jobs.size(), 3u);
+  EXPECT_EQ(all->last_job_id, 3u);
+  EXPECT_EQ(all->last_seq, 7u);
+  Result<Snapshot> active = store_->Load({.include_finished = false});
+  ASSERT_TRUE(active.ok()) << active.status().message();
+  ASSERT_EQ(active->jobs.size(), 1u);
+  EXPECT_EQ(active->jobs[0].id, c);
+  EXPECT_EQ(active->jobs[0].status.state, JobState::kRunning);
+  EXPECT_TRUE(active->jobs[0].status.allocation == On("n1"));
+  EXPECT_EQ(active->last_job_id, 3u);
+}
+
+TEST_P(StoreTest, WaitForEventsWakesOnCommit) {
+  EXPECT_EQ(store_->WaitForEvents(0, std::chrono::milliseconds(1)), 0u);  // times out
+  std::atomic<std::uint64_t> woke{0};
+  std::thread waiter([&] { woke = store_->WaitForEvents(0, std::chrono::seconds(30)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  MustSubmit(Spec("a"));
+  waiter.join();
+  EXPECT_EQ(woke.load(), 1u);
+}
+
+TEST_P(StoreTest, ConcurrentSubmittersGetUniqueIncreasingSeqs) {
+  constexpr int kThreads = 16;
+  constexpr int kPerThread = 100;
+  std::vector<std::vector<Submitted>> acks(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        Result<Submitted> r = store_->Submit(Spec(JobName(t, i), "user-" + std::to_string(t)));
+        if (!r.ok()) {
+          ADD_FAILURE() << r.status().message();
+          return;
+        }
+        acks[t].push_back(*r);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+
+  std::set<JobId> ids;
+  std::set<std::uint64_t> seqs;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(acks[t].size(), static_cast<std::size_t>(kPerThread));
+    for (std::size_t i = 0; i < acks[t].size(); ++i) {
+      ids.insert(acks[t][i].id);
+      seqs.insert(acks[t][i].seq);
+      // One thread's submissions are acknowledged in order.
+      if (i > 0) {
+        EXPECT_GT(acks[t][i].seq, acks[t][i - 1].seq);
+      }
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kThreads * kPerThread));
+  EXPECT_EQ(seqs.size(), static_cast<std::size_t>(kThreads * kPerThread));
+
+  Result<Snapshot> snap = store_->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->jobs.size(), static_cast<std::size_t>(kThreads * kPerThread));
+  for (const StoredJob& job : snap->jobs) {
+    const std::string& user = job.spec.user;
+    const int t = std::stoi(user.substr(5));
+    const auto it = std::find_if(acks[t].begin(), acks[t].end(),
+                                 [&](const Submitted& s) { return s.id == job.id; });
+    ASSERT_NE(it, acks[t].end());
+    EXPECT_EQ(job.spec.name, JobName(t, static_cast<int>(it - acks[t].begin())));
+  }
+  Result<std::vector<Event>> events = store_->EventsSince(0, 100'000);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), static_cast<std::size_t>(kThreads * kPerThread));
+  for (std::size_t i = 1; i < events->size(); ++i) {
+    EXPECT_GT((*events)[i].seq, (*events)[i - 1].seq);
+  }
+  EXPECT_EQ(store_->LastSeq(), events->back().seq);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("memory", "sqlite"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// ---- The SQLite store only ----
+
+// Everything a snapshot holds, compared.
+void ExpectSameSnapshot(const Snapshot& a, const Snapshot& b) {
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].id, b.jobs[i].id);
+    EXPECT_TRUE(a.jobs[i].spec == b.jobs[i].spec) << "job " << a.jobs[i].id;
+    EXPECT_TRUE(a.jobs[i].status == b.jobs[i].status) << "job " << a.jobs[i].id;
+  }
+  ASSERT_EQ(a.queue_quotas.size(), b.queue_quotas.size());
+  for (std::size_t i = 0; i < a.queue_quotas.size(); ++i) {
+    EXPECT_EQ(a.queue_quotas[i].queue, b.queue_quotas[i].queue);
+    EXPECT_EQ(QuotaToJson(a.queue_quotas[i].quota), QuotaToJson(b.queue_quotas[i].quota));
+  }
+  ASSERT_EQ(a.nodes.size(), b.nodes.size());
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].node, b.nodes[i].node);
+    EXPECT_EQ(a.nodes[i].state, b.nodes[i].state);
+    EXPECT_EQ(a.nodes[i].reason, b.nodes[i].reason);
+  }
+  EXPECT_EQ(a.last_seq, b.last_seq);
+  EXPECT_EQ(a.last_job_id, b.last_job_id);
+}
+
+TEST(SqliteStore, RecoversEverythingAfterReopening) {
+  TempDir dir;
+  Snapshot before;
+  std::vector<Event> events_before;
+  {
+    std::unique_ptr<Store> store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Submit(Spec("j" + std::to_string(i))).ok());
+    Event prio = JobEvent(4, EventKind::kPriorityChanged, 50, "admin");
+    prio.priority_class = "P0";
+    ASSERT_TRUE(store
+                    ->Append({Start(1, 10, "h800-0"), JobEvent(1, EventKind::kCheckpointed, 20),
+                              Start(2, 10, "h800-1"), JobEvent(2, EventKind::kEvicted, 30),
+                              JobEvent(3, EventKind::kHeld, 40), prio,
+                              JobEvent(5, EventKind::kCancelled, 60, "alice")})
+                    .ok());
+    QueueQuotaOverride q;
+    q.queue = "training";
+    q.quota["gpu"] = QuotaSpec{MilliGpu(16000), std::nullopt, MilliGpu(0), MilliGpu(32000)};
+    ASSERT_TRUE(store->SetQueueQuota(q).ok());
+    ASSERT_TRUE(store->SetNodeState({"h800-3", NodeAdminState::kCordoned, "ecc", 70, "ops"}).ok());
+    Result<Snapshot> snap = store->Load();
+    ASSERT_TRUE(snap.ok()) << snap.status().message();
+    before = *snap;
+    events_before = *store->EventsSince(0, 1000);
+  }
+  std::unique_ptr<Store> store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  Result<Snapshot> after = store->Load();
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  ExpectSameSnapshot(before, *after);
+  EXPECT_EQ(after->jobs[0].status.state, JobState::kRunning);
+  EXPECT_EQ(after->jobs[1].status.evictions, std::vector<Millis>{30});
+  EXPECT_EQ(after->jobs[3].status.priority_class, "P0");
+  EXPECT_EQ(store->LastSeq(), before.last_seq);
+  Result<std::vector<Event>> events_after = store->EventsSince(0, 1000);
+  ASSERT_TRUE(events_after.ok());
+  EXPECT_TRUE(*events_after == events_before);
+  // Ids and seqs go on from where they stood.
+  Result<Submitted> next = store->Submit(Spec("next"));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->id, 11u);
+  EXPECT_EQ(next->seq, before.last_seq + 1);
+}
+
+TEST(SqliteStore, LoadsManyJobsExactly) {
+  // Enough jobs for Load's parallel decoding of several chunks.
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  constexpr int kJobs = 40'000;
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < kJobs; ++i) {
+    JobSpec s = Spec(JobName(i % 7, i), "user-" + std::to_string(i % 13));
+    s.submit_time = i;
+    if (i % 3 == 0) s.idempotency_key = "k" + std::to_string(i);
+    specs.push_back(std::move(s));
+  }
+  Result<std::vector<Submitted>> r = store->SubmitBatch(specs);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<Event> events;
+  for (int i = 0; i < kJobs; i += 5)
+    events.push_back(Start((*r)[i].id, 100, "n" + std::to_string(i)));
+  for (int i = 0; i < kJobs; i += 10)
+    events.push_back(JobEvent((*r)[i].id, EventKind::kEvicted, 200));
+  ASSERT_TRUE(store->Append(events).ok());
+  Result<Snapshot> snap = store->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->jobs.size(), static_cast<std::size_t>(kJobs));
+  for (int i = 0; i < kJobs; ++i) {
+    const StoredJob& job = snap->jobs[i];
+    ASSERT_EQ(job.id, (*r)[i].id);
+    ASSERT_TRUE(job.spec == specs[i]) << i;
+    if (i % 10 == 0) {
+      ASSERT_EQ(job.status.state, JobState::kPending) << i;
+      ASSERT_EQ(job.status.evictions, std::vector<Millis>{200}) << i;
+    } else if (i % 5 == 0) {
+      ASSERT_EQ(job.status.state, JobState::kRunning) << i;
+      ASSERT_TRUE(job.status.allocation == On("n" + std::to_string(i))) << i;
+    } else {
+      ASSERT_EQ(job.status.state, JobState::kPending) << i;
+      ASSERT_TRUE(job.status.allocation.empty()) << i;
+    }
+  }
+  Result<Snapshot> active = store->Load({.include_finished = false});
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->jobs.size(), static_cast<std::size_t>(kJobs));
+}
+
+TEST(SqliteStore, AcknowledgedSubmissionsSurviveSigkill) {
+  TempDir dir;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child: 4 threads submit until killed; each acknowledged id goes to the pipe.
+    ::close(fds[0]);
+    Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir.path(), 1024});
+    if (!store.ok()) ::_exit(2);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0;; ++i) {
+          Result<Submitted> r = (*store)->Submit(Spec(JobName(t, i), "u" + std::to_string(t)));
+          if (!r.ok()) ::_exit(3);
+          const std::uint64_t id = r->id;
+          if (::write(fds[1], &id, sizeof id) != sizeof id) ::_exit(4);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::vector<std::uint64_t> acked;
+  auto read_one = [&] {
+    std::uint64_t id = 0;
+    std::size_t got = 0;
+    while (got < sizeof id) {
+      const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(&id) + got, sizeof id - got);
+      if (n <= 0) return false;
+      got += static_cast<std::size_t>(n);
+    }
+    acked.push_back(id);
+    return true;
+  };
+  while (acked.size() < 300 && read_one()) {
+  }
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  while (read_one()) {  // what it acknowledged before it died
+  }
+  ::close(fds[0]);
+  ASSERT_GE(acked.size(), 300u);
+
+  std::unique_ptr<Store> store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  Result<Snapshot> snap = store->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  std::set<JobId> present;
+  for (const StoredJob& job : snap->jobs) {
+    EXPECT_TRUE(present.insert(job.id).second);
+    EXPECT_EQ(job.status.state, JobState::kPending);
+  }
+  std::set<std::uint64_t> unique_acked(acked.begin(), acked.end());
+  EXPECT_EQ(unique_acked.size(), acked.size());
+  for (std::uint64_t id : acked)
+    EXPECT_TRUE(present.count(id)) << "acknowledged job " << id << " lost";
+  EXPECT_GE(snap->jobs.size(), acked.size());
+  // Every job has its submitted event.
+  Result<std::vector<Event>> events = store->EventsSince(0, 1'000'000);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->size(), snap->jobs.size());
+}
+
+// Runs one SQL statement on the database of `dir` behind the store's back.
+void Sql(const std::string& dir, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/arbiter.db").c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, RefusesANewerSchema) {
+  TempDir dir;
+  { ASSERT_NE(OpenOrDie(dir.path()), nullptr); }
+  Sql(dir.path(), "UPDATE schema_version SET version = 2");
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir.path(), 1024});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().message(),
+            "store: " + dir.path() +
+                "/arbiter.db has schema version 2, newer than this build's 1: it was written by a "
+                "newer Arbiter; run that version (or a newer one), or restore a backup");
+  // Nothing was changed: the version is still 2 and the store opens once it is 1 again.
+  Sql(dir.path(), "UPDATE schema_version SET version = 1");
+  EXPECT_NE(OpenOrDie(dir.path()), nullptr);
+}
+
+TEST(SqliteStore, ACorruptRowIsAnErrorNamingTheJob) {
+  TempDir dir;
+  {
+    std::unique_ptr<Store> store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Submit(Spec("j" + std::to_string(i))).ok());
+  }
+  Sql(dir.path(),
+      R"(UPDATE jobs SET spec = replace(spec, '"tasks":2', '"tasks":"x"') WHERE id = 2)");
+  std::unique_ptr<Store> store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  Result<Snapshot> snap = store->Load();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().message(),
+            "store: job 2: spec.groups[0].tasks: must be an integer, got \"x\"");
+  Result<std::optional<StoredJob>> job = store->GetJob(2);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().message(), snap.status().message());
+  EXPECT_TRUE(store->GetJob(1).ok());
+}
+
+TEST(SqliteStore, RefusesAForeignDatabase) {
+  TempDir dir;
+  Sql(dir.path(), "CREATE TABLE people (name TEXT)");
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir.path(), 1024});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().message(),
+            "store: " + dir.path() +
+                "/arbiter.db is not an Arbiter store (it has tables but no schema_version)");
+}
+
+TEST(SqliteStore, OneStorePerDirectory) {
+  TempDir dir;
+  std::unique_ptr<Store> first = OpenOrDie(dir.path());
+  ASSERT_NE(first, nullptr);
+  Result<std::unique_ptr<Store>> second = OpenSqliteStore({dir.path(), 1024});
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("is in use (another server"), std::string::npos)
+      << second.status().message();
+  first.reset();
+  EXPECT_NE(OpenOrDie(dir.path()), nullptr);
+}
+
+TEST(SqliteStore, WalModeAndSchemaVersionOnDisk) {
+  TempDir dir;
+  { ASSERT_NE(OpenOrDie(dir.path()), nullptr); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/arbiter.db").c_str(), &db), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+    std::string out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  };
+  EXPECT_EQ(one("PRAGMA journal_mode"), "wal");  // persistent in the file
+  EXPECT_EQ(one("SELECT version FROM schema_version"), "1");
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, OneTransactionPerSubmitWorksToo) {
+  TempDir dir;
+  std::unique_ptr<Store> store = OpenOrDie(dir.path(), 1);
+  ASSERT_NE(store, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) EXPECT_TRUE(store->Submit(Spec(JobName(t, i))).ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Result<Snapshot> snap = store->Load();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->jobs.size(), 80u);
+  EXPECT_EQ(snap->last_seq, 80u);
+}
+
+}  // namespace
+}  // namespace arbiter::store
