@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include "fill_bench.h"
 #include "preempt_bench.h"
 #include "sim_bench.h"
+#include "store_bench.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -218,7 +219,7 @@ Options ParseArgs(int argc, char** argv) {
       opt.clock = false;
     } else {
       Fail(
-          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill] [--reps N] [--seed N] "
+          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] "
           "[--no-clock]");
     }
   }
@@ -253,6 +254,10 @@ int main(int argc, char** argv) {
   if (opt.only.empty() || opt.only == "fill") {
     RunFillBench(std::string(ARBITER_SOURCE_DIR) + "/data/traces/openb", 42,
                  opt.reps > 0 ? opt.reps : 3);
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "store") {
+    RunStoreBench();
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);
