@@ -45,21 +45,27 @@ Value CapacityShare(const sim::RunResult& run, double gpu_hours) {
   return capacity > 0 ? Number(gpu_hours / capacity) : Value(nullptr);
 }
 
+// The metrics of a group of a run's jobs and services: the whole run, or one queue, class or
+// workload.
+Value GroupValue(const sim::RunResult& run, const sim::GroupMetrics& g,
+                 const internal::Selection& in) {
+  Value out = Value::object();
+  out["gpu_utilization"] = CapacityShare(run, g.gpu_hours_useful);
+  out["gpu_allocation"] = CapacityShare(run, g.gpu_hours_allocated);
+  out["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run, in));
+  out["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run, in));
+  out["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run, in));
+  out["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run, in));
+  AddGroupKeys(g, out);
+  return out;
+}
+
 Value Groups(const sim::RunResult& run, const std::map<std::string, sim::GroupMetrics>& groups,
              internal::Selection::By by) {
-  const bool queues = by == internal::Selection::By::kQueue;
   Value out = Value::object();
   for (const auto& [name, g] : groups) {
-    const internal::Selection in{by, name};
-    Value group = Value::object();
-    group["gpu_utilization"] = CapacityShare(run, g.gpu_hours_useful);
-    group["gpu_allocation"] = CapacityShare(run, g.gpu_hours_allocated);
-    group["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run, in));
-    group["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run, in));
-    group["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run, in));
-    group["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run, in));
-    AddGroupKeys(g, group);
-    if (queues) {
+    Value group = GroupValue(run, g, internal::Selection{by, name});
+    if (by == internal::Selection::By::kQueue) {
       group["guarantee_gpus"] = Number(g.guarantee_gpus);
       group["mean_gpus"] = Number(g.mean_gpus);
       group["share_of_guarantee"] =
@@ -69,33 +75,6 @@ Value Groups(const sim::RunResult& run, const std::map<std::string, sim::GroupMe
     out[name] = std::move(group);
   }
   return out;
-}
-
-Value Metrics(const sim::RunResult& run) {
-  const sim::GroupMetrics& g = run.overall;
-  Value m = Value::object();
-  m["gpu_utilization"] = Number(run.gpu_utilization);
-  m["gpu_allocation"] = Number(run.gpu_allocation);
-  m["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run));
-  m["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run));
-  m["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run));
-  m["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run));
-  m["training_completion_s"] = Stat(g.training_completion, g.training_completion.mean);
-  m["evictions"] = g.evictions;
-  m["gpu_hours_lost"] = Number(g.gpu_hours_lost);
-  m["jobs_completed"] = g.jobs_completed;
-  m["jobs_submitted"] = g.jobs_submitted;
-  m["wait_mean_s"] = Stat(g.wait, g.wait.mean);
-  m["wait_p50_s"] = Stat(g.wait, g.wait.p50);
-  m["wait_p99_s"] = Stat(g.wait, g.wait.p99);
-  m["jct_mean_s"] = Stat(g.jct, g.jct.mean);
-  m["jct_p50_s"] = Stat(g.jct, g.jct.p50);
-  m["jct_p99_s"] = Stat(g.jct, g.jct.p99);
-  m["longest_wait_s"] = Number(g.longest_wait_s);
-  m["failures"] = g.failures;
-  m["gpu_hours_allocated"] = Number(g.gpu_hours_allocated);
-  m["gpu_hours_useful"] = Number(g.gpu_hours_useful);
-  return m;
 }
 
 Value Services(const sim::RunResult& run) {
@@ -129,7 +108,10 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
     r["total_gpus"] = Number(run.total_gpus);
     r["events"] = run.events;
     r["cycles"] = run.cycles;
-    r["metrics"] = Metrics(run);
+    Value metrics = GroupValue(run, run.overall, internal::Selection{});
+    metrics["gpu_utilization"] = Number(run.gpu_utilization);  // the simulator's own figures
+    metrics["gpu_allocation"] = Number(run.gpu_allocation);
+    r["metrics"] = std::move(metrics);
     r["queues"] = Groups(run, run.queues, internal::Selection::By::kQueue);
     r["classes"] = Groups(run, run.classes, internal::Selection::By::kClass);
     r["workloads"] = Groups(run, run.workloads, internal::Selection::By::kWorkload);
