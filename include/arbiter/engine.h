@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,9 @@
 #include "arbiter/state.h"
 
 namespace arbiter {
+namespace engine {
+class FragModel;
+}
 
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
 // in [0, 1]; a job's key is the weighted sum, and jobs are taken in descending key order, ties by
@@ -98,6 +103,11 @@ struct PlacementOptions {
   // kFgd, kFrag: the shapes expected to arrive (e.g. those of a trace). Empty: the shapes of the
   // running and pending jobs of the cycle.
   std::vector<TaskShape> shapes;
+  // kArbiter: shapes beyond about this many are merged (those of one GPU request, CPU and memory
+  // averaged), which bounds the cost of scoring a node; 0: no limit.
+  std::size_t max_shapes = 32;
+  // Built by the engine from `shapes` (not to be set by callers).
+  std::shared_ptr<const engine::FragModel> model;
 };
 
 struct EngineOptions {
@@ -105,15 +115,15 @@ struct EngineOptions {
   PreemptionOptions preemption;
   BackfillOptions backfill;
   PlacementOptions placement;
-  // Candidate nodes scored per task once a feasible one is found in the best-fitting bucket.
-  int score_candidates = 8;
+  // kArbiter: feasible candidate nodes scored per bucket of the free-capacity indexes.
+  int score_candidates = 2;
   // Optional monotonic clock in microseconds, used only to time the stages of a cycle.
   std::function<std::int64_t()> clock_micros;
 };
 
 class Engine {
  public:
-  explicit Engine(EngineOptions options = {}) : options_(std::move(options)) {}
+  explicit Engine(EngineOptions options = {});
 
   // One scheduling cycle. `state` serves as scratch space during the cycle and is returned
   // exactly as it was given; the driver applies the plan afterwards (ClusterState::Apply).
@@ -122,7 +132,16 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
  private:
+  // The fragmentation model of the running tasks' shapes, kept while they stay about the same.
+  std::shared_ptr<const engine::FragModel> ModelOf(const ClusterState& state) const;
+
   EngineOptions options_;
+  struct ObservedModel {
+    std::mutex mutex;
+    std::uint64_t fingerprint = 0;
+    std::shared_ptr<const engine::FragModel> model;
+  };
+  std::shared_ptr<ObservedModel> observed_;  // shared by copies of the engine
 };
 
 }  // namespace arbiter

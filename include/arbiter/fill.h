@@ -19,6 +19,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arbiter/engine.h"
@@ -43,6 +44,26 @@ struct Pod {
 // memory; one queue, one priority class, no topology levels.
 ClusterSpec MakeCluster(std::span<const trace::TraceNode> nodes);
 std::vector<Pod> PodsFromTrace(std::span<const trace::TraceJob> jobs);
+
+// A workload derived from a pod list, like the published experiment's variants of openb's list:
+// a share of the GPU pods (each with probability percent / 100, drawn from `seed`)
+// - kGpuSpec ("gpuspec=P"): constrained to one GPU model, that of a GPU drawn uniformly among those
+//   of the nodes that could host the pod (enough GPUs of the model, CPU and memory);
+// - kMultiGpu ("multigpu=P"): replaced by a pod drawn uniformly from the list's multi-GPU pods;
+// - kGpuShare ("gpushare=P"): replaced by a pod drawn uniformly from the list's pods that ask a
+//   fraction of one GPU.
+struct Variant {
+  enum class Kind { kGpuSpec, kMultiGpu, kGpuShare };
+  Kind kind = Kind::kGpuSpec;
+  int percent = 0;
+  std::uint64_t seed = 1;
+};
+// "gpuspec=33", "multigpu=50", "gpushare=100"; an error names what is wrong.
+Result<Variant> ParseVariant(std::string_view text);
+std::string VariantName(const Variant& variant);
+Result<std::vector<Pod>> MakeVariant(std::span<const Pod> pods,
+                                     std::span<const trace::TraceNode> nodes,
+                                     const Variant& variant);
 
 struct FillOptions {
   std::vector<PlacementPolicy> policies{std::begin(kAllPlacementPolicies),

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -120,6 +121,16 @@ struct QuotaLimits {
   std::int64_t max = -1;              // -1: none
 };
 
+// The shape of a task as fragmentation-aware placement sees it: its GPU (milli), CPU (milli-cores)
+// and memory (MiB), and the GPU types its job accepts.
+struct TaskShapeKey {
+  std::int64_t gpu = 0;
+  std::int64_t cpu = 0;
+  std::int64_t memory = 0;
+  std::uint64_t gpu_types = 0;  // GpuTypeSet bits
+  friend auto operator<=>(const TaskShapeKey&, const TaskShapeKey&) = default;
+};
+
 struct RunningJob {
   Job job;
   Allocation allocation;
@@ -228,6 +239,10 @@ class ClusterState {
   // ---- Running jobs ----
   const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
   const RunningJob* FindRunning(JobId id) const;
+  // How many running tasks have each shape.
+  const std::map<TaskShapeKey, std::int64_t>& running_task_shapes() const {
+    return running_shapes_;
+  }
 
   // ---- Mutation ----
   // Starts a job on the given allocation: checks that the allocation matches the job's request
@@ -264,6 +279,7 @@ class ClusterState {
   ClusterState() = default;
   void UpdateUnusual(NodeId n);
   void UpdateResidents(NodeId n);
+  void CountShapes(const Job& job, int sign);  // running_shapes_ += sign x the job's tasks
   void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
   Status CheckFits(const Job& job, const Allocation& allocation) const;
 
@@ -299,6 +315,7 @@ class ClusterState {
   bool accrued_ = false;
 
   std::unordered_map<JobId, RunningJob> running_;
+  std::map<TaskShapeKey, std::int64_t> running_shapes_;
   std::unordered_map<JobId, std::vector<Millis>> evictions_;
 };
 

@@ -30,6 +30,7 @@ struct FillArgs {
   std::string nodes;                    // openb node list
   std::string pods;                     // openb pod list
   std::vector<std::string> placements;  // policies; empty: all
+  std::vector<std::string> variants;    // workload variants applied in order, e.g. "gpuspec=33"
   int seeds = 10;
   std::uint64_t seed = 42;  // the first seed
   double inflate = 1.3;

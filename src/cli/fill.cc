@@ -63,14 +63,29 @@ int RunFill(const FillArgs& args) {
       fmt::print(stderr, "error: {}:{}: {}\n", args.pods, b.line, b.problem);
     return 1;
   }
-  const std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);
+  std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);
+  std::string derived;
+  for (const std::string& text : args.variants) {
+    Result<fill::Variant> variant = fill::ParseVariant(text);
+    if (!variant.ok()) {
+      fmt::print(stderr, "error: --variant: {}\n", variant.status().message());
+      return 2;
+    }
+    Result<std::vector<fill::Pod>> varied = fill::MakeVariant(pods, *nodes, *variant);
+    if (!varied.ok()) {
+      fmt::print(stderr, "error: --variant: {}\n", varied.status().message());
+      return 1;
+    }
+    pods = std::move(*varied);
+    derived += " " + fill::VariantName(*variant);
+  }
   std::int64_t gpus = 0, requested = 0;
   for (const trace::TraceNode& n : *nodes) gpus += n.gpus;
   for (const fill::Pod& p : pods) requested += p.total_gpu();
   fmt::print(
-      "cluster: {} nodes, {} GPUs; workload: {} pods asking {:.1f}% of the GPUs, inflated "
+      "cluster: {} nodes, {} GPUs; workload:{} {} pods asking {:.1f}% of the GPUs, inflated "
       "to {:.0f}%; {} seed{} from {}\n",
-      nodes->size(), gpus, pods.size(),
+      nodes->size(), gpus, derived.empty() ? "" : derived + ",", pods.size(),
       gpus > 0 ? 100.0 * static_cast<double>(requested) / static_cast<double>(gpus * 1000) : 0.0,
       100 * args.inflate, args.seeds, args.seeds == 1 ? "" : "s", args.seed);
 

@@ -413,6 +413,10 @@ int main(int argc, char** argv) {
   fill->add_option("--placement", fill_args.placements,
                    "Placement policy (repeatable; default: all): arbiter, random, best-fit, "
                    "packing, dot-product, clustering, fgd, frag");
+  fill->add_option("--variant", fill_args.variants,
+                   "Derive the workload from the list: gpuspec=P (P% of GPU pods constrained to "
+                   "one GPU model), multigpu=P (P% replaced by multi-GPU pods of the list), "
+                   "gpushare=P (P% replaced by GPU-sharing pods of the list)");
   fill->add_option("--seeds", fill_args.seeds, "Seeds per policy (default 10)");
   fill->add_option("--seed", fill_args.seed, "First seed (default 42)");
   fill->add_option("--inflate", fill_args.inflate,

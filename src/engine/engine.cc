@@ -1,7 +1,10 @@
 #include "arbiter/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <mutex>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -265,11 +268,12 @@ class Cycle {
                                           now_ + job.runtime_estimate <= holds_.earliest_start();
     for (bool strict : {true, false}) {
       if (!strict && !has_preferences) break;
-      // A scoring policy compares the placements on every accepted type and tries the best first.
-      std::vector<GpuTypeId> ranked;
-      if (options_.placement.policy != PlacementPolicy::kArbiter && allowed.size() > 1)
-        ranked = RankTypes(job, allowed, strict, ends_before_reservations);
-      for (GpuTypeId t : ranked.empty() ? allowed : ranked) {
+      // The placement on each accepted type (given back when there are several), and the best by
+      // the policy's rank of the node of the job's first task.
+      const bool compare = allowed.size() > 1;
+      std::optional<Allocation> best;
+      engine::PlacementKey best_key;
+      for (GpuTypeId t : allowed) {
         std::string key;
         if (cacheable) {
           key = ShapeKey(job, t, strict) + (ends_before_reservations ? 'S' : 'L');
@@ -277,16 +281,34 @@ class Cycle {
         }
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
         if (ends_before_reservations) holds_.Release(state_);
-        std::optional<Allocation> allocation = timer_.Run(
-            StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_); });
-        if (ends_before_reservations) holds_.Apply(state_);
-        if (allocation) {
-          state_.Charge(job.queue, allocation->gpu_type, milli);
-          plan_.binds.push_back({job.id, index, std::move(*allocation), now_});
-          placed_.push_back({&job, &plan_.binds.back().allocation});
-          return true;
+        engine::PlacementKey rank;
+        std::optional<Allocation> allocation = timer_.Run(StageTimer::kPlace, [&] {
+          return engine::PlaceJob(state_, filter, options_, compare ? &rank : nullptr);
+        });
+        if (allocation && compare) {
+          for (auto task = allocation->tasks.rbegin(); task != allocation->tasks.rend(); ++task)
+            state_.GiveTask(*task);
         }
-        if (cacheable) failed_shapes_.insert(std::move(key));
+        if (ends_before_reservations) holds_.Apply(state_);
+        if (!allocation) {
+          if (cacheable) failed_shapes_.insert(std::move(key));
+          continue;
+        }
+        if (!best || rank < best_key) {
+          best = std::move(allocation);
+          best_key = rank;
+        }
+      }
+      if (best) {
+        if (compare) {  // taken again, on the state it was found on
+          if (ends_before_reservations) holds_.Release(state_);
+          for (const TaskAllocation& task : best->tasks) state_.TakeTask(task);
+          if (ends_before_reservations) holds_.Apply(state_);
+        }
+        state_.Charge(job.queue, best->gpu_type, milli);
+        plan_.binds.push_back({job.id, index, std::move(*best), now_});
+        placed_.push_back({&job, &plan_.binds.back().allocation});
+        return true;
       }
     }
     // Explained once per shape (and quota-allowed types) per cycle, over all allowed types.
@@ -306,35 +328,6 @@ class Cycle {
     if (cacheable) explained_.emplace(std::move(key), reason);
     NotPlaced(index, std::move(reason));
     return true;
-  }
-
-  // The accepted types in order of the scoring policy's rank of the job's placement on each
-  // (placed on the scratch state and given back); types where it does not fit come last.
-  std::vector<GpuTypeId> RankTypes(const Job& job, const std::vector<GpuTypeId>& allowed,
-                                   bool strict, bool ends_before_reservations) {
-    std::vector<std::pair<engine::PlacementKey, GpuTypeId>> ranked;
-    std::vector<GpuTypeId> rest;
-    for (GpuTypeId t : allowed) {
-      JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
-      if (ends_before_reservations) holds_.Release(state_);
-      engine::PlacementKey key;
-      std::optional<Allocation> allocation = timer_.Run(
-          StageTimer::kPlace, [&] { return engine::PlaceJob(state_, filter, options_, &key); });
-      if (allocation) {
-        for (auto task = allocation->tasks.rbegin(); task != allocation->tasks.rend(); ++task)
-          state_.GiveTask(*task);
-        ranked.emplace_back(key, t);
-      } else {
-        rest.push_back(t);
-      }
-      if (ends_before_reservations) holds_.Apply(state_);
-    }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<GpuTypeId> types;
-    for (const auto& [key, t] : ranked) types.push_back(t);
-    types.insert(types.end(), rest.begin(), rest.end());
-    return types;
   }
 
   // A job that was not placed blocks its queue if the queue is strict FIFO, and the first such
@@ -487,34 +480,70 @@ class Cycle {
   std::vector<Preemption> preemptions_;
 };
 
-// The task shapes of the running and pending jobs, each weighted by its task count: the
-// distribution kFgd and kFrag assume when they are given none.
-std::vector<TaskShape> ObservedShapes(const ClusterState& state, std::span<const Job> pending) {
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> counts;
-  auto add = [&](const Job& job) {
-    for (const TaskGroup& g : job.groups) {
-      counts[{g.request.gpu.value(), g.request.cpu.value(), g.request.memory.value(),
-              job.gpu_types.bits()}] += g.count;
-    }
-  };
-  for (const auto& [id, running] : state.running()) add(running.job);
-  for (const Job& job : pending) add(job);
+// A count rounded to a ladder of ratio 2^(1/4) (exact up to 8), so that the observed distribution
+// changes, and its model is rebuilt, only when some shape's count moves by about a fifth.
+double Rounded(std::int64_t count) {
+  if (count <= 8) return static_cast<double>(count);
+  return std::round(std::exp2(std::round(4 * std::log2(static_cast<double>(count))) / 4));
+}
+
+// The shapes of the running tasks, each weighted by its rounded count: the distribution the
+// fragmentation-aware policies assume when they are given none. `fingerprint` identifies it.
+std::vector<TaskShape> ObservedShapes(const ClusterState& state, std::uint64_t& fingerprint) {
   std::vector<TaskShape> shapes;
-  for (const auto& [key, n] : counts) {
-    const auto& [gpu, cpu, memory, types] = key;
-    shapes.push_back({gpu, cpu, memory, GpuTypeSet(types), n});
+  fingerprint = 0x243f6a8885a308d3ull;
+  auto mix = [&fingerprint](std::uint64_t v) {
+    fingerprint = (fingerprint ^ v) * 0x100000001b3ull;
+    fingerprint ^= fingerprint >> 29;
+  };
+  for (const auto& [key, count] : state.running_task_shapes()) {
+    const double weight = Rounded(count);
+    shapes.push_back({key.gpu, key.cpu, key.memory, GpuTypeSet(key.gpu_types), weight});
+    for (std::int64_t v : {key.gpu, key.cpu, key.memory, static_cast<std::int64_t>(weight)})
+      mix(static_cast<std::uint64_t>(v));
+    mix(key.gpu_types);
   }
   return shapes;
 }
 
 }  // namespace
 
+// Whether the policy scores placements by expected fragmentation under a shape distribution.
+bool UsesShapes(PlacementPolicy policy) {
+  return policy == PlacementPolicy::kArbiter || policy == PlacementPolicy::kFgd ||
+         policy == PlacementPolicy::kFrag;
+}
+
+// The default policy bounds the cost of its measure; kFrag and kFgd keep every shape they use.
+std::size_t MaxShapes(const PlacementOptions& placement) {
+  return placement.policy == PlacementPolicy::kArbiter ? placement.max_shapes : 0;
+}
+
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)), observed_(std::make_shared<ObservedModel>()) {
+  PlacementOptions& p = options_.placement;
+  if (UsesShapes(p.policy) && !p.shapes.empty() && !p.model)
+    p.model = std::make_shared<engine::FragModel>(p.shapes, p.policy == PlacementPolicy::kFgd,
+                                                  MaxShapes(p));
+}
+
+std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& state) const {
+  std::uint64_t fingerprint = 0;
+  std::vector<TaskShape> shapes = ObservedShapes(state, fingerprint);
+  std::lock_guard<std::mutex> lock(observed_->mutex);
+  if (!observed_->model || observed_->fingerprint != fingerprint) {
+    const PlacementPolicy policy = options_.placement.policy;
+    observed_->model = std::make_shared<engine::FragModel>(
+        shapes, policy == PlacementPolicy::kFgd, MaxShapes(options_.placement));
+    observed_->fingerprint = fingerprint;
+  }
+  return observed_->model;
+}
+
 Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
-  const PlacementPolicy policy = options_.placement.policy;
-  if ((policy == PlacementPolicy::kFgd || policy == PlacementPolicy::kFrag) &&
-      options_.placement.shapes.empty()) {
+  if (UsesShapes(options_.placement.policy) && !options_.placement.model) {
     EngineOptions options = options_;
-    options.placement.shapes = ObservedShapes(state, pending);
+    options.placement.model = ModelOf(state);
     return Cycle(state, pending, now, options).Run();
   }
   return Cycle(state, pending, now, options_).Run();

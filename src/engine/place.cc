@@ -345,79 +345,111 @@ class Placer {
            it != nodes.end() && *it < end; ++it)
         consider(*it);
     }
+    return Keyed(found, best_key);
+  }
+
+  // Records the rank of the node chosen for the job's first task.
+  bool Keyed(bool found, const PlacementKey& key) {
     if (found && !keyed_) {
-      key_ = best_key;
+      key_ = key;
       keyed_ = true;
     }
     return found;
   }
 
-  // The best node in [begin, end) for one task.
+  // The best node in [begin, end) for one task under the default policy. Candidates come from
+  // the free-capacity indexes: up to `score_candidates` feasible nodes from each bucket that can
+  // hold the task (for a share, each bucket of partly used devices by free share, then each count
+  // of fully free devices; for whole GPUs, each count of fully free devices from the task's up),
+  // so the cost does not grow with the cluster. They are ranked by the growth of the cluster's
+  // expected fragmentation under the shape distribution (NodeScorer, docs/design/placement.md),
+  // then by node. A task without GPUs takes, among the nodes where it grows nothing (no GPU free:
+  // nodes without GPUs first), the one with the least free CPU that holds it; else the candidates
+  // of each GPU type's buckets, ranked alike.
   bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best,
                   std::vector<DeviceShare>& best_devices) {
     if (begin >= end) return false;
     if (options_.placement.policy != PlacementPolicy::kArbiter)
       return ChooseScoredNode(t, begin, end, allow_span, best, best_devices);
     const TaskRequest& req = *t.request;
-    const GpuTypeId type = allocation_.gpu_type;
-    std::tuple<std::uint32_t, std::int64_t, std::int64_t, NodeId> best_score{};
-    int found = 0;
+    const GpuTypeId type = req.gpu.value() > 0 ? allocation_.gpu_type : kNone;
+    NodeScorer scorer(state_, job_, req, type, options_.placement);
+    bool found = false;
+    PlacementKey best_key;
     std::vector<DeviceShare> devices;
-    DeviceScore score;
-    auto consider = [&](NodeId n, std::int64_t extra) {
-      if (FilterNode(state_, n, req, filter_)) return;
-      if (!ChooseDevices(state_.node(n), req, type, kAnyGroup, allow_span, devices, score)) return;
-      auto key = std::make_tuple(score.spans, score.leftover, extra, n);
-      if (found == 0 || key < best_score) {
-        best_score = key;
+    double score = 0;
+    // Scores node n; true when it can host the task.
+    auto consider = [&](NodeId n) {
+      if (FilterNode(state_, n, req, filter_)) return false;
+      if (!scorer.Score(n, allow_span, devices, score)) return false;
+      const PlacementKey key{score, n};
+      if (!found || key < best_key) {
+        found = true;
+        best_key = key;
         best = n;
         best_devices = devices;
       }
-      ++found;
+      return true;
     };
     const int limit = std::max(1, options_.score_candidates);
-
-    if (req.gpu.value() == 0) {
-      // No GPU: prefer nodes without GPUs, then the least free CPU that holds it.
-      for (NodeId n = begin; n < end; ++n) {
-        const NodeState& node = state_.node(n);
-        const std::int64_t extra =
-            (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
-        // Cheap rejections first: the key can only improve on the best so far, and must fit.
-        if (found > 0 && extra >= std::get<2>(best_score)) continue;
-        if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
-        consider(n, extra);
+    auto scan_whole = [&](GpuTypeId ty, std::uint32_t from) {
+      for (std::uint32_t c = from; c <= state_.max_devices_per_node(); ++c) {
+        const IndexSet& set = state_.NodesWithFreeDevices(ty, c);
+        int taken = 0;
+        for (NodeId n = set.Next(begin, end); n < end && taken < limit; n = set.Next(n + 1, end))
+          taken += consider(n);
       }
-      return found > 0;
-    }
-    if (req.shared()) {
+    };
+    // Nodes of partly used devices of `ty` with a free share in bucket `from` or above.
+    auto scan_shares = [&](GpuTypeId ty, int from) {
       const std::uint32_t first = state_.node(begin).first_device;
       const std::uint32_t last = end < state_.node_count()
                                      ? state_.node(end).first_device
                                      : static_cast<std::uint32_t>(state_.device_count());
-      for (int b = ClusterState::ShareBucket(req.gpu.value());
-           b < ClusterState::kShareBuckets && found == 0; ++b) {
-        const IndexSet& set = state_.DevicesWithFreeShare(type, b);
-        for (std::uint32_t g = set.Next(first, last); g < last && found < limit;
+      for (int b = from; b < ClusterState::kShareBuckets; ++b) {
+        const IndexSet& set = state_.DevicesWithFreeShare(ty, b);
+        int taken = 0;
+        for (std::uint32_t g = set.Next(first, last); g < last && taken < limit;
              g = set.Next(g + 1, last)) {
           const NodeId n = state_.DeviceNode(g);
           const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
           if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory)
             continue;
-          consider(n, 0);
+          taken += consider(n);
         }
       }
-      if (found > 0) return true;
+    };
+
+    if (req.gpu.value() == 0) {
+      // Nodes where the task grows no fragmentation: no free GPU (without GPUs first), least free
+      // CPU first.
+      std::int64_t best_extra = 0;
+      for (NodeId n = begin; n < end; ++n) {
+        const NodeState& node = state_.node(n);
+        if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
+        const std::int64_t extra =
+            (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
+        if (found && extra >= best_extra) continue;
+        bool gpu_free = false;
+        for (const DeviceState& dev : node.devices) gpu_free = gpu_free || dev.free.value() > 0;
+        if (gpu_free || FilterNode(state_, n, req, filter_)) continue;
+        found = true;
+        best_extra = extra;
+        best = n;
+      }
+      if (found) {
+        best_devices.clear();
+        return Keyed(true, {0, static_cast<std::uint64_t>(best)});
+      }
+      for (GpuTypeId ty = 0; ty < state_.gpu_type_count(); ++ty) {
+        scan_shares(ty, 0);
+        scan_whole(ty, 1);
+      }
+      return Keyed(found, best_key);
     }
-    // Whole free devices: nodes with the fewest free devices that hold the task first.
-    const std::uint32_t from =
-        static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus()));
-    for (std::uint32_t c = from; c <= state_.max_devices_per_node() && found == 0; ++c) {
-      const IndexSet& set = state_.NodesWithFreeDevices(type, c);
-      for (NodeId n = set.Next(begin, end); n < end && found < limit; n = set.Next(n + 1, end))
-        consider(n, 0);
-    }
-    return found > 0;
+    if (req.shared()) scan_shares(type, ClusterState::ShareBucket(req.gpu.value()));
+    scan_whole(type, static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus())));
+    return Keyed(found, best_key);
   }
 
   ClusterState& state_;

@@ -216,21 +216,67 @@ std::int64_t ClusteringScore(const NodeState& node, const TaskRequest& req, cons
 
 // ---- Fragmentation (kFgd, kFrag) ----
 
-FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd) : fgd_(fgd) {
+namespace {
+
+// At most about `limit` shapes for `shapes` (distinct): shapes of one GPU request and type set
+// form a group, which keeps representatives in proportion to its weight (at least one); within a
+// group, sorted by CPU, consecutive shapes of about equal total weight become one with their
+// weighted mean CPU.
+std::vector<TaskShape> Compress(std::vector<TaskShape> shapes, std::size_t limit) {
+  if (limit == 0 || shapes.size() <= limit) return shapes;
+  std::stable_sort(shapes.begin(), shapes.end(), [](const TaskShape& a, const TaskShape& b) {
+    return std::make_tuple(a.gpu, a.gpu_types.bits(), a.cpu) <
+           std::make_tuple(b.gpu, b.gpu_types.bits(), b.cpu);
+  });
+  double sum = 0;
+  for (const TaskShape& s : shapes) sum += s.weight;
+  std::vector<TaskShape> out;
+  for (std::size_t begin = 0, end = 0; begin < shapes.size(); begin = end) {
+    double group = 0;
+    for (end = begin; end < shapes.size() && shapes[end].gpu == shapes[begin].gpu &&
+                      shapes[end].gpu_types == shapes[begin].gpu_types;
+         ++end)
+      group += shapes[end].weight;
+    const double keep = std::max(1.0, std::floor(static_cast<double>(limit) * group / sum));
+    const double chunk = group / keep;
+    double cumulative = 0, weight = 0, cpu = 0, made = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      const TaskShape& s = shapes[i];
+      weight += s.weight;
+      cpu += s.weight * static_cast<double>(s.cpu);
+      cumulative += s.weight;
+      if (i + 1 < end && cumulative < chunk * (made + 1) * (1 - 1e-12)) continue;
+      if (weight > 0) {
+        out.push_back({s.gpu, std::llround(cpu / weight), 0, s.gpu_types, weight});
+      }
+      made = std::max(made + 1, std::floor(cumulative / chunk));
+      weight = cpu = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes)
+    : fgd_(fgd) {
   static const TaskShape kOneGpu{kMilliPerGpu, 0, 0, {}, 1};
   if (shapes.empty()) shapes = std::span<const TaskShape>(&kOneGpu, 1);
-  // FGD keeps the most frequent shapes that cover 95% of the tasks ("typical pods"), shapes equal
-  // but for memory being one; kFrag keeps them all (the rare ones are the large ones).
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> merged;
+  // Memory is not part of the measure (a filter only): with it, a node's used memory counts its
+  // free GPU as lost for the shapes that ask much memory, which draws other tasks there, and on
+  // openb with many multi-GPU pods it strands the few nodes that can host the large ones (0.7
+  // points lost at 100%). FGD keeps the most frequent shapes that cover 95% of the tasks
+  // ("typical pods"); the others keep them all (the rare ones are the large ones).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::uint64_t>, double> merged;
   double sum = 0;
   for (const TaskShape& s : shapes) {
-    merged[{s.gpu, s.cpu, fgd ? 0 : s.memory, s.gpu_types.bits()}] += s.weight;
+    merged[{s.gpu, s.cpu, s.gpu_types.bits()}] += s.weight;
     sum += s.weight;
   }
   std::vector<TaskShape> kept;
   for (const auto& [key, w] : merged) {
-    const auto& [gpu, cpu, memory, types] = key;
-    kept.push_back({gpu, cpu, memory, GpuTypeSet(types), w});
+    const auto& [gpu, cpu, types] = key;
+    kept.push_back({gpu, cpu, 0, GpuTypeSet(types), w});
   }
   std::stable_sort(kept.begin(), kept.end(),
                    [](const TaskShape& a, const TaskShape& b) { return a.weight > b.weight; });
@@ -238,6 +284,7 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd) : fgd_(fgd) {
   std::size_t n = 0;
   while (n < kept.size() && cumulative < 0.95 * sum) cumulative += kept[n++].weight;
   if (fgd) kept.resize(n);
+  kept = Compress(std::move(kept), max_shapes);
   for (const TaskShape& s : kept) {
     if (s.gpu > 0) thresholds_.push_back(std::min<std::int64_t>(s.gpu, kMilliPerGpu));
   }
@@ -254,15 +301,16 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd) : fgd_(fgd) {
       continue;
     }
     const std::int64_t per_device = std::min<std::int64_t>(s.gpu, kMilliPerGpu);
-    shape.threshold = static_cast<std::size_t>(
+    shape.threshold = static_cast<std::uint32_t>(
         std::lower_bound(thresholds_.begin(), thresholds_.end(), per_device) - thresholds_.begin());
-    shape.count = s.gpu < kMilliPerGpu ? 1 : s.gpu / kMilliPerGpu;
+    shape.whole = s.gpu >= kMilliPerGpu;
+    shape.count = shape.whole ? static_cast<double>(s.gpu / kMilliPerGpu) : 1;
+    shape.inverse_count = 1 / shape.count;
+    shape.per_device = static_cast<double>(per_device);
     shape.cpu = s.cpu;
-    shape.memory = fgd ? 0 : s.memory;
     shape.cpu_inverse = shape.cpu > 0 ? 1.0 / static_cast<double>(shape.cpu) : 0;
-    shape.memory_inverse = shape.memory > 0 ? 1.0 / static_cast<double>(shape.memory) : 0;
     shape.types = s.gpu_types;
-    shapes_.push_back(shape);
+    (s.gpu_types.empty() ? any_type_ : typed_).push_back(shape);
   }
   for (std::int64_t t : thresholds_) inverse_.push_back(1.0 / static_cast<double>(t));
   fit_.resize(thresholds_.size());
@@ -271,7 +319,7 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd) : fgd_(fgd) {
 }
 
 double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu,
-                           std::int64_t memory, GpuTypeId type) const {
+                           GpuTypeId type) const {
   std::int64_t total = 0;
   for (std::int64_t f : frees) total += f;
   if (total == 0) return 0;
@@ -288,30 +336,43 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
         small += f;
       }
     }
-    fit_[j] = fit;
-    small_[j] = small;
-    slots_[j] = slots;
+    fit_[j] = static_cast<double>(fit);
+    small_[j] = static_cast<double>(small);
+    slots_[j] = static_cast<double>(slots);
   }
-  double frag = always_ * static_cast<double>(total);
-  for (const Shape& s : shapes_) {
-    if (type != kNone && !s.types.Accepts(type)) {
-      frag += s.weight * static_cast<double>(fgd_ ? total : 2 * total);
+  const double all = static_cast<double>(total);
+  return always_ * all + AddShapes(any_type_, type, false, all, cpu) +
+         AddShapes(typed_, type, true, all, cpu);
+}
+
+namespace {
+// The integer part of a non-negative quotient computed with an inverse (+1e-9: exact when the
+// quotient is an integer).
+double Truncate(double x) { return static_cast<double>(static_cast<std::int64_t>(x + 1e-9)); }
+}  // namespace
+
+double FragModel::AddShapes(std::span<const Shape> shapes, GpuTypeId type, bool check_type,
+                            double total, std::int64_t cpu) const {
+  const double cpu_free = static_cast<double>(cpu);
+  double frag = 0;
+  for (const Shape& s : shapes) {
+    if (check_type && type != kNone && !s.types.Accepts(type)) {
+      if (fgd_) frag += s.weight * total;
       continue;
     }
+    const double fit = fit_[s.threshold];
     // One task of the shape: does it land, and which free shares are too small for it?
-    const bool lands = s.cpu <= cpu && s.memory <= memory && fit_[s.threshold] >= s.count;
-    frag += s.weight * static_cast<double>(lands ? small_[s.threshold] : total);
-    if (fgd_) continue;
-    // Tasks of the shape arriving one after another: how much of the free GPU can they take
-    // before the devices, the CPU or the memory run out?
-    const std::int64_t t = thresholds_[s.threshold];
-    std::int64_t n = t < kMilliPerGpu ? slots_[s.threshold] : fit_[s.threshold] / s.count;
-    if (s.cpu > 0 && cpu < n * s.cpu)
-      n = static_cast<std::int64_t>(static_cast<double>(cpu) * s.cpu_inverse + 1e-9);
-    if (s.memory > 0 && memory < n * s.memory)
-      n = static_cast<std::int64_t>(static_cast<double>(memory) * s.memory_inverse + 1e-9);
-    const std::int64_t usable = std::clamp<std::int64_t>(n * s.count * t, 0, total);
-    frag += s.weight * static_cast<double>(total - usable);
+    const bool lands = s.cpu <= cpu && fit >= s.count;
+    double lost = lands ? small_[s.threshold] : total;
+    if (!fgd_) {
+      // Tasks of the shape arriving one after another: how much of the free GPU can they take
+      // before the devices or the CPU run out?
+      // (Truncation is the floor of these non-negative quotients, and cheaper than std::floor.)
+      double n = s.whole ? Truncate(fit * s.inverse_count) : slots_[s.threshold];
+      if (s.cpu > 0) n = std::min(n, Truncate(cpu_free * s.cpu_inverse));
+      lost += total - std::clamp(n * s.count * s.per_device, 0.0, total);
+    }
+    frag += s.weight * lost;
   }
   return frag;
 }
@@ -327,8 +388,9 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what) {
 NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req,
                        GpuTypeId type, const PlacementOptions& options)
     : state_(state), job_(job), req_(req), type_(type), options_(options) {
-  if (options.policy == PlacementPolicy::kFrag || options.policy == PlacementPolicy::kFgd)
-    frag_.emplace(options.shapes, options.policy == PlacementPolicy::kFgd);
+  if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
+      options.policy == PlacementPolicy::kFgd)
+    frag_ = options.model.get();
 }
 
 bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices,
@@ -409,13 +471,12 @@ bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
   const GpuTypeId node_type = type_ != kNone         ? type_
                               : node.devices.empty() ? kNone
                                                      : node.devices.front().type;
-  const std::int64_t cpu = node.cpu_free.value(), memory = node.memory_free.value();
-  const double before = frag_->Expected(frees_, cpu, memory, node_type);
+  const std::int64_t cpu = node.cpu_free.value();
+  const double before = frag_->Expected(frees_, cpu, node_type);
   const std::int64_t cpu_after = cpu - req_.cpu.value();
-  const std::int64_t memory_after = memory - req_.memory.value();
   const PlacementPolicy policy = options_.policy;
   if (req_.gpu.value() == 0) {
-    score = FragRank(policy, frag_->Expected(frees_, cpu_after, memory_after, node_type) - before);
+    score = FragRank(policy, frag_->Expected(frees_, cpu_after, node_type) - before);
     return true;
   }
   if (!req_.shared()) {
@@ -425,7 +486,7 @@ bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
         if (index_[i] == d.device) frees_[i] = 0;
       }
     }
-    score = FragRank(policy, frag_->Expected(frees_, cpu_after, memory_after, node_type) - before);
+    score = FragRank(policy, frag_->Expected(frees_, cpu_after, node_type) - before);
     return true;
   }
   // A share: each device that holds it (devices with equal free shares give the same result:
@@ -447,11 +508,11 @@ bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
     if (seen) continue;
     const std::int64_t keep = frees_[i];
     frees_[i] -= req_.gpu.value();
-    double growth = frag_->Expected(frees_, cpu_after, memory_after, node_type) - before;
+    double growth = frag_->Expected(frees_, cpu_after, node_type) - before;
     frees_[i] = keep;
     if (policy == PlacementPolicy::kFgd) growth = FragRank(policy, growth);
     if (!found || growth < best - 1e-9 ||
-        (policy == PlacementPolicy::kFrag && growth <= best + 1e-9 &&
+        (policy != PlacementPolicy::kFgd && growth <= best + 1e-9 &&
          dev.free < node.devices[best_device].free)) {
       found = true;
       best = growth;

@@ -97,53 +97,64 @@ std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filte
                                      NodeId end, const EngineOptions& options,
                                      PlacementKey* key = nullptr);
 
-// ---- score (placement policies other than kArbiter, score.cc) ----
+// ---- score (how the placement policies rank nodes, score.cc) ----
 
 // The tie-break of a scoring policy: a seeded random rank of the node, the same for every job (as
 // the published simulator prefers, among equal scores, the first node of a seeded random order).
 std::uint64_t TieBreak(std::uint64_t seed, NodeId node);
 // A uniform 64-bit draw for `job` and `what` (a node or a device), from the seed.
 std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what);
-// The expected fragmentation of a node under a distribution of task shapes: the weighted sum,
-// over the shapes, of the node's free milli-GPU that tasks of the shape could not use there.
+// The expected fragmentation of a node under a distribution of task shapes (GPU request, CPU,
+// accepted GPU types): the weighted sum, over the shapes, of the node's free milli-GPU that tasks
+// of the shape could not use there (docs/design/placement.md).
 // - One task (FGD's measure, Weng et al. 2023): all of the free GPU when a task of the shape
-//   cannot land on the node (GPU type, CPU, memory, too few devices with room; a shape without
-//   GPUs uses no GPU), else the free share of the devices too small for it.
-// - Tasks arriving one after another (kFrag adds this): the free GPU left once as many tasks of
-//   the shape as the devices, the CPU and the memory allow have landed. It sees what one task
+//   cannot land on the node (CPU, too few devices with room; a shape without GPUs uses no GPU),
+//   else the free share of the devices too small for it.
+// - Tasks arriving one after another (kArbiter and kFrag add this): the free GPU left once as
+//   many tasks of the shape as the devices and the CPU allow have landed. It sees what one task
 //   does not: four free GPUs next to twelve free cores host one 11-core task, not four.
-// With `fgd`, the measure is FGD's own: the shapes merged without memory and cut to the most
-// frequent ones that cover 95% of the tasks, one task only.
+// A shape that does not accept the node's GPU type counts all of the node's free GPU under FGD,
+// and has no say otherwise: counting a rare type's GPUs as lost for every shape bound elsewhere
+// would fill that type first and starve the tasks bound to it. Memory is a filter, not part of
+// the measure. With `fgd`, the measure is FGD's own: one task, the shapes cut to the most
+// frequent ones that cover 95% of the tasks.
 class FragModel {
  public:
-  FragModel(std::span<const TaskShape> shapes, bool fgd);  // shapes empty: every task one GPU
-  // `frees`: the free milli-GPU of each device of `type` on the node; `cpu`, `memory`: free there.
-  double Expected(std::span<const std::int64_t> frees, std::int64_t cpu, std::int64_t memory,
-                  GpuTypeId type) const;
+  // Shapes empty: every task one GPU. `max_shapes` (0: no limit): shapes of equal GPU request
+  // beyond about that many are merged (CPU averaged), which bounds the cost of Expected.
+  FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes = 0);
+  // `frees`: the free milli-GPU of each device of `type` on the node; `cpu`: free there.
+  double Expected(std::span<const std::int64_t> frees, std::int64_t cpu, GpuTypeId type) const;
 
  private:
   struct Shape {
-    std::size_t threshold = 0;  // index into thresholds_ of the free share one device needs
-    std::int64_t count = 1;     // devices it needs
+    std::uint32_t threshold = 0;  // index into thresholds_ of the free share one device needs
+    bool whole = false;           // whole devices (else a share of one)
+    double count = 1;             // devices it needs
+    double inverse_count = 1;
     std::int64_t cpu = 0;
-    std::int64_t memory = 0;
-    double cpu_inverse = 0;  // 1 / cpu, 1 / memory (0 when 0)
-    double memory_inverse = 0;
+    double cpu_inverse = 0;  // 1 / cpu (0 when 0)
+    double per_device = 0;  // thresholds_[threshold]
     GpuTypeSet types;
     double weight = 0;  // normalised
   };
+  double AddShapes(std::span<const Shape> shapes, GpuTypeId type, bool check_type, double total,
+                   std::int64_t cpu) const;
+
   bool fgd_ = false;
   std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
   std::vector<double> inverse_;           // 1 / thresholds_
-  std::vector<Shape> shapes_;             // shapes with GPUs
+  std::vector<Shape> any_type_;           // shapes with GPUs that accept every type
+  std::vector<Shape> typed_;              // shapes with GPUs that name types
   double always_ = 0;                     // weight of the shapes without GPUs
   // Scratch, per threshold.
-  mutable std::vector<std::int64_t> fit_, small_, slots_;
+  mutable std::vector<double> fit_, small_, slots_;
 };
 
-// Scores nodes for one task under `options.policy` (not kArbiter): the devices of the node the
-// policy gives the task, and the node's score (smaller is better). The caller has checked the
-// filter (FilterNode); Score is false when the node's devices cannot hold the task.
+// Scores nodes for one task under `options.policy`: the devices of the node the policy gives the
+// task, and the node's score (smaller is better; kArbiter, kFgd and kFrag: from the growth of the
+// node's expected fragmentation under options.model). The caller has checked the filter
+// (FilterNode); Score is false when the node's devices cannot hold the task.
 class NodeScorer {
  public:
   NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req, GpuTypeId type,
@@ -159,7 +170,7 @@ class NodeScorer {
   const TaskRequest& req_;
   GpuTypeId type_;
   const PlacementOptions& options_;
-  std::optional<FragModel> frag_;
+  const FragModel* frag_ = nullptr;  // the fragmentation-aware policies
   std::vector<std::int64_t> frees_;
   std::vector<std::uint32_t> index_;
 };

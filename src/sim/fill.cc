@@ -115,6 +115,95 @@ std::vector<Pod> PodsFromTrace(std::span<const trace::TraceJob> jobs) {
   return pods;
 }
 
+Result<Variant> ParseVariant(std::string_view text) {
+  const std::size_t eq = text.find('=');
+  const std::string_view kind = text.substr(0, eq);
+  Variant v;
+  if (kind == "gpuspec") {
+    v.kind = Variant::Kind::kGpuSpec;
+  } else if (kind == "multigpu") {
+    v.kind = Variant::Kind::kMultiGpu;
+  } else if (kind == "gpushare") {
+    v.kind = Variant::Kind::kGpuShare;
+  } else {
+    return Status::Error("variant '" + std::string(text) +
+                         "': unknown kind (known: gpuspec, multigpu, gpushare)");
+  }
+  const std::string_view number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
+  int percent = -1;
+  if (!number.empty() && number.size() <= 3 &&
+      std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    percent = std::stoi(std::string(number));
+  if (percent < 0 || percent > 100) {
+    return Status::Error("variant '" + std::string(text) +
+                         "': the share must be a percentage from 0 to 100, e.g. " +
+                         std::string(kind) + "=33");
+  }
+  v.percent = percent;
+  return v;
+}
+
+std::string VariantName(const Variant& variant) {
+  const char* kind = variant.kind == Variant::Kind::kGpuSpec    ? "gpuspec"
+                     : variant.kind == Variant::Kind::kMultiGpu ? "multigpu"
+                                                                : "gpushare";
+  return std::string(kind) + "=" + std::to_string(variant.percent);
+}
+
+Result<std::vector<Pod>> MakeVariant(std::span<const Pod> pods,
+                                     std::span<const trace::TraceNode> nodes,
+                                     const Variant& variant) {
+  std::mt19937_64 rng(variant.seed);
+  std::vector<const Pod*> donors;  // kMultiGpu, kGpuShare: the pods drawn from
+  for (const Pod& p : pods) {
+    const bool multi = p.total_gpu() >= 2 * kMilliPerGpu;
+    const bool share = p.gpu > 0 && p.gpu < kMilliPerGpu;
+    if ((variant.kind == Variant::Kind::kMultiGpu && multi) ||
+        (variant.kind == Variant::Kind::kGpuShare && share))
+      donors.push_back(&p);
+  }
+  if (variant.kind != Variant::Kind::kGpuSpec && donors.empty()) {
+    return Status::Error("variant " + VariantName(variant) + ": the list has no " +
+                         (variant.kind == Variant::Kind::kMultiGpu ? "multi-GPU pods"
+                                                                   : "pods sharing a GPU"));
+  }
+  std::vector<Pod> out;
+  out.reserve(pods.size());
+  std::vector<const trace::TraceNode*> hosts;
+  std::vector<std::int64_t> cumulative;
+  for (const Pod& p : pods) {
+    out.push_back(p);
+    if (p.gpu == 0 || Below(rng, 100) >= static_cast<std::size_t>(variant.percent)) continue;
+    Pod& pod = out.back();
+    if (variant.kind != Variant::Kind::kGpuSpec) {
+      const std::string name = pod.name;
+      pod = *donors[Below(rng, donors.size())];
+      pod.name = name;
+      continue;
+    }
+    // A GPU drawn uniformly among those of the nodes that could host the pod.
+    hosts.clear();
+    cumulative.clear();
+    std::int64_t gpus = 0;
+    const std::int64_t per_node = std::max<std::int64_t>(1, pod.gpu / kMilliPerGpu);
+    for (const trace::TraceNode& n : nodes) {
+      if (n.gpus < per_node || n.cpu.value() < pod.cpu || n.memory.value() < pod.memory) continue;
+      if (!pod.models.empty() &&
+          std::find(pod.models.begin(), pod.models.end(), n.gpu_model) == pod.models.end())
+        continue;
+      hosts.push_back(&n);
+      gpus += n.gpus;
+      cumulative.push_back(gpus);
+    }
+    if (gpus == 0) continue;  // fits nowhere anyway: left as it is
+    const std::int64_t draw = static_cast<std::int64_t>(Below(rng, static_cast<std::size_t>(gpus)));
+    const std::size_t host = static_cast<std::size_t>(
+        std::upper_bound(cumulative.begin(), cumulative.end(), draw) - cumulative.begin());
+    pod.models = {hosts[host]->gpu_model};
+  }
+  return out;
+}
+
 std::vector<TaskShape> ShapesOf(const ClusterState& state, std::span<const Pod> pods) {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> counts;
   for (const Pod& p : pods) {
@@ -178,8 +267,7 @@ Result<RunResult> RunOnce(const ClusterSpec& spec, std::span<const Pod> pods,
   options.backfill.reservations = 0;
   options.placement.policy = policy;
   options.placement.seed = seed;
-  if (policy == PlacementPolicy::kFgd || policy == PlacementPolicy::kFrag)
-    options.placement.shapes = ShapesOf(state, pods);
+  options.placement.shapes = ShapesOf(state, pods);
   const Engine engine(options);
 
   const std::vector<std::uint32_t> order =

@@ -435,6 +435,7 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
     return result;
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
+  CountShapes(job, +1);
   RunningJob& running =
       running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
   if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
@@ -496,8 +497,19 @@ Status ClusterState::Unbind(JobId id, Millis now) {
     UpdateResidents(t.node);
   }
   Charge(it->second.job.queue, it->second.allocation.gpu_type, -it->second.job.total_gpu().value());
+  CountShapes(it->second.job, -1);
   running_.erase(it);
   return Status::Ok();
+}
+
+void ClusterState::CountShapes(const Job& job, int sign) {
+  for (const TaskGroup& g : job.groups) {
+    const TaskShapeKey key{g.request.gpu.value(), g.request.cpu.value(), g.request.memory.value(),
+                           job.gpu_types.bits()};
+    auto it = running_shapes_.try_emplace(key, 0).first;
+    it->second += sign * g.count;
+    if (it->second == 0) running_shapes_.erase(it);
+  }
 }
 
 void ClusterState::UpdateResidents(NodeId n) {
