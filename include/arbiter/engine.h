@@ -105,7 +105,7 @@ struct PlacementOptions {
   std::vector<TaskShape> shapes;
   // kArbiter: shapes beyond about this many are merged (those of one GPU request, CPU and memory
   // averaged), which bounds the cost of scoring a node; 0: no limit.
-  std::size_t max_shapes = 32;
+  std::size_t max_shapes = 64;
   // Built by the engine from `shapes` (not to be set by callers).
   std::shared_ptr<const engine::FragModel> model;
 };

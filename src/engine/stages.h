@@ -116,8 +116,8 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what);
 // A shape that does not accept the node's GPU type counts all of the node's free GPU under FGD,
 // and has no say otherwise: counting a rare type's GPUs as lost for every shape bound elsewhere
 // would fill that type first and starve the tasks bound to it. Memory is a filter, not part of
-// the measure. With `fgd`, the measure is FGD's own: one task, the shapes cut to the most
-// frequent ones that cover 95% of the tasks.
+// the measure. Only the most frequent shapes that cover 95% of the tasks count (FGD's "typical
+// pods"). With `fgd`, the measure is FGD's own: one task only.
 class FragModel {
  public:
   // Shapes empty: every task one GPU. `max_shapes` (0: no limit): shapes of equal GPU request
