@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +19,8 @@
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
 #include "fill_bench.h"
+#include "incremental_bench.h"
+#include "memory_bench.h"
 #include "preempt_bench.h"
 #include "sim_bench.h"
 #include "store_bench.h"
@@ -45,6 +47,7 @@ struct Variant {
 constexpr Variant kVariants[] = {
     {"10k", "", 10'000, 100'000, 3},
     {"1k", "_1k", 1'000, 10'000, 5},
+    {"100k", "_100k", 100'000, 1'000'000, 1},
 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -219,7 +222,7 @@ Options ParseArgs(int argc, char** argv) {
       opt.clock = false;
     } else {
       Fail(
-          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] "
+          "usage: arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store] [--reps N] [--seed N] "
           "[--no-clock]");
     }
   }
@@ -238,6 +241,14 @@ int main(int argc, char** argv) {
     RunVariant(v, opt);
     ran = true;
   }
+  if (opt.only.empty() || opt.only == "incremental") {
+    RunIncrementalBench(10'000, 90, opt.reps > 0 ? opt.reps : 2000, opt.seed, "");
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "memory") {
+    RunMemoryBench(1'000'000, 10'000, opt.seed);
+    ran = true;
+  }
   if (opt.only.empty() || opt.only == "preempt") {
     RunPreemptBench(10'000, 100'000, opt.reps > 0 ? opt.reps : 200, opt.seed, "");
     ran = true;
@@ -249,6 +260,10 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "sim") {
     RunSimBench(philly, 100'000, 2048, opt.seed, "100k");
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "sim1m") {
+    RunSimBench(philly, 1'000'000, 20'480, opt.seed, "1m");
     ran = true;
   }
   if (opt.only.empty() || opt.only == "fill") {

@@ -138,7 +138,8 @@ class Engine {
   EngineOptions options_;
   struct ObservedModel {
     std::mutex mutex;
-    std::uint64_t fingerprint = 0;
+    std::uint64_t version = 0;      // ClusterState::running_task_shapes_version it was checked at
+    std::uint64_t fingerprint = 0;  // of the rounded counts it was built from
     std::shared_ptr<const engine::FragModel> model;
   };
   std::shared_ptr<ObservedModel> observed_;  // shared by copies of the engine

@@ -243,6 +243,9 @@ class ClusterState {
   const std::map<TaskShapeKey, std::int64_t>& running_task_shapes() const {
     return running_shapes_;
   }
+  // Changes whenever running_task_shapes() does, to a value no other change of any state has had
+  // (copies of a state share it while they hold the same shapes): a cache key.
+  std::uint64_t running_task_shapes_version() const { return running_shapes_version_; }
 
   // ---- Mutation ----
   // Starts a job on the given allocation: checks that the allocation matches the job's request
@@ -316,6 +319,8 @@ class ClusterState {
 
   std::unordered_map<JobId, RunningJob> running_;
   std::map<TaskShapeKey, std::int64_t> running_shapes_;
+  std::uint64_t running_shapes_version_ = NextShapesVersion();
+  static std::uint64_t NextShapesVersion();
   std::unordered_map<JobId, std::vector<Millis>> evictions_;
 };
 

@@ -480,28 +480,38 @@ class Cycle {
   std::vector<Preemption> preemptions_;
 };
 
-// A count rounded to a ladder of ratio 2^(1/4) (exact up to 8), so that the observed distribution
-// changes, and its model is rebuilt, only when some shape's count moves by about a fifth.
-double Rounded(std::int64_t count) {
-  if (count <= 8) return static_cast<double>(count);
-  return std::round(std::exp2(std::round(4 * std::log2(static_cast<double>(count))) / 4));
+// A count rounded down to its three leading bits (exact up to 15; then steps of at most 1/8), so
+// that the observed distribution changes, and its model is rebuilt, only when some shape's count
+// moves by about a tenth.
+std::int64_t Rounded(std::int64_t count) {
+  std::int64_t mask = ~std::int64_t{0};
+  for (std::int64_t c = count; c >= 16; c >>= 1) mask <<= 1;
+  return count & mask;
+}
+
+// The identity of the observed distribution: the running shapes with their rounded counts.
+std::uint64_t ObservedFingerprint(const ClusterState& state) {
+  std::uint64_t h = 0x243f6a8885a308d3ull;
+  auto mix = [&h](std::uint64_t v) {
+    h = (h ^ v) * 0x100000001b3ull;
+    h ^= h >> 29;
+  };
+  for (const auto& [key, count] : state.running_task_shapes()) {
+    for (std::int64_t v : {key.gpu, key.cpu, key.memory, Rounded(count)})
+      mix(static_cast<std::uint64_t>(v));
+    mix(key.gpu_types);
+  }
+  return h;
 }
 
 // The shapes of the running tasks, each weighted by its rounded count: the distribution the
-// fragmentation-aware policies assume when they are given none. `fingerprint` identifies it.
-std::vector<TaskShape> ObservedShapes(const ClusterState& state, std::uint64_t& fingerprint) {
+// fragmentation-aware policies assume when they are given none.
+std::vector<TaskShape> ObservedShapes(const ClusterState& state) {
   std::vector<TaskShape> shapes;
-  fingerprint = 0x243f6a8885a308d3ull;
-  auto mix = [&fingerprint](std::uint64_t v) {
-    fingerprint = (fingerprint ^ v) * 0x100000001b3ull;
-    fingerprint ^= fingerprint >> 29;
-  };
+  shapes.reserve(state.running_task_shapes().size());
   for (const auto& [key, count] : state.running_task_shapes()) {
-    const double weight = Rounded(count);
-    shapes.push_back({key.gpu, key.cpu, key.memory, GpuTypeSet(key.gpu_types), weight});
-    for (std::int64_t v : {key.gpu, key.cpu, key.memory, static_cast<std::int64_t>(weight)})
-      mix(static_cast<std::uint64_t>(v));
-    mix(key.gpu_types);
+    shapes.push_back({key.gpu, key.cpu, key.memory, GpuTypeSet(key.gpu_types),
+                      static_cast<double>(Rounded(count))});
   }
   return shapes;
 }
@@ -528,15 +538,17 @@ Engine::Engine(EngineOptions options)
 }
 
 std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& state) const {
-  std::uint64_t fingerprint = 0;
-  std::vector<TaskShape> shapes = ObservedShapes(state, fingerprint);
+  const std::uint64_t version = state.running_task_shapes_version();
   std::lock_guard<std::mutex> lock(observed_->mutex);
+  if (observed_->model && observed_->version == version) return observed_->model;
+  const std::uint64_t fingerprint = ObservedFingerprint(state);
   if (!observed_->model || observed_->fingerprint != fingerprint) {
     const PlacementPolicy policy = options_.placement.policy;
     observed_->model = std::make_shared<engine::FragModel>(
-        shapes, policy == PlacementPolicy::kFgd, MaxShapes(options_.placement));
+        ObservedShapes(state), policy == PlacementPolicy::kFgd, MaxShapes(options_.placement));
     observed_->fingerprint = fingerprint;
   }
+  observed_->version = version;
   return observed_->model;
 }
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cassert>
 #include <cmath>
@@ -502,7 +503,13 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   return Status::Ok();
 }
 
+std::uint64_t ClusterState::NextShapesVersion() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ClusterState::CountShapes(const Job& job, int sign) {
+  running_shapes_version_ = NextShapesVersion();
   for (const TaskGroup& g : job.groups) {
     const TaskShapeKey key{g.request.gpu.value(), g.request.cpu.value(), g.request.memory.value(),
                            job.gpu_types.bits()};
