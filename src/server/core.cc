@@ -361,16 +361,16 @@ Answer Core::Submit(const Caller& caller, const Json& body) {
   spec->user = caller.name;
   spec->submit_time = Now();
   if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return Fail(400, st.message());
-  if (caller.role == Role::kUser &&
-      std::find(caller.queues.begin(), caller.queues.end(), spec->queue) == caller.queues.end()) {
-    return Fail(403, fmt::format("queue: {} may not submit to queue '{}' (allowed: {})",
-                                 caller.name, spec->queue,
-                                 caller.queues.empty() ? "none" : Join(caller.queues)));
-  }
   {
     std::lock_guard lock(mu_);
     Result<Job> job = store::ToJob(kProbeId, *spec, *state_);
     if (!job.ok()) return Fail(400, job.status().message());
+    if (caller.role == Role::kUser && std::find(caller.queues.begin(), caller.queues.end(),
+                                                spec->queue) == caller.queues.end()) {
+      return Fail(403, fmt::format("queue: {} may not submit to queue '{}' (allowed: {})",
+                                   caller.name, spec->queue,
+                                   caller.queues.empty() ? "none" : Join(caller.queues)));
+    }
     // A job that can never fit is refused now rather than left pending forever: one cycle over
     // this job alone says so (Verdict::kNever), from the nodes' and quotas' full capacity.
     const Plan probe = engine_.Schedule(*state_, std::span<const Job>(&*job, 1), spec->submit_time);
