@@ -5,7 +5,7 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store|server] [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include "fill_bench.h"
 #include "preempt_bench.h"
 #include "sim_bench.h"
+#include "server_bench.h"
 #include "store_bench.h"
 #include "workload.h"
 
@@ -219,7 +220,7 @@ Options ParseArgs(int argc, char** argv) {
       opt.clock = false;
     } else {
       Fail(
-          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store] [--reps N] [--seed N] "
+          "usage: arbiter_bench [--only 10k|1k|preempt|sim|sim10k|fill|store|server] [--reps N] [--seed N] "
           "[--no-clock]");
     }
   }
@@ -258,6 +259,10 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "store") {
     RunStoreBench();
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "server") {
+    RunServerBench(std::getenv("ARBITER_BENCH_CLIENTS") ? std::atoi(std::getenv("ARBITER_BENCH_CLIENTS")) : 16);
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

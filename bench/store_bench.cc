@@ -23,24 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "arbiter-store-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) Fail("cannot create a temporary directory");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A typical submission: one gang of GPU tasks, a GPU type, labels, a command.
 store::JobSpec BenchSpec(int thread, std::int64_t i) {
   store::JobSpec s;
@@ -63,13 +45,6 @@ store::JobSpec BenchSpec(int thread, std::int64_t i) {
   s.checkpoint_interval = 1800 * 1000;
   s.command = "torchrun --nproc-per-node 8 train.py --config configs/finetune.yaml";
   return s;
-}
-
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
 }
 
 void Print(const char* name, const std::string& suffix, double value, const char* unit) {

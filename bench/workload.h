@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdlib.h>  // mkdtemp
+#include <filesystem>
 #include <random>
 #include <string>
 #include <utility>
@@ -28,6 +30,34 @@ namespace arbiter::bench {
 }
 
 inline constexpr std::int64_t kGiB = 1024;  // MiB per GiB
+
+// The p-quantile (0..1) of `v` (reordered).
+inline double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+// A fresh temporary directory (TMPDIR or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "arbiter-bench") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) Fail("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Seeded draws.

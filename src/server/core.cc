@@ -55,7 +55,7 @@ Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, Co
 
 Core::~Core() {
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(inbox_mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -121,7 +121,10 @@ Status Core::Recover() {
       entry.run_start = entry.stored.status.start_time;
       if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
     }
-    ++active_[entry.stored.spec.user];
+    {
+      std::lock_guard inbox(inbox_mu_);
+      ++active_[entry.stored.spec.user];
+    }
     jobs_.emplace(entry.stored.id, std::move(entry));
   }
   return RebuildState(config_);
@@ -148,40 +151,71 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
     }
   }
   state_.emplace(std::move(state));
+  Result<ClusterState> probe = ClusterState::Create(config.cluster);
+  if (!probe.ok()) return Status::Error("configuration: " + probe.status().message());
+  {
+    std::lock_guard lock(probe_mu_);
+    probe_.emplace(std::move(probe).value());
+  }
   dirty_ = true;
   return Status::Ok();
 }
 
 void Core::Wake() {
   dirty_ = true;
+  {
+    std::lock_guard lock(inbox_mu_);
+    wake_ = true;
+  }
   cv_.notify_one();
+}
+
+void Core::DrainInboxLocked() {
+  std::vector<Entry> accepted;
+  {
+    std::lock_guard lock(inbox_mu_);
+    accepted.swap(inbox_);
+  }
+  if (accepted.empty()) return;
+  for (Entry& entry : accepted) {
+    const JobId id = entry.stored.id;
+    jobs_.emplace(id, std::move(entry));
+  }
+  dirty_ = true;
 }
 
 // ---- The loop ----
 
 void Core::Loop() {
-  std::unique_lock lock(mu_);
-  while (!stop_) {
-    const Millis now = Now();
-    const Millis due = DueEventsLocked(now);
-    if (due <= now) continue;  // it changed something: look again
-    const Millis interval =
-        dirty_ ? config_.server.cycle_min_interval : config_.server.cycle_period;
-    if (now - last_cycle_ >= interval) {
-      CycleLocked(now);
-      continue;
+  for (;;) {
+    Millis wait = 0;
+    bool dirty = false;
+    {
+      std::lock_guard lock(mu_);
+      DrainInboxLocked();
+      const Millis now = Now();
+      const Millis due = DueEventsLocked(now);
+      if (due <= now) continue;  // it changed something: look again
+      const Millis interval =
+          dirty_ ? config_.server.cycle_min_interval : config_.server.cycle_period;
+      if (now - last_cycle_ >= interval) {
+        CycleLocked(now);
+        continue;
+      }
+      wait = std::min(due, last_cycle_ + interval) - now;
+      dirty = dirty_;
     }
-    const Millis wake = std::min(due, last_cycle_ + interval);
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(1, wake - now)));
+    // Waits without mu_. A submission wakes the loop only when no cycle is due already (it
+    // would run after the minimum interval anyway): under a stream of submissions the loop
+    // wakes once per interval, not once per job.
+    std::unique_lock lock(inbox_mu_);
+    loop_waits_for_inbox_ = !dirty;
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(1, wait)), [&] {
+      return stop_ || wake_ || (loop_waits_for_inbox_ && !inbox_.empty());
+    });
+    wake_ = false;
+    if (stop_) return;
   }
-}
-
-void Core::RunOnce() {
-  std::lock_guard lock(mu_);
-  const Millis now = Now();
-  while (DueEventsLocked(now) <= now) {
-  }
-  CycleLocked(now);
 }
 
 void Core::CycleLocked(Millis now) {
@@ -331,7 +365,10 @@ void Core::ApplyLocked(const Event& event) {
 
 void Core::Finish(Entry& entry) {
   entry.reason.clear();
-  if (--active_[entry.stored.spec.user] <= 0) active_.erase(entry.stored.spec.user);
+  {
+    std::lock_guard lock(inbox_mu_);
+    if (--active_[entry.stored.spec.user] <= 0) active_.erase(entry.stored.spec.user);
+  }
   finished_.push_back(entry.stored.id);
   while (finished_.size() > options_.finished_kept) {
     jobs_.erase(finished_.front());
@@ -340,46 +377,56 @@ void Core::Finish(Entry& entry) {
 }
 
 Core::Entry* Core::FindLocked(JobId id) {
+  DrainInboxLocked();
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
 // ---- Jobs ----
 
-Answer Core::Submit(const Caller& caller, const Json& body) {
+Answer Core::Submit(const Caller& caller, std::string_view body) {
   const auto t0 = std::chrono::steady_clock::now();
   if (caller.role == Role::kAgent) return Fail(403, "an agent token may not submit jobs");
-  if (!body.is_object()) return Fail(400, "body: expected a JSON object (a job spec)");
-  for (const char* field : {"user", "submit_time_ms"}) {
-    if (body.contains(field)) {
-      return Fail(400, fmt::format("{}: set by the server (the token's identity, the time of "
-                                   "acceptance); leave it out", field));
-    }
+  Result<store::JobSpec> spec = store::DecodeJobSpec(body);
+  if (!spec.ok()) {
+    const std::string& message = spec.status().message();
+    const bool whole = message.rfind("malformed JSON", 0) == 0 ||
+                       message.rfind("must be an object", 0) == 0;
+    return Fail(400, whole ? "body: " + message : message);
   }
-  Result<store::JobSpec> spec = store::JobSpecFromJson(body);
-  if (!spec.ok()) return Fail(400, spec.status().message());
+  if (!spec->user.empty() || spec->submit_time != 0) {
+    return Fail(400, fmt::format("{}: set by the server (the token's identity, the time of "
+                                 "acceptance); leave it out",
+                                 spec->user.empty() ? "submit_time_ms" : "user"));
+  }
   spec->user = caller.name;
   spec->submit_time = Now();
   if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return Fail(400, st.message());
+  Job job;
   {
-    std::lock_guard lock(mu_);
-    Result<Job> job = store::ToJob(kProbeId, *spec, *state_);
-    if (!job.ok()) return Fail(400, job.status().message());
+    std::lock_guard lock(probe_mu_);
+    Result<Job> resolved = store::ToJob(kProbeId, *spec, *probe_);
+    if (!resolved.ok()) return Fail(400, resolved.status().message());
+    job = std::move(resolved).value();
     if (caller.role == Role::kUser && std::find(caller.queues.begin(), caller.queues.end(),
                                                 spec->queue) == caller.queues.end()) {
       return Fail(403, fmt::format("queue: {} may not submit to queue '{}' (allowed: {})",
                                    caller.name, spec->queue,
                                    caller.queues.empty() ? "none" : Join(caller.queues)));
     }
-    // A job that can never fit is refused now rather than left pending forever: one cycle over
-    // this job alone says so (Verdict::kNever), from the nodes' and quotas' full capacity.
-    const Plan probe = engine_.Schedule(*state_, std::span<const Job>(&*job, 1), spec->submit_time);
+    // A job that could never fit is refused now rather than left pending forever: one cycle
+    // over this job alone on the configured cluster with nothing running places it, or says
+    // why not and whether waiting could ever help (Verdict::kNever).
+    const Plan probe = engine_.Schedule(*probe_, std::span<const Job>(&job, 1), spec->submit_time);
     for (const Unplaced& u : probe.unplaced) {
       if (u.reason.verdict != Verdict::kNever) continue;
       const char* field = u.reason.stage == Stage::kQuota ? "queue" : "groups";
       return Fail(400, fmt::format("{}: {}", field, u.reason.Describe()));
     }
-    const std::int64_t limit = config_.server.max_active_jobs_per_user;
+  }
+  {
+    std::lock_guard lock(inbox_mu_);
+    const std::int64_t limit = base_.server.max_active_jobs_per_user;
     std::int64_t& active = active_[spec->user];
     if (limit > 0 && active >= limit) {
       return Fail(400, fmt::format("user: {} has {} pending, held or running jobs, the most "
@@ -390,21 +437,22 @@ Answer Core::Submit(const Caller& caller, const Json& body) {
   }
   const std::string name = spec->name;
   Result<store::Submitted> submitted = store_->Submit(*spec);
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(inbox_mu_);
   if (!submitted.ok() || submitted->duplicate) {
     if (--active_[spec->user] <= 0) active_.erase(spec->user);
     if (!submitted.ok()) return Fail(500, "store: " + submitted.status().message());
     return Answer{200, Json{{"id", submitted->id}, {"duplicate", true}}};
   }
   const JobId id = submitted->id;
-  Result<Job> job = store::ToJob(id, *spec, *state_);
   Entry entry;
   entry.stored.id = id;
   entry.stored.status.priority_class = spec->priority_class;
   entry.stored.spec = std::move(spec).value();
-  if (job.ok()) entry.job = std::move(job).value();
-  jobs_.emplace(id, std::move(entry));
-  Wake();
+  job.id = id;
+  entry.job = std::move(job);
+  const bool wake = inbox_.empty() && loop_waits_for_inbox_;
+  inbox_.push_back(std::move(entry));
+  if (wake) cv_.notify_one();
   metrics_.submitted.fetch_add(1, std::memory_order_relaxed);
   metrics_.submit_seconds.Observe(SecondsSince(t0));
   return Answer{201, Json{{"id", id}, {"name", name}, {"duplicate", false}}};
@@ -438,8 +486,9 @@ Json Core::JobJson(const Entry& entry) const {
   return out;
 }
 
-Answer Core::ListJobs(const JobFilter& filter) const {
+Answer Core::ListJobs(const JobFilter& filter) {
   std::lock_guard lock(mu_);
+  DrainInboxLocked();
   Json jobs = Json::array();
   for (const auto& [id, entry] : jobs_) {
     if (jobs.size() >= filter.limit) break;
@@ -452,9 +501,10 @@ Answer Core::ListJobs(const JobFilter& filter) const {
   return Answer{200, Json{{"jobs", std::move(jobs)}}};
 }
 
-Answer Core::GetJob(JobId id) const {
+Answer Core::GetJob(JobId id) {
   {
     std::lock_guard lock(mu_);
+    DrainInboxLocked();
     auto it = jobs_.find(id);
     if (it != jobs_.end()) return Answer{200, JobJson(it->second)};
   }
@@ -565,8 +615,9 @@ Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
 
 // ---- Queues and nodes ----
 
-Answer Core::ListQueues() const {
+Answer Core::ListQueues() {
   std::lock_guard lock(mu_);
+  DrainInboxLocked();
   const ClusterState& state = *state_;
   std::vector<std::map<std::string, std::int64_t>> counts(state.queue_count());
   for (const auto& [id, entry] : jobs_) {
@@ -745,10 +796,11 @@ Answer Core::Events(std::uint64_t cursor, std::size_t limit,
   return Answer{200, Json{{"events", std::move(list)}, {"cursor", last}}};
 }
 
-std::string Core::MetricsText() const {
+std::string Core::MetricsText() {
   std::string out;
   {
     std::lock_guard lock(mu_);
+    DrainInboxLocked();
     const ClusterState& state = *state_;
     std::vector<std::int64_t> pending(state.queue_count(), 0);
     for (const auto& [id, entry] : jobs_) {

@@ -3,9 +3,11 @@
 // to memory after the store has committed it, so a crash between the two leaves the store right
 // and a restart rebuilds memory from it (docs/design/server.md).
 //
-// Thread safety: every public method may be called from any thread. `mu_` guards everything in
-// memory; a submission holds it only to check the job and to add it after its commit, so
-// concurrent submissions commit together (the store's group commit).
+// Thread safety: every public method may be called from any thread. `mu_` guards the jobs and
+// the cluster state; a submission never takes it (a cycle holds it while the engine runs): it
+// checks the job against `probe_` (the configured cluster, empty) under `probe_mu_`, commits, and
+// leaves the job in the inbox, which the loop and every reader drain into the jobs first.
+// Concurrent submissions therefore commit together (the store's group commit).
 #pragma once
 
 #include <atomic>
@@ -76,16 +78,17 @@ class Core {
   Core& operator=(const Core&) = delete;
 
   // ---- Jobs ----
-  // `body`: a job spec as the codec reads it (store/codec.h), without user and submit time.
-  Answer Submit(const Caller& caller, const nlohmann::json& body);
-  Answer ListJobs(const JobFilter& filter) const;
-  Answer GetJob(JobId id) const;
+  // `body`: a job spec's JSON text as the codec reads it (store/codec.h), without user and
+  // submit time.
+  Answer Submit(const Caller& caller, std::string_view body);
+  Answer ListJobs(const JobFilter& filter);
+  Answer GetJob(JobId id);
   Answer Cancel(const Caller& caller, JobId id);
   Answer SetPriority(const Caller& caller, JobId id, const std::string& priority_class);
   Answer Hold(const Caller& caller, JobId id, bool hold);
 
   // ---- Queues and nodes ----
-  Answer ListQueues() const;
+  Answer ListQueues();
   // `quota`: {"RESOURCE": {"nominal_milli", ...}}; null resets to the configuration's.
   Answer SetQueueQuota(const Caller& caller, const std::string& queue,
                        const nlohmann::json& quota);
@@ -95,11 +98,8 @@ class Core {
 
   // ---- Events and metrics ----
   Answer Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const;
-  std::string MetricsText() const;
+  std::string MetricsText();
   Metrics& metrics() { return metrics_; }
-
-  // Runs a cycle now (and the virtual nodes' due events); for tests.
-  void RunOnce();
 
  private:
   struct Entry {
@@ -124,9 +124,12 @@ class Core {
   Status AppendLocked(std::vector<store::Event> events);
   void ApplyLocked(const store::Event& event);
   void Finish(Entry& entry);
+  // Moves the accepted jobs of the inbox into `jobs_`.
+  void DrainInboxLocked();
   nlohmann::json JobJson(const Entry& entry) const;
   Answer CheckOwner(const Caller& caller, const Entry& entry, const char* what) const;
   Entry* FindLocked(JobId id);
+  // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
   void Wake();
 
   const CoreOptions options_;
@@ -140,13 +143,22 @@ class Core {
   std::optional<ClusterState> state_;            // GUARDED_BY(mu_)
   std::map<JobId, Entry> jobs_;                  // GUARDED_BY(mu_): active and recent finished
   std::deque<JobId> finished_;                   // GUARDED_BY(mu_): oldest first
-  std::map<std::string, std::int64_t> active_;   // GUARDED_BY(mu_): per user, incl. in flight
   std::map<JobId, Millis> draining_;             // GUARDED_BY(mu_): victims -> stop time
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
   bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
-  bool stop_ = false;                            // GUARDED_BY(mu_)
   Millis last_cycle_ = 0;                        // GUARDED_BY(mu_)
-  std::condition_variable cv_;
+
+  // Lock order: mu_, then probe_mu_ or inbox_mu_.
+  std::mutex probe_mu_;
+  std::optional<ClusterState> probe_;  // GUARDED_BY(probe_mu_): the cluster with nothing running
+
+  std::mutex inbox_mu_;
+  std::vector<Entry> inbox_;                     // GUARDED_BY(inbox_mu_): committed, not in jobs_
+  std::map<std::string, std::int64_t> active_;   // GUARDED_BY(inbox_mu_): per user, incl. in flight
+  bool wake_ = false;                            // GUARDED_BY(inbox_mu_)
+  bool stop_ = false;                            // GUARDED_BY(inbox_mu_)
+  bool loop_waits_for_inbox_ = true;             // GUARDED_BY(inbox_mu_): a submission wakes it
+  std::condition_variable cv_;                   // with inbox_mu_
   std::thread loop_;
 };
 

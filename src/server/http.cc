@@ -74,9 +74,8 @@ class Api {
 
     Route(svr, "POST", "/v1/jobs", [](Core& c, const Caller& who, const httplib::Request& req,
                                       httplib::Response&) {
-      Result<Json> body = Body(req);
-      if (!body.ok()) return Fail(400, body.status().message());
-      return c.Submit(who, *body);
+      if (req.body.empty()) return Fail(400, "body: empty; expected a job spec (JSON)");
+      return c.Submit(who, req.body);
     });
     Route(svr, "GET", "/v1/jobs", [](Core& c, const Caller&, const httplib::Request& req,
                                      httplib::Response&) {
@@ -257,89 +256,103 @@ class Api {
   std::size_t max_body_ = 1 << 20;
 };
 
+class ServerImpl : public Server {
+ public:
+  ~ServerImpl() override {
+    svr_.stop();
+    if (http_.joinable()) http_.join();
+    if (api_) api_->SetCore(nullptr);
+    core_.reset();
+  }
+  int port() const override { return port_; }
+
+  Status Start(const ServerArgs& args, const std::function<void(int)>& listening) {
+    Result<config::ClusterConfig> config = config::LoadClusterFile(args.config);
+    if (!config.ok()) return config.status();
+    if (config->server.tokens.empty()) {
+      fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
+                 args.config);
+    }
+    const auto colon = args.listen.rfind(':');
+    int port = -1;
+    if (colon != std::string::npos) {
+      const std::string p = args.listen.substr(colon + 1);
+      auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+      if (ec != std::errc() || end != p.data() + p.size() || port < 0 || port > 65535) port = -1;
+    }
+    if (port < 0) {
+      return Status::Error(fmt::format(
+          "--listen: expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'", args.listen));
+    }
+    const std::string host = args.listen.substr(0, colon);
+    api_ = std::make_unique<Api>(*config);
+    const int threads = args.threads;
+    svr_.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
+    svr_.set_keep_alive_max_count(100000);
+    svr_.set_tcp_nodelay(true);
+    api_->Register(svr_);
+    port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
+    if (port_ < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args.listen));
+    http_ = std::thread([this] { svr_.listen_after_bind(); });
+    if (listening) listening(port_);
+
+    Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
+    if (!store.ok()) return store.status();
+    CoreOptions options;
+    options.virtual_nodes = args.virtual_nodes;
+    Result<std::unique_ptr<Core>> core =
+        Core::Open(*config, std::move(store).value(), std::move(options));
+    if (!core.ok()) return core.status();
+    core_ = std::move(core).value();
+    api_->SetCore(core_.get());
+    return Status::Ok();
+  }
+
+ private:
+  httplib::Server svr_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<Core> core_;
+  std::thread http_;
+  int port_ = 0;
+};
+
 }  // namespace
 
-int RunServer(const ServerArgs& args) {
-  Result<config::ClusterConfig> config = config::LoadClusterFile(args.config);
-  if (!config.ok()) {
-    fmt::print(stderr, "error: {}\n", config.status().message());
-    return 1;
-  }
-  if (config->server.tokens.empty()) {
-    fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
-               args.config);
-  }
-  const auto colon = args.listen.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    const std::string p = args.listen.substr(colon + 1);
-    auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-    if (ec != std::errc() || end != p.data() + p.size() || port < 0 || port > 65535) port = -1;
-  }
-  if (port < 0) {
-    fmt::print(stderr, "error: --listen: expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'\n",
-               args.listen);
-    return 2;
-  }
-  const std::string host = args.listen.substr(0, colon);
+Result<std::unique_ptr<Server>> Server::Start(const ServerArgs& args,
+                                              const std::function<void(int)>& listening) {
+  auto server = std::make_unique<ServerImpl>();
+  if (Status st = server->Start(args, listening); !st.ok()) return st;
+  return std::unique_ptr<Server>(std::move(server));
+}
 
+int RunServer(const ServerArgs& args) {
   // Signals are taken by sigwait below; every thread started from here on has them blocked.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  Api api(*config);
-  httplib::Server svr;
-  const int threads = args.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr.set_keep_alive_max_count(100000);
-  svr.set_tcp_nodelay(true);
-  api.Register(svr);
-  const int bound = port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
-    fmt::print(stderr, "error: --listen: cannot listen on {}\n", args.listen);
-    return 1;
-  }
-  fmt::print("arbiter server: listening on http://{}:{}\n", host, bound);
-  std::fflush(stdout);
-  std::thread http([&svr] { svr.listen_after_bind(); });
-
   const auto t0 = std::chrono::steady_clock::now();
-  int status = 0;
-  std::unique_ptr<Core> core;
-  Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
-  if (!store.ok()) {
-    fmt::print(stderr, "error: {}\n", store.status().message());
-    status = 1;
-  } else {
-    CoreOptions options;
-    options.virtual_nodes = args.virtual_nodes;
-    Result<std::unique_ptr<Core>> opened =
-        Core::Open(*config, std::move(store).value(), std::move(options));
-    if (!opened.ok()) {
-      fmt::print(stderr, "error: {}\n", opened.status().message());
-      status = 1;
-    } else {
-      core = std::move(opened).value();
-    }
-  }
-  if (core) {
-    api.SetCore(core.get());
-    fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-               args.virtual_nodes ? ", virtual nodes" : "");
+  std::string host = args.listen.substr(0, args.listen.rfind(':'));
+  Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
+    fmt::print("arbiter server: listening on http://{}:{}\n", host, port);
     std::fflush(stdout);
-    int sig = 0;
-    sigwait(&signals, &sig);
-    fmt::print("arbiter server: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  if (!server.ok()) {
+    fmt::print(stderr, "error: {}\n", server.status().message());
+    return server.status().message().rfind("--listen", 0) == 0 ? 2 : 1;
   }
-  svr.stop();
-  http.join();
-  api.SetCore(nullptr);
-  core.reset();
-  return status;
+  fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+             args.virtual_nodes ? ", virtual nodes" : "");
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  fmt::print("arbiter server: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server->reset();
+  return 0;
 }
 
 }  // namespace arbiter::server

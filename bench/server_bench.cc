@@ -1,0 +1,120 @@
+// The server benchmark: durable submissions per second over HTTP with keep-alive connections and
+// concurrent clients, and their latency as a client sees it (request sent to answer read).
+#include "server_bench.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/server.h"
+#include "workload.h"
+
+namespace arbiter::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// 64 nodes of 8 H800 in 8 leaves; the submitted jobs mostly wait (they pile up as a server's
+// queue does under a submission burst), so each cycle also orders and explains them.
+constexpr const char* kCluster = R"(
+topology: {levels: [leaf]}
+priority_classes:
+  - {name: P1, value: 100}
+queues:
+  - {name: training}
+nodes:
+  - name: h800-{i}
+    count: 64
+    gpus: {model: H800, count: 8, memory: 80Gi}
+    cpu: 192
+    memory: 2Ti
+    topology: {leaf: "leaf-{i/8}"}
+server:
+  tokens:
+    - {name: bench, token: bench-admin-token, role: admin}
+  cycle_min_interval: 1s
+  cycle_period: 5s
+  max_active_jobs_per_user: 0
+)";
+
+std::string Body(int client, std::int64_t i) {
+  return "{\"name\":\"job-" + std::to_string(client) + "-" + std::to_string(i) +
+         "\",\"queue\":\"training\",\"priority_class\":\"P1\",\"gpu_types\":[\"H800\"],"
+         "\"topology\":{\"level\":\"leaf\"},\"runtime_estimate_ms\":14400000,"
+         "\"checkpoint_interval_ms\":1800000,\"labels\":{\"team\":\"nlp\"},"
+         "\"command\":\"torchrun --nproc-per-node 8 train.py\","
+         "\"groups\":[{\"tasks\":2,\"gpu_milli\":8000,\"cpu_milli\":64000,"
+         "\"memory_mib\":524288}]}";
+}
+
+}  // namespace
+
+void RunServerBench(int clients, double seconds) {
+  TempDir dir("arbiter-server-bench");
+  const std::string config = dir.path() + "/cluster.yaml";
+  std::ofstream(config) << kCluster;
+  server::ServerArgs args;
+  args.config = config;
+  args.data = dir.path() + "/data";
+  args.listen = "127.0.0.1:0";
+  args.threads = clients + 8;
+  Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
+  if (!server.ok()) Fail(server.status().message());
+  const int port = (*server)->port();
+
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
+  std::atomic<int> refused{0};
+  std::atomic<bool> go{false};
+  const auto duration =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  Clock::time_point start;
+  std::vector<std::thread> workers;
+  for (int c = 0; c < clients; ++c) {
+    workers.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms a request
+      client.set_read_timeout(std::chrono::seconds(30));
+      const httplib::Headers headers{{"Authorization", "Bearer bench-admin-token"}};
+      while (!go.load()) std::this_thread::yield();
+      std::vector<double>& lat = latencies[static_cast<std::size_t>(c)];
+      const Clock::time_point end = start + duration;
+      for (std::int64_t i = 0;; ++i) {
+        const std::string body = Body(c, i);
+        const Clock::time_point t0 = Clock::now();
+        if (t0 >= end) break;
+        httplib::Result res = client.Post("/v1/jobs", headers, body, "application/json");
+        if (!res || res->status != 201) {
+          if (refused.fetch_add(1) == 0) {
+            std::fprintf(stderr, "# server bench: %s\n",
+                         res ? (std::to_string(res->status) + " " + res->body).c_str()
+                             : httplib::to_string(res.error()).c_str());
+          }
+          continue;
+        }
+        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  }
+  start = Clock::now();
+  go = true;
+  for (std::thread& w : workers) w.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  if (refused.load() > 0) Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
+  std::printf("# server: %d keep-alive clients, %zu durable submissions over HTTP in %.2f s\n",
+              clients, all.size(), wall);
+  std::printf("BENCH server_submit_per_s %.6g submits/s\n", static_cast<double>(all.size()) / wall);
+  std::printf("BENCH server_submit_p50_us %.6g us\n", Percentile(all, 0.50));
+  std::printf("BENCH server_submit_p99_us %.6g us\n", Percentile(all, 0.99));
+  std::fflush(stdout);
+}
+
+}  // namespace arbiter::bench
