@@ -97,10 +97,33 @@ TEST_F(ServerTest, SubmitWithTheCommandScheduleAndCompleteOnVirtualNodes) {
   EXPECT_NE(jobs.output.find("completed"), std::string::npos) << jobs.output;
   CommandResult listing = RunCli(server_->address(), kAlice, "jobs --json --state completed");
   EXPECT_EQ(Json::parse(listing.output, nullptr, false).size(), 1u) << listing.output;
+  // A job file, as in a jobs file.
+  const std::string file = dir_.Write("job.yaml", R"(
+name: from-file
+queue: main
+priority_class: low
+tasks: 1
+gpus: 500m
+runtime_estimate: 1h
+checkpoint_interval: 10m
+command: python serve.py
+)");
+  CommandResult from_file = RunCli(server_->address(), kAlice, "submit -f " + file);
+  ASSERT_EQ(from_file.status, 0) << from_file.output;
+  const Json second = GetJob(2);
+  EXPECT_EQ(second["spec"]["name"], "from-file");
+  EXPECT_EQ(second["spec"]["groups"][0]["gpu_milli"], 500);
+  EXPECT_EQ(second["spec"]["checkpoint_interval_ms"], 600000);
+  CommandResult bad_file = RunCli(server_->address(), kAlice,
+                                  "submit -f " + dir_.Write("bad.yaml", "name: x\ncolour: red\n"));
+  EXPECT_EQ(bad_file.status, 2);
+  EXPECT_NE(bad_file.output.find("colour: unknown field"), std::string::npos) << bad_file.output;
   // Every transition is an event.
   Reply events = Call(port(), kAlice, "GET", "/v1/events?cursor=0");
   std::vector<std::string> kinds;
-  for (const Json& e : events.body["events"]) kinds.push_back(e["kind"]);
+  for (const Json& e : events.body["events"]) {
+    if (e["job"] == 1) kinds.push_back(e["kind"]);
+  }
   EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "started", "completed"}));
 }
 
@@ -135,6 +158,17 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   EXPECT_NE(res->body.find("arbiter_allocated_gpus{type=\"G\"} 8"), std::string::npos);
   EXPECT_NE(res->body.find("arbiter_cycle_duration_seconds_bucket"), std::string::npos);
   EXPECT_NE(res->body.find("arbiter_submit_duration_seconds_count 3"), std::string::npos);
+  // A long poll from the end of the stream answers with the next event.
+  const std::uint64_t cursor = events.body["cursor"];
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Call(port(), kAdmin, "DELETE", "/v1/jobs/" + std::to_string(high));
+  });
+  Reply next = Call(port(), kAdmin, "GET", "/v1/events?wait=30&cursor=" + std::to_string(cursor));
+  later.join();
+  ASSERT_EQ(next.status, 200);
+  ASSERT_FALSE(next.body["events"].empty()) << next.body.dump();
+  EXPECT_GT(next.body["cursor"].get<std::uint64_t>(), cursor);
 }
 
 TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
@@ -249,6 +283,26 @@ TEST_F(ServerTest, EveryBadInputIsRefusedNamingTheFieldAndLosesNothing) {
   CommandResult bad = RunCli(server_->address(), kAdmin, "submit -q main -p low -g 1.5");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.output.find("groups[0].gpu_milli"), std::string::npos) << bad.output;
+}
+
+// `arbiter server --config examples/cluster.yaml --virtual-nodes` runs as shipped, with the
+// tokens the file documents.
+TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
+  TempDir dir;
+  ServerProcess server(std::string(ARBITER_SOURCE_DIR) + "/examples/cluster.yaml",
+                       (dir.path() / "data").string());
+  ASSERT_TRUE(server.ready());
+  CommandResult submit = RunCli(server.address(), "example-alice-token",
+                                "submit -q training -p P1 -n 2 -g 8 -t H800 --topology leaf -r 2h "
+                                "--name finetune -- torchrun train.py");
+  ASSERT_EQ(submit.status, 0) << submit.output;
+  ASSERT_TRUE(WaitFor([&] {
+    Reply r = Call(server.port(), "example-admin-token", "GET", "/v1/jobs/1");
+    return r.body["status"].value("state", "") == "running";
+  }));
+  CommandResult jobs = RunCli(server.address(), "example-alice-token", "jobs");
+  EXPECT_NE(jobs.output.find("h800-"), std::string::npos) << jobs.output;
+  EXPECT_EQ(RunCli(server.address(), "example-agent-token", "submit -q batch -p P2 -g 1").status, 1);
 }
 
 TEST(ServerCommandTest, ClearErrorWhenTheServerIsUnreachable) {
