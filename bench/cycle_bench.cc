@@ -262,7 +262,8 @@ int main(int argc, char** argv) {
     ran = true;
   }
   if (opt.only.empty() || opt.only == "server") {
-    RunServerBench(std::getenv("ARBITER_BENCH_CLIENTS") ? std::atoi(std::getenv("ARBITER_BENCH_CLIENTS")) : 16);
+    const char* clients = std::getenv("ARBITER_BENCH_CLIENTS");
+    RunServerBench(clients ? std::atoi(clients) : 64);
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

@@ -18,7 +18,6 @@
 namespace arbiter::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // 64 nodes of 8 H800 in 8 leaves; the submitted jobs mostly wait (they pile up as a server's
 // queue does under a submission burst), so each cycle also orders and explains them.
@@ -55,7 +54,9 @@ std::string Body(int client, std::int64_t i) {
 
 }  // namespace
 
-void RunServerBench(int clients, double seconds) {
+namespace {
+
+void RunClients(int clients, double seconds, const std::string& suffix) {
   TempDir dir("arbiter-server-bench");
   const std::string config = dir.path() + "/cluster.yaml";
   std::ofstream(config) << kCluster;
@@ -68,53 +69,41 @@ void RunServerBench(int clients, double seconds) {
   if (!server.ok()) Fail(server.status().message());
   const int port = (*server)->port();
 
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
   std::atomic<int> refused{0};
-  std::atomic<bool> go{false};
-  const auto duration =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  Clock::time_point start;
-  std::vector<std::thread> workers;
-  for (int c = 0; c < clients; ++c) {
-    workers.emplace_back([&, c] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_keep_alive(true);
-      client.set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms a request
-      client.set_read_timeout(std::chrono::seconds(30));
-      const httplib::Headers headers{{"Authorization", "Bearer bench-admin-token"}};
-      while (!go.load()) std::this_thread::yield();
-      std::vector<double>& lat = latencies[static_cast<std::size_t>(c)];
-      const Clock::time_point end = start + duration;
-      for (std::int64_t i = 0;; ++i) {
-        const std::string body = Body(c, i);
-        const Clock::time_point t0 = Clock::now();
-        if (t0 >= end) break;
-        httplib::Result res = client.Post("/v1/jobs", headers, body, "application/json");
-        if (!res || res->status != 201) {
-          if (refused.fetch_add(1) == 0) {
-            std::fprintf(stderr, "# server bench: %s\n",
-                         res ? (std::to_string(res->status) + " " + res->body).c_str()
-                             : httplib::to_string(res.error()).c_str());
-          }
-          continue;
+  TimedRun run = RunClosedLoop(clients, seconds, [&](int c) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms a request
+    client->set_read_timeout(std::chrono::seconds(30));
+    return [&refused, client, c](std::int64_t i) {
+      static const httplib::Headers kHeaders{{"Authorization", "Bearer bench-admin-token"}};
+      httplib::Result res = client->Post("/v1/jobs", kHeaders, Body(c, i), "application/json");
+      if (!res || res->status != 201) {
+        if (refused.fetch_add(1) == 0) {
+          std::fprintf(stderr, "# server bench: %s\n",
+                       res ? (std::to_string(res->status) + " " + res->body).c_str()
+                           : httplib::to_string(res.error()).c_str());
         }
-        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       }
-    });
-  }
-  start = Clock::now();
-  go = true;
-  for (std::thread& w : workers) w.join();
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+    };
+  });
+  std::vector<double>& all = run.latencies_us;
+  const double wall = run.wall_seconds;
   if (refused.load() > 0) Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
   std::printf("# server: %d keep-alive clients, %zu durable submissions over HTTP in %.2f s\n",
               clients, all.size(), wall);
-  std::printf("BENCH server_submit_per_s %.6g submits/s\n", static_cast<double>(all.size()) / wall);
-  std::printf("BENCH server_submit_p50_us %.6g us\n", Percentile(all, 0.50));
-  std::printf("BENCH server_submit_p99_us %.6g us\n", Percentile(all, 0.99));
+  std::printf("BENCH server_submit_per_s%s %.6g submits/s\n", suffix.c_str(),
+              static_cast<double>(all.size()) / wall);
+  std::printf("BENCH server_submit_p50_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.50));
+  std::printf("BENCH server_submit_p99_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.99));
   std::fflush(stdout);
+}
+
+}  // namespace
+
+void RunServerBench(int clients, double seconds) {
+  RunClients(16, seconds, "_16_clients");
+  RunClients(clients, seconds, "");
 }
 
 }  // namespace arbiter::bench

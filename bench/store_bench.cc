@@ -58,34 +58,14 @@ void RunSubmitters(int threads, double seconds, std::size_t max_batch, const std
   if (!opened.ok()) Fail(opened.status().message());
   store::Store& store = **opened;
 
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
-  std::atomic<bool> go{false};
-  const auto duration =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::vector<std::thread> workers;
-  Clock::time_point start;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      while (!go.load()) std::this_thread::yield();
-      std::vector<double>& lat = latencies[static_cast<std::size_t>(t)];
-      const Clock::time_point end = start + duration;
-      for (std::int64_t i = 0;; ++i) {
-        store::JobSpec spec = BenchSpec(t, i);
-        const Clock::time_point t0 = Clock::now();
-        if (t0 >= end) break;
-        Result<store::Submitted> r = store.Submit(std::move(spec));
-        if (!r.ok()) Fail(r.status().message());
-        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      }
-    });
-  }
-  start = Clock::now();
-  go = true;
-  for (std::thread& w : workers) w.join();
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-
-  std::vector<double> all;
-  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  TimedRun run = RunClosedLoop(threads, seconds, [&](int t) {
+    return [&store, t](std::int64_t i) {
+      Result<store::Submitted> r = store.Submit(BenchSpec(t, i));
+      if (!r.ok()) Fail(r.status().message());
+    };
+  });
+  std::vector<double>& all = run.latencies_us;
+  const double wall = run.wall_seconds;
   Result<store::Snapshot> snap = store.Load();
   if (!snap.ok()) Fail(snap.status().message());
   if (snap->jobs.size() != all.size()) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <charconv>
@@ -292,9 +293,17 @@ class ServerImpl : public Server {
     };
     svr_.set_keep_alive_max_count(100000);
     svr_.set_tcp_nodelay(true);
+    // The library listens with a backlog of 5: a burst of clients connecting at once would
+    // overflow it (connections reset). Remember the socket to listen again with a larger one.
+    int listening_socket = -1;
+    svr_.set_socket_options([&listening_socket](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listening_socket = sock;
+    });
     api_->Register(svr_);
     port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
     if (port_ < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args.listen));
+    if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
     http_ = std::thread([this] { svr_.listen_after_bind(); });
     if (listening) listening(port_);
 
