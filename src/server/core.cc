@@ -312,10 +312,13 @@ Millis Core::DueEventsLocked(Millis now) {
       }
       next = std::min(next, end);
       if (entry.job.checkpoint_interval > 0) {
-        const Millis due =
-            std::max(start, entry.stored.status.last_checkpoint) + entry.job.checkpoint_interval;
+        const Millis interval = entry.job.checkpoint_interval;
+        const Millis last = std::max(start, entry.stored.status.last_checkpoint);
+        Millis due = last + interval;
         if (due >= end) continue;
         if (due <= now) {
+          // The latest checkpoint due (one event, even after the server was down a while).
+          due = std::min(last + (now - last) / interval * interval, end - 1);
           event(EventKind::kCheckpointed, id, due, {});
         } else {
           next = std::min(next, due);
