@@ -263,7 +263,9 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "server") {
     const char* clients = std::getenv("ARBITER_BENCH_CLIENTS");
-    RunServerBench(clients ? std::atoi(clients) : 64);
+    const char* recovery = std::getenv("ARBITER_BENCH_RECOVERY_JOBS");
+    RunServerBench(clients ? std::atoi(clients) : 64, 3.0,
+                   recovery ? std::atoll(recovery) : 100'000);
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

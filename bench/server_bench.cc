@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "arbiter/store.h"
 #include "server/server.h"
+#include "store/codec.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -90,6 +92,19 @@ void RunClients(int clients, double seconds, const std::string& suffix) {
   std::vector<double>& all = run.latencies_us;
   const double wall = run.wall_seconds;
   if (refused.load() > 0) Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
+  {
+    // The cycles that ran meanwhile (they order and explain every pending job).
+    httplib::Client client("127.0.0.1", port);
+    httplib::Result metrics = client.Get("/metrics");
+    double sum = 0, count = 0;
+    if (metrics) {
+      std::sscanf(metrics->body.c_str() + metrics->body.find("arbiter_cycle_duration_seconds_sum"),
+                  "arbiter_cycle_duration_seconds_sum %lf\narbiter_cycle_duration_seconds_count %lf",
+                  &sum, &count);
+    }
+    std::printf("# server: %.0f cycles, %.1f ms each on average\n", count,
+                count > 0 ? 1000 * sum / count : 0.0);
+  }
   std::printf("# server: %d keep-alive clients, %zu durable submissions over HTTP in %.2f s\n",
               clients, all.size(), wall);
   std::printf("BENCH server_submit_per_s%s %.6g submits/s\n", suffix.c_str(),
@@ -99,11 +114,50 @@ void RunClients(int clients, double seconds, const std::string& suffix) {
   std::fflush(stdout);
 }
 
+// A store with `jobs` pending jobs, then the time from Server::Start to ready: open, load,
+// resolve every job against the configuration, rebuild the cluster state.
+void RunRecovery(std::int64_t jobs) {
+  TempDir dir("arbiter-server-bench");
+  const std::string config = dir.path() + "/cluster.yaml";
+  std::ofstream(config) << kCluster;
+  {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore({dir.path() + "/data"});
+    if (!opened.ok()) Fail(opened.status().message());
+    constexpr std::int64_t kChunk = 5000;
+    for (std::int64_t first = 0; first < jobs; first += kChunk) {
+      std::vector<store::JobSpec> specs;
+      for (std::int64_t i = first; i < std::min(jobs, first + kChunk); ++i) {
+        Result<store::JobSpec> spec = store::DecodeJobSpec(Body(0, i));
+        if (!spec.ok()) Fail(spec.status().message());
+        spec->user = "bench";
+        spec->submit_time = 1'700'000'000'000 + i;
+        specs.push_back(std::move(spec).value());
+      }
+      Result<std::vector<store::Submitted>> r = (*opened)->SubmitBatch(std::move(specs));
+      if (!r.ok()) Fail(r.status().message());
+    }
+  }
+  server::ServerArgs args;
+  args.config = config;
+  args.data = dir.path() + "/data";
+  args.listen = "127.0.0.1:0";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
+  if (!server.ok()) Fail(server.status().message());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("# server recovery: start to ready over %lld pending jobs\n",
+              static_cast<long long>(jobs));
+  std::printf("BENCH server_recovery_s %.6g s\n", seconds);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
-void RunServerBench(int clients, double seconds) {
+void RunServerBench(int clients, double seconds, std::int64_t recovery_jobs) {
   RunClients(16, seconds, "_16_clients");
   RunClients(clients, seconds, "");
+  if (recovery_jobs > 0) RunRecovery(recovery_jobs);
 }
 
 }  // namespace arbiter::bench
