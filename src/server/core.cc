@@ -461,8 +461,21 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
   return Answer{201, Json{{"id", id}, {"name", name}, {"duplicate", false}}};
 }
 
+namespace {
+
+// A stored job as the API shows it: the store's record and the job's GPUs in all.
+Json StoredJobJson(const store::StoredJob& job) {
+  Json out = store::StoredJobToJson(job);
+  std::int64_t milli = 0;
+  for (const TaskGroup& g : job.spec.groups) milli += g.count * g.request.gpu.value();
+  out["gpu_milli"] = milli;
+  return out;
+}
+
+}  // namespace
+
 Json Core::JobJson(const Entry& entry) const {
-  Json out = store::StoredJobToJson(entry.stored);
+  Json out = StoredJobJson(entry.stored);
   const JobState state = entry.stored.status.state;
   if (state == JobState::kPending || state == JobState::kHeld) {
     std::string reason = state == JobState::kHeld ? "held: not scheduled until released"
@@ -483,9 +496,6 @@ Json Core::JobJson(const Entry& entry) const {
       out["reason"] = fmt::format("evicted: stopping by {}", it->second);
     }
   }
-  std::int64_t milli = 0;
-  for (const TaskGroup& g : entry.stored.spec.groups) milli += g.count * g.request.gpu.value();
-  out["gpu_milli"] = milli;
   return out;
 }
 
@@ -515,7 +525,7 @@ Answer Core::GetJob(JobId id) {
   Result<std::optional<store::StoredJob>> stored = store_->GetJob(id);
   if (!stored.ok()) return Fail(500, "store: " + stored.status().message());
   if (!*stored) return Fail(404, fmt::format("job: no job {}", id));
-  return Answer{200, store::StoredJobToJson(**stored)};
+  return Answer{200, StoredJobJson(**stored)};
 }
 
 Answer Core::CheckOwner(const Caller& caller, const Entry& entry, const char* what) const {

@@ -310,6 +310,12 @@ TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
   CommandResult jobs = RunCli(server.address(), "example-alice-token", "jobs");
   EXPECT_NE(jobs.output.find("h800-"), std::string::npos) << jobs.output;
   EXPECT_EQ(RunCli(server.address(), "example-agent-token", "submit -q batch -p P2 -g 1").status, 1);
+  // The address and token from the user's client file.
+  const std::string client = (dir.path() / "client.yaml").string();
+  std::ofstream(client) << "server: http://" << server.address() << "\ntoken: example-admin-token\n";
+  CommandResult queues = RunCli("", "", "queues --json", client);
+  EXPECT_EQ(queues.status, 0) << queues.output;
+  EXPECT_NE(queues.output.find("\"training\""), std::string::npos) << queues.output;
 }
 
 TEST(ServerCommandTest, ClearErrorWhenTheServerIsUnreachable) {

@@ -162,12 +162,15 @@ struct CommandResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the arbiter command with ARBITER_SERVER and ARBITER_TOKEN set.
+// Runs the arbiter command with ARBITER_SERVER and ARBITER_TOKEN set (and no client file), or
+// with the client file `client_file` alone when `server` is empty.
 inline CommandResult RunCli(const std::string& server, const std::string& token,
-                            const std::string& args) {
-  const std::string command = "ARBITER_CONFIG=/nonexistent ARBITER_SERVER=" + server +
-                              " ARBITER_TOKEN=" + token + " " + ARBITER_BINARY + " " + args +
-                              " 2>&1";
+                            const std::string& args, const std::string& client_file = "") {
+  const std::string env =
+      server.empty() ? "env -u ARBITER_SERVER -u ARBITER_TOKEN ARBITER_CONFIG=" + client_file
+                     : "ARBITER_CONFIG=/nonexistent ARBITER_SERVER=" + server +
+                           " ARBITER_TOKEN=" + token;
+  const std::string command = env + " " + ARBITER_BINARY + " " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return r;
