@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <thread>
 
 #include "store/codec.h"
 
@@ -107,26 +109,47 @@ Status Core::Recover() {
   }
   Result<ClusterState> names = ClusterState::Create(config_.cluster);
   if (!names.ok()) return Status::Error("configuration: " + names.status().message());
-  for (store::StoredJob& stored : snapshot->jobs) {
-    const store::JobStatus& status = stored.status;
-    Result<Job> job = store::ToJob(stored.id, stored.spec, *names, status.priority_class);
-    if (!job.ok()) {
+  // Resolving a million jobs takes a while: split it over the processors (ToJob only reads).
+  std::vector<store::StoredJob>& stored = snapshot->jobs;
+  std::vector<std::optional<Job>> resolved(stored.size());
+  std::vector<std::string> errors(stored.size());
+  auto resolve = [&](std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      Result<Job> job = store::ToJob(stored[i].id, stored[i].spec, *names,
+                                     stored[i].status.priority_class);
+      if (job.ok()) {
+        resolved[i] = std::move(job).value();
+      } else {
+        errors[i] = job.status().message();
+      }
+    }
+  };
+  const std::size_t parts =
+      stored.size() < 10000 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::thread> threads;
+  for (std::size_t p = 1; p < parts; ++p) {
+    threads.emplace_back(resolve, stored.size() * p / parts, stored.size() * (p + 1) / parts);
+  }
+  resolve(0, stored.size() / parts);
+  for (std::thread& t : threads) t.join();
+  std::unique_lock inbox(inbox_mu_);
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    if (!resolved[i]) {
       return Status::Error(fmt::format(
           "store: job {} ({}) no longer fits the configuration: {}; restore the configuration "
           "it was accepted under",
-          stored.id, stored.spec.name, job.status().message()));
+          stored[i].id, stored[i].spec.name, errors[i]));
     }
-    Entry entry{std::move(stored), std::move(job).value(), {}, false, -1, -1};
+    Entry entry{std::move(stored[i]), std::move(*resolved[i]), {}, false, -1, -1};
     if (entry.stored.status.state == JobState::kRunning) {
       entry.run_start = entry.stored.status.start_time;
       if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
     }
-    {
-      std::lock_guard inbox(inbox_mu_);
-      ++active_[entry.stored.spec.user];
-    }
-    jobs_.emplace(entry.stored.id, std::move(entry));
+    ++active_[entry.stored.spec.user];
+    const JobId id = entry.stored.id;
+    jobs_.emplace_hint(jobs_.end(), id, std::move(entry));  // the store gives them by id
   }
+  inbox.unlock();
   return RebuildState(config_);
 }
 

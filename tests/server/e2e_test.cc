@@ -350,6 +350,24 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   EXPECT_GT(next, held);  // ids are never reused
 }
 
+// A stored job that no longer resolves against an edited configuration stops the start, named,
+// rather than being dropped.
+TEST_F(ServerTest, RefusesToStartWhenAStoredJobNoLongerResolves) {
+  Start();
+  Submit(kAdmin, Job("elsewhere", "low", 1, 1000, 3600000, "other"));
+  EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  std::string edited = ClusterYaml(5);
+  edited.replace(edited.find("  - {name: other}\n"), std::string("  - {name: other}\n").size(), "");
+  const std::string config = dir_.Write("edited.yaml", edited);
+  CommandResult start = RunCli("", "", "server --config " + config + " --listen 127.0.0.1:0 --data " +
+                                           (dir_.path() / "data").string(), "/nonexistent");
+  EXPECT_EQ(start.status, 1) << start.output;
+  EXPECT_NE(start.output.find("store: job 1 (elsewhere) no longer fits the configuration: queue: "
+                              "unknown leaf queue 'other'"),
+            std::string::npos)
+      << start.output;
+}
+
 // kill -9 while four clients submit over keep-alive connections; after a restart every
 // acknowledged job is there exactly once, and no device is allocated twice.
 TEST_F(ServerTest, KillNineWhileSubmittingLosesNothingAcknowledged) {
