@@ -173,6 +173,42 @@ class Api {
             return c.SetNodeState(who, req.matches[1], state, reason);
           });
 
+    // Server-sent events: the same stream, pushed as it is committed. Each event is
+    // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
+    // says where to go on. A comment line after 5 s without events keeps idle connections open.
+    Route(svr, "GET", "/v1/events/stream", [](Core& c, const Caller&, const httplib::Request& req,
+                                              httplib::Response& res) {
+      std::string from = req.get_header_value("Last-Event-ID");
+      if (req.has_param("cursor")) from = req.get_param_value("cursor");
+      std::optional<std::uint64_t> cursor = from.empty() ? std::optional<std::uint64_t>(0)
+                                                         : Number(from);
+      if (!cursor) return Fail(400, "cursor: must be a non-negative integer");
+      struct Position {
+        std::uint64_t cursor = 0;
+        int idle = 0;  // seconds without an event
+      };
+      auto position = std::make_shared<Position>(Position{*cursor, 0});
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
+            // Waits a second at a time, so that a stopping server is not kept waiting.
+            Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
+            if (!answer.ok() || !sink.is_writable()) return false;
+            std::string text;
+            for (const Json& e : answer.body["events"]) {
+              text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e["seq"].get<std::uint64_t>(),
+                                  e["kind"].get<std::string>(), store::Dump(e));
+            }
+            position->cursor = answer.body["cursor"].get<std::uint64_t>();
+            if (text.empty()) {
+              if (++position->idle < 5) return true;
+              text = ": waiting\n\n";
+            }
+            position->idle = 0;
+            return sink.write(text.data(), text.size());
+          });
+      return Answer{0, nullptr};  // the provider writes the body
+    });
     Route(svr, "GET", "/v1/events", [](Core& c, const Caller&, const httplib::Request& req,
                                        httplib::Response&) {
       std::uint64_t cursor = 0;
@@ -228,6 +264,7 @@ class Api {
                                        : "Authorization: missing (expected 'Bearer TOKEN')"));
       }
       Answer answer = handler(*c, *who, req, res);
+      if (answer.status == 0) return;  // a streamed body
       if (answer.status == 400) CountBad();
       Send(res, answer);
     };

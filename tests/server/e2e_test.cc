@@ -176,6 +176,26 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   ASSERT_EQ(next.status, 200);
   ASSERT_FALSE(next.body["events"].empty()) << next.body.dump();
   EXPECT_GT(next.body["cursor"].get<std::uint64_t>(), cursor);
+  // Server-sent events: from the start, then a new one as it is committed.
+  std::string stream;
+  std::thread submitter([&] {
+    WaitFor([&] { return Call(port(), kAdmin, "GET", "/v1/jobs").status == 200; });
+    Submit(kAdmin, Job("streamed", "low", 1, 1000, 1000));
+  });
+  httplib::Client client_sse("127.0.0.1", port());
+  client_sse.set_read_timeout(std::chrono::seconds(60));
+  auto sse = client_sse.Get("/v1/events/stream?cursor=0",
+                            {{"Authorization", std::string("Bearer ") + kAdmin}},
+                            [&](const char* data, size_t length) {
+                              stream.append(data, length);
+                              // Stop once the new job's submission has come through.
+                              return stream.find("\"job\":4,\"kind\":\"submitted\"") ==
+                                     std::string::npos;
+                            });
+  submitter.join();
+  EXPECT_NE(stream.find("id: 1\nevent: submitted\ndata: {"), std::string::npos) << stream;
+  EXPECT_NE(stream.find("event: eviction_signalled"), std::string::npos) << stream;
+  EXPECT_NE(stream.find("\"job\":4,\"kind\":\"submitted\""), std::string::npos) << stream;
 }
 
 TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
