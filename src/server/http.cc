@@ -341,7 +341,14 @@ class ServerImpl : public Server {
     port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
     if (port_ < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args.listen));
     if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
-    http_ = std::thread([this] { svr_.listen_after_bind(); });
+    http_ = std::thread([this] {
+      svr_.listen_after_bind();
+      http_done_ = true;
+    });
+    // stop() before the loop runs would be lost (and the loop never end): wait until it runs.
+    while (!svr_.is_running() && !http_done_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (listening) listening(port_);
 
     Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
@@ -361,6 +368,7 @@ class ServerImpl : public Server {
   std::unique_ptr<Api> api_;
   std::unique_ptr<Core> core_;
   std::thread http_;
+  std::atomic<bool> http_done_{false};
   int port_ = 0;
 };
 

@@ -170,7 +170,8 @@ inline CommandResult RunCli(const std::string& server, const std::string& token,
       server.empty() ? "env -u ARBITER_SERVER -u ARBITER_TOKEN ARBITER_CONFIG=" + client_file
                      : "ARBITER_CONFIG=/nonexistent ARBITER_SERVER=" + server +
                            " ARBITER_TOKEN=" + token;
-  const std::string command = env + " " + ARBITER_BINARY + " " + args + " 2>&1";
+  // A command that hangs fails the test instead of holding it forever.
+  const std::string command = env + " timeout 120 " + ARBITER_BINARY + " " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return r;
