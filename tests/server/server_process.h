@@ -122,11 +122,17 @@ class ServerProcess {
     if (pid_ <= 0) return -1;
     ::kill(pid_, sig);
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    // A server that does not stop is killed (and the test sees -1), not waited for forever.
+    const bool exited = WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; });
+    if (!exited) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      status = -1;
+    }
     pid_ = -1;
     if (out_ >= 0) ::close(out_);
     out_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
  private:
