@@ -317,7 +317,10 @@ std::string Where(const Json& job) {
 int Jobs(const ClientOptions& o) {
   std::string query;
   auto add = [&](const char* key, const std::string& value) {
-    if (!value.empty()) query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key, value);
+    if (!value.empty()) {
+      query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key,
+                           httplib::detail::encode_query_param(value));
+    }
   };
   add("queue", o.filter_queue);
   add("state", o.filter_state);
