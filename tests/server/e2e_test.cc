@@ -370,6 +370,38 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   EXPECT_GT(next, held);  // ids are never reused
 }
 
+TEST_F(ServerTest, DrainMovesJobsOffTheNode) {
+  Start();
+  const std::uint64_t job = Submit(kAdmin, Job("long", "low", 1, 4000, 3600000));
+  ASSERT_TRUE(WaitState(job, "running"));
+  const std::string node = GetJob(job)["status"]["allocation"]["tasks"][0]["node"];
+  const std::string other = node == "g-0" ? "g-1" : "g-0";
+  CommandResult drain = RunCli(server_->address(), kAdmin, "drain " + node + " --reason maintenance");
+  ASSERT_EQ(drain.status, 0) << drain.output;
+  // Requeued (not an eviction) and placed again on the other node.
+  ASSERT_TRUE(WaitFor([&] {
+    const Json j = GetJob(job);
+    return j["status"].value("state", "") == "running" &&
+           j["status"]["allocation"]["tasks"][0]["node"] == other;
+  })) << GetJob(job).dump();
+  EXPECT_FALSE(GetJob(job)["status"].contains("evictions_ms"));
+  Reply events = Call(port(), kAdmin, "GET", "/v1/events?cursor=0");
+  std::vector<std::string> kinds;
+  for (const Json& e : events.body["events"]) kinds.push_back(e["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "started", "node_draining", "requeued",
+                                             "started"}));
+  Reply nodes = Call(port(), kAdmin, "GET", "/v1/nodes");
+  for (const Json& n : nodes.body["nodes"]) {
+    if (n["name"] == node) {
+      EXPECT_EQ(n["state"], "draining");
+      EXPECT_EQ(n["reason"], "maintenance");
+    }
+  }
+  EXPECT_EQ(RunCli(server_->address(), kAdmin, "uncordon " + node).status, 0);
+  nodes = Call(port(), kAdmin, "GET", "/v1/nodes");
+  for (const Json& n : nodes.body["nodes"]) EXPECT_EQ(n["state"], "schedulable") << n.dump();
+}
+
 // A stored job that no longer resolves against an edited configuration stops the start, named,
 // rather than being dropped.
 TEST_F(ServerTest, RefusesToStartWhenAStoredJobNoLongerResolves) {
