@@ -178,7 +178,9 @@ void TaskFields(const YAML::Node& m, const std::string& path, Json& group) {
 }
 
 // A job file: one job as in a jobs file (docs/configuration.md), plus `command` and
-// `idempotency_key`; names are resolved by the server.
+// `idempotency_key`. The jobs-file loader (src/config/jobs.cc) resolves names against a cluster,
+// which the client does not have: this reads the same fields, with the same quantity parsers,
+// into the API's JSON and leaves the names to the server (whose errors name the field).
 Json JobFromYaml(const YAML::Node& m, const std::string& path) {
   static const std::vector<std::string> kFields = {
       "name", "queue", "priority_class", "runtime_estimate", "checkpoint_interval",

@@ -402,6 +402,23 @@ TEST_F(ServerTest, DrainMovesJobsOffTheNode) {
   for (const Json& n : nodes.body["nodes"]) EXPECT_EQ(n["state"], "schedulable") << n.dump();
 }
 
+TEST_F(ServerTest, QuotaChangedAtRunTimeTakesEffect) {
+  Start();
+  ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota",
+                 R"({"G": {"nominal_milli": 4000, "max_milli": 4000}})").status, 200);
+  const std::uint64_t first = Submit(kAdmin, Job("first", "low", 1, 4000, 3600000));
+  const std::uint64_t second = Submit(kAdmin, Job("second", "low", 1, 4000, 3600000));
+  ASSERT_TRUE(WaitState(first, "running"));
+  ASSERT_TRUE(WaitFor([&] { return GetJob(second).value("reason", "").find("quota") == 0; }))
+      << GetJob(second).dump();
+  // Too big for the new maximum: refused at once.
+  Reply big = Call(port(), kAdmin, "POST", "/v1/jobs", Job("big", "low", 2, 4000, 1000));
+  EXPECT_EQ(big.status, 400);
+  EXPECT_EQ(big.body["error"]["field"], "queue") << big.body.dump();
+  ASSERT_EQ(Call(port(), kAdmin, "DELETE", "/v1/queues/main/quota").status, 200);
+  EXPECT_TRUE(WaitState(second, "running"));
+}
+
 // A stored job that no longer resolves against an edited configuration stops the start, named,
 // rather than being dropped.
 TEST_F(ServerTest, RefusesToStartWhenAStoredJobNoLongerResolves) {
