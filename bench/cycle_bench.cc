@@ -5,7 +5,8 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store] [--reps N] [--seed N] [--no-clock]
+//   arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server]
+//                 [--reps N] [--seed N] [--no-clock]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "memory_bench.h"
 #include "preempt_bench.h"
 #include "sim_bench.h"
+#include "server_bench.h"
 #include "store_bench.h"
 #include "workload.h"
 
@@ -222,7 +224,9 @@ Options ParseArgs(int argc, char** argv) {
       opt.clock = false;
     } else {
       Fail(
-          "usage: arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store] [--reps N] [--seed N] "
+          "usage: arbiter_bench [--only "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server] [--reps N] "
+          "[--seed N] "
           "[--no-clock]");
     }
   }
@@ -273,6 +277,13 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "store") {
     RunStoreBench();
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "server") {
+    const char* clients = std::getenv("ARBITER_BENCH_CLIENTS");
+    const char* recovery = std::getenv("ARBITER_BENCH_RECOVERY_JOBS");
+    RunServerBench(clients ? std::atoi(clients) : 64, 3.0,
+                   recovery ? std::atoll(recovery) : 100'000);
     ran = true;
   }
   if (!ran) Fail("no variant named " + opt.only);

@@ -14,15 +14,6 @@
 #include "workload.h"
 
 namespace arbiter::bench {
-namespace {
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
-}  // namespace
 
 void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std::uint64_t seed,
                          const char* suffix) {

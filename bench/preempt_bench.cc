@@ -18,14 +18,6 @@
 namespace arbiter::bench {
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t i =
-      std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
-  return v[i];
-}
-
 std::int64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

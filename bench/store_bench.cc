@@ -23,24 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "arbiter-store-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) Fail("cannot create a temporary directory");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A typical submission: one gang of GPU tasks, a GPU type, labels, a command.
 store::JobSpec BenchSpec(int thread, std::int64_t i) {
   store::JobSpec s;
@@ -65,13 +47,6 @@ store::JobSpec BenchSpec(int thread, std::int64_t i) {
   return s;
 }
 
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 void Print(const char* name, const std::string& suffix, double value, const char* unit) {
   std::printf("BENCH %s%s %.6g %s\n", name, suffix.c_str(), value, unit);
 }
@@ -83,34 +58,14 @@ void RunSubmitters(int threads, double seconds, std::size_t max_batch, const std
   if (!opened.ok()) Fail(opened.status().message());
   store::Store& store = **opened;
 
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
-  std::atomic<bool> go{false};
-  const auto duration =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::vector<std::thread> workers;
-  Clock::time_point start;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      while (!go.load()) std::this_thread::yield();
-      std::vector<double>& lat = latencies[static_cast<std::size_t>(t)];
-      const Clock::time_point end = start + duration;
-      for (std::int64_t i = 0;; ++i) {
-        store::JobSpec spec = BenchSpec(t, i);
-        const Clock::time_point t0 = Clock::now();
-        if (t0 >= end) break;
-        Result<store::Submitted> r = store.Submit(std::move(spec));
-        if (!r.ok()) Fail(r.status().message());
-        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      }
-    });
-  }
-  start = Clock::now();
-  go = true;
-  for (std::thread& w : workers) w.join();
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-
-  std::vector<double> all;
-  for (const std::vector<double>& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  TimedRun run = RunClosedLoop(threads, seconds, [&](int t) {
+    return [&store, t](std::int64_t i) {
+      Result<store::Submitted> r = store.Submit(BenchSpec(t, i));
+      if (!r.ok()) Fail(r.status().message());
+    };
+  });
+  std::vector<double>& all = run.latencies_us;
+  const double wall = run.wall_seconds;
   Result<store::Snapshot> snap = store.Load();
   if (!snap.ok()) Fail(snap.status().message());
   if (snap->jobs.size() != all.size()) {

@@ -10,11 +10,16 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdlib.h>  // mkdtemp
+#include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -28,6 +33,74 @@ namespace arbiter::bench {
 }
 
 inline constexpr std::int64_t kGiB = 1024;  // MiB per GiB
+
+// The p-quantile (0..1) of `v` (reordered).
+inline double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+// Closed-loop load: `threads` threads, each with its own worker `make(thread)` (made in the thread
+// before the clock starts), call `worker(i)` for i = 0, 1, ... until `seconds` have passed. Every
+// call is timed; the latencies (microseconds) of all threads and the wall seconds come back.
+struct TimedRun {
+  std::vector<double> latencies_us;
+  double wall_seconds = 0;
+};
+template <typename MakeWorker>
+TimedRun RunClosedLoop(int threads, double seconds, MakeWorker make) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
+  std::atomic<bool> go{false};
+  const auto duration =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  Clock::time_point start;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      auto worker = make(t);
+      while (!go.load()) std::this_thread::yield();
+      std::vector<double>& lat = latencies[static_cast<std::size_t>(t)];
+      const Clock::time_point end = start + duration;
+      for (std::int64_t i = 0;; ++i) {
+        const Clock::time_point t0 = Clock::now();
+        if (t0 >= end) break;
+        worker(i);
+        lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  }
+  start = Clock::now();
+  go = true;
+  for (std::thread& w : workers) w.join();
+  TimedRun run;
+  run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const std::vector<double>& l : latencies)
+    run.latencies_us.insert(run.latencies_us.end(), l.begin(), l.end());
+  return run;
+}
+
+// A fresh temporary directory (TMPDIR or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "arbiter-bench") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) Fail("cannot create a temporary directory");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Seeded draws.

@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build make pkg-config
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  libsqlite3-dev
+  libsqlite3-dev libcpp-httplib-dev
 )
 
 missing=()

@@ -261,6 +261,9 @@ class ClusterState {
   Status Evict(JobId job, Millis now);
   // Times this job was evicted, oldest first.
   std::span<const Millis> EvictionTimes(JobId job) const;
+  // Sets a job's eviction history (a driver rebuilding the state from its records); it applies
+  // from the job's next bind on.
+  void RestoreEvictions(JobId job, std::vector<Millis> times);
   Status SetCordoned(NodeId node, bool cordoned);
   Status SetHealthy(NodeId node, bool healthy);
   Status RecordCheckpoint(JobId job, Millis at);

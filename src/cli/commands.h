@@ -4,9 +4,31 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <memory>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace arbiter::cli {
+
+// A GPU amount for people: "8", "0.5".
+std::string FormatGpus(std::int64_t milli);
+
+// The commands that talk to a running server (src/cli/client.cc): submit, jobs, job, cancel,
+// hold, release, queues, nodes, cordon, uncordon, drain; and explain by job id.
+struct ClientOptions;
+struct ClientCommands {
+  std::shared_ptr<ClientOptions> options;
+  std::vector<std::pair<CLI::App*, int (*)(const ClientOptions&)>> commands;
+};
+// Adds the subcommands to `app`, and the connection flags to `explain` too.
+ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain);
+// Runs the client subcommand that was parsed, if any; returns its exit status.
+std::optional<int> RunClientCommand(const ClientCommands& commands);
+// `arbiter explain ID` against the server.
+int RunExplainServer(const ClientCommands& commands, const std::string& id);
 
 struct SimArgs {
   std::string scenario;

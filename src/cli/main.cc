@@ -16,14 +16,12 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
+#include "server/server.h"
 
 namespace arbiter::cli {
 namespace {
 
-std::string Gpus(std::int64_t milli) {
-  if (milli % kMilliPerGpu == 0) return std::to_string(milli / kMilliPerGpu);
-  return fmt::format("{:.3g}", static_cast<double>(milli) / kMilliPerGpu);
-}
+std::string Gpus(std::int64_t milli) { return FormatGpus(milli); }
 
 
 const char* EvictionKindName(Eviction::Kind kind) {
@@ -348,7 +346,9 @@ int main(int argc, char** argv) {
       "explain",
       "Why a job is pending, or where it goes: after one cycle over a cluster and its jobs, or at "
       "a moment of a simulated scenario");
-  explain->add_option("JOB", explain_job, "The job's name")->required();
+  explain->add_option("JOB", explain_job,
+                      "The job's name (with --config or --scenario), or its id on the server")
+      ->required();
   CLI::Option* explain_config =
       explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
           ->check(CLI::ExistingFile);
@@ -425,6 +425,25 @@ int main(int argc, char** argv) {
   fill->add_option("--threads", fill_args.threads, "Runs in parallel (default: one per processor)");
   fill->add_flag("--quiet", fill_args.quiet, "No progress count");
 
+  arbiter::server::ServerArgs server_args;
+  CLI::App* server = app.add_subcommand(
+      "server", "Run the control-plane server: the HTTP/JSON API (docs/api.md), the scheduling "
+                "loop and the durable store");
+  server->add_option("--config", server_args.config, "Cluster configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  server->add_option("--data", server_args.data,
+                     "Directory of the durable store (default: arbiter-data)");
+  server->add_option("--listen", server_args.listen,
+                     "HOST:PORT to serve on (default 127.0.0.1:8642; port 0: any free port)");
+  server->add_flag("--virtual-nodes", server_args.virtual_nodes,
+                   "Run the configured nodes inside the server: a job runs for its runtime "
+                   "estimate");
+  server->add_option("--threads", server_args.threads,
+                     "Connection threads (default 64; a keep-alive connection holds one)");
+
+  arbiter::cli::ClientCommands client = arbiter::cli::AddClientCommands(app, explain);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -439,6 +458,8 @@ int main(int argc, char** argv) {
     return arbiter::cli::RunSim(sim_args);
   }
   if (*fill) return arbiter::cli::RunFill(fill_args);
+  if (*server) return arbiter::server::RunServer(server_args);
+  if (std::optional<int> status = arbiter::cli::RunClientCommand(client)) return *status;
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) {
     if (!lint_scenario.empty()) {
@@ -464,8 +485,13 @@ int main(int argc, char** argv) {
       explain_sim.job = explain_job;
       return arbiter::cli::RunExplainSim(explain_sim);
     }
+    if (explain_cluster.empty() && explain_jobs.empty()) {
+      // A job of the running server, by id.
+      return arbiter::cli::RunExplainServer(client, explain_job);
+    }
     if (explain_cluster.empty() || explain_jobs.empty()) {
-      fmt::print(stderr, "error: explain needs --config and --jobs, or --scenario and --at\n");
+      fmt::print(stderr, "error: explain needs --config and --jobs, --scenario and --at, or "
+                         "neither (a job of the server, by id)\n");
       return 2;
     }
     return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);

@@ -116,7 +116,7 @@ int RunLintScenario(const std::string& path, bool strict) {
                                                      s.min_replicas, s.max_replicas);
       for (std::int64_t i = 0; i < replicas; ++i) jobs.push_back(s.replica);
     }
-    const config::ClusterConfig config{c.cluster, c.engine};
+    const config::ClusterConfig config{c.cluster, c.engine, {}};
     const std::vector<config::LintWarning> warnings = config::Lint(config, *state, jobs);
     fmt::print("configuration {}: {}\n", c.name,
                warnings.empty() ? "ok"

@@ -108,6 +108,22 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
+}  // namespace
+
+const char* RoleName(TokenSpec::Role role) {
+  switch (role) {
+    case TokenSpec::Role::kAdmin:
+      return "admin";
+    case TokenSpec::Role::kUser:
+      return "user";
+    case TokenSpec::Role::kAgent:
+      return "agent";
+  }
+  return "?";
+}
+
+namespace {
+
 class ClusterLoader {
  public:
   ClusterConfig Load(const Value& root) {
@@ -116,13 +132,14 @@ class ClusterLoader {
           "expected a mapping with fields topology, scheduler, priority_classes, queues, "
           "nodes");
     }
-    Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes"});
+    Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes", "server"});
     // Nodes come before queues: quota resources name the GPU models found on nodes.
     if (const Value* v = m.Find("topology")) LoadTopology(*v);
     if (const Value* v = m.Find("scheduler")) LoadScheduler(*v);
     LoadPriorityClasses(m.Get("priority_classes"));
     LoadNodes(m.Get("nodes"));
     LoadQueues(m.Get("queues"));
+    if (const Value* v = m.Find("server")) LoadServer(*v);
     return std::move(out_);
   }
 
@@ -202,6 +219,47 @@ class ClusterLoader {
     if (const Value* x = p.Find("policy")) o.policy = policy(*x);
     if (const Value* x = p.Find("seed")) {
       o.seed = static_cast<std::uint64_t>(x->Int(0, std::numeric_limits<std::int64_t>::max()));
+    }
+  }
+
+  // `server:`: tokens and the server's limits. Runs after the queues (user tokens name them).
+  void LoadServer(const Value& value) {
+    Map m(value, {"tokens", "cycle_min_interval", "cycle_period", "max_active_jobs_per_user",
+                  "max_body_bytes"});
+    ServerConfig& s = out_.server;
+    if (const Value* v = m.Find("cycle_min_interval")) s.cycle_min_interval = v->Duration();
+    if (const Value* v = m.Find("cycle_period")) s.cycle_period = PositiveDuration(*v);
+    if (const Value* v = m.Find("max_active_jobs_per_user"))
+      s.max_active_jobs_per_user = v->Int(0, std::numeric_limits<std::int64_t>::max());
+    if (const Value* v = m.Find("max_body_bytes")) s.max_body_bytes = v->Int(1024, 1LL << 32);
+    std::vector<std::string> queues;
+    for (const QueueSpec& q : out_.cluster.queues) queues.push_back(q.name);
+    std::map<std::string, int> names, secrets;  // -> line
+    if (const Value* tokens = m.Find("tokens")) {
+      for (const Value& item : tokens->Items()) {
+        Map t(item, {"name", "token", "role", "queues"});
+        TokenSpec spec;
+        const Value& name = t.Get("name");
+        spec.name = name.NonEmptyString();
+        if (auto [it, fresh] = names.emplace(spec.name, name.mark().line + 1); !fresh)
+          name.Fail(fmt::format("duplicate token name '{}' (first at line {})", spec.name,
+                                it->second));
+        const Value& token = t.Get("token");
+        spec.token = token.NonEmptyString();
+        if (spec.token.size() < 8) token.Fail("must be at least 8 characters");
+        if (auto [it, fresh] = secrets.emplace(spec.token, token.mark().line + 1); !fresh)
+          token.Fail(fmt::format("the same token is given at line {}", it->second));
+        spec.role = static_cast<TokenSpec::Role>(t.Get("role").Choice({"admin", "user", "agent"}));
+        if (const Value* q = t.Find("queues")) {
+          if (spec.role != TokenSpec::Role::kUser) q->Fail("only a user token is limited to queues");
+          for (const Value& item_q : q->Items()) {
+            std::string queue = item_q.NonEmptyString();
+            if (IndexOf(queues, queue) < 0) item_q.Fail(UnknownName("queue", queue, queues));
+            spec.queues.push_back(std::move(queue));
+          }
+        }
+        s.tokens.push_back(std::move(spec));
+      }
     }
   }
 

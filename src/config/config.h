@@ -21,9 +21,29 @@
 
 namespace arbiter::config {
 
+// Who may call the server: a bearer token and what it may do.
+struct TokenSpec {
+  enum class Role : std::uint8_t { kAdmin, kUser, kAgent };
+  std::string name;   // the identity jobs record as their submitter
+  std::string token;  // the secret, as sent in `Authorization: Bearer TOKEN`
+  Role role = Role::kUser;
+  std::vector<std::string> queues;  // kUser: the leaf queues it may submit to (empty: none)
+};
+const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent"
+
+// The `server:` section, read only by `arbiter server`.
+struct ServerConfig {
+  std::vector<TokenSpec> tokens;
+  Millis cycle_min_interval = 200;      // at most one cycle per this interval
+  Millis cycle_period = 5 * kMillisPerSecond;  // a cycle at least this often
+  std::int64_t max_active_jobs_per_user = 10000;  // pending, held and running; 0: no limit
+  std::int64_t max_body_bytes = 1 << 20;          // larger request bodies are refused
+};
+
 struct ClusterConfig {
   ClusterSpec cluster;
   EngineOptions engine;  // `scheduler:` section; defaults of engine.h where not given
+  ServerConfig server;   // `server:` section
 };
 
 // Reads and parses a cluster file. Besides types and values it checks, with positions, duplicate

@@ -487,6 +487,14 @@ std::span<const Millis> ClusterState::EvictionTimes(JobId id) const {
   return it->second;
 }
 
+void ClusterState::RestoreEvictions(JobId id, std::vector<Millis> times) {
+  if (times.empty()) {
+    evictions_.erase(id);
+  } else {
+    evictions_[id] = std::move(times);
+  }
+}
+
 Status ClusterState::Unbind(JobId id, Millis now) {
   AccrueUsage(now);
   auto it = running_.find(id);

@@ -1,0 +1,163 @@
+// The server benchmark: durable submissions per second over HTTP with keep-alive connections and
+// concurrent clients, and their latency as a client sees it (request sent to answer read).
+#include "server_bench.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arbiter/store.h"
+#include "server/server.h"
+#include "store/codec.h"
+#include "workload.h"
+
+namespace arbiter::bench {
+namespace {
+
+
+// 64 nodes of 8 H800 in 8 leaves; the submitted jobs mostly wait (they pile up as a server's
+// queue does under a submission burst), so each cycle also orders and explains them.
+constexpr const char* kCluster = R"(
+topology: {levels: [leaf]}
+priority_classes:
+  - {name: P1, value: 100}
+queues:
+  - {name: training}
+nodes:
+  - name: h800-{i}
+    count: 64
+    gpus: {model: H800, count: 8, memory: 80Gi}
+    cpu: 192
+    memory: 2Ti
+    topology: {leaf: "leaf-{i/8}"}
+server:
+  tokens:
+    - {name: bench, token: bench-admin-token, role: admin}
+  cycle_min_interval: 1s
+  cycle_period: 5s
+  max_active_jobs_per_user: 0
+)";
+
+std::string Body(int client, std::int64_t i) {
+  return "{\"name\":\"job-" + std::to_string(client) + "-" + std::to_string(i) +
+         "\",\"queue\":\"training\",\"priority_class\":\"P1\",\"gpu_types\":[\"H800\"],"
+         "\"topology\":{\"level\":\"leaf\"},\"runtime_estimate_ms\":14400000,"
+         "\"checkpoint_interval_ms\":1800000,\"labels\":{\"team\":\"nlp\"},"
+         "\"command\":\"torchrun --nproc-per-node 8 train.py\","
+         "\"groups\":[{\"tasks\":2,\"gpu_milli\":8000,\"cpu_milli\":64000,"
+         "\"memory_mib\":524288}]}";
+}
+
+}  // namespace
+
+namespace {
+
+void RunClients(int clients, double seconds, const std::string& suffix) {
+  TempDir dir("arbiter-server-bench");
+  const std::string config = dir.path() + "/cluster.yaml";
+  std::ofstream(config) << kCluster;
+  server::ServerArgs args;
+  args.config = config;
+  args.data = dir.path() + "/data";
+  args.listen = "127.0.0.1:0";
+  args.threads = clients + 8;
+  Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
+  if (!server.ok()) Fail(server.status().message());
+  const int port = (*server)->port();
+
+  std::atomic<int> refused{0};
+  TimedRun run = RunClosedLoop(clients, seconds, [&](int c) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms a request
+    client->set_read_timeout(std::chrono::seconds(30));
+    return [&refused, client, c](std::int64_t i) {
+      static const httplib::Headers kHeaders{{"Authorization", "Bearer bench-admin-token"}};
+      httplib::Result res = client->Post("/v1/jobs", kHeaders, Body(c, i), "application/json");
+      if (!res || res->status != 201) {
+        if (refused.fetch_add(1) == 0) {
+          std::fprintf(stderr, "# server bench: %s\n",
+                       res ? (std::to_string(res->status) + " " + res->body).c_str()
+                           : httplib::to_string(res.error()).c_str());
+        }
+      }
+    };
+  });
+  std::vector<double>& all = run.latencies_us;
+  const double wall = run.wall_seconds;
+  if (refused.load() > 0) Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
+  {
+    // The cycles that ran meanwhile (they order and explain every pending job).
+    httplib::Client client("127.0.0.1", port);
+    httplib::Result metrics = client.Get("/metrics");
+    double sum = 0, count = 0;
+    if (metrics) {
+      std::sscanf(metrics->body.c_str() + metrics->body.find("arbiter_cycle_duration_seconds_sum"),
+                  "arbiter_cycle_duration_seconds_sum %lf\narbiter_cycle_duration_seconds_count %lf",
+                  &sum, &count);
+    }
+    std::printf("# server: %.0f cycles, %.1f ms each on average\n", count,
+                count > 0 ? 1000 * sum / count : 0.0);
+  }
+  std::printf("# server: %d keep-alive clients, %zu durable submissions over HTTP in %.2f s\n",
+              clients, all.size(), wall);
+  std::printf("BENCH server_submit_per_s%s %.6g submits/s\n", suffix.c_str(),
+              static_cast<double>(all.size()) / wall);
+  std::printf("BENCH server_submit_p50_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.50));
+  std::printf("BENCH server_submit_p99_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.99));
+  std::fflush(stdout);
+}
+
+// A store with `jobs` pending jobs, then the time from Server::Start to ready: open, load,
+// resolve every job against the configuration, rebuild the cluster state.
+void RunRecovery(std::int64_t jobs) {
+  TempDir dir("arbiter-server-bench");
+  const std::string config = dir.path() + "/cluster.yaml";
+  std::ofstream(config) << kCluster;
+  {
+    Result<std::unique_ptr<store::Store>> opened = store::OpenSqliteStore({dir.path() + "/data"});
+    if (!opened.ok()) Fail(opened.status().message());
+    constexpr std::int64_t kChunk = 5000;
+    for (std::int64_t first = 0; first < jobs; first += kChunk) {
+      std::vector<store::JobSpec> specs;
+      for (std::int64_t i = first; i < std::min(jobs, first + kChunk); ++i) {
+        Result<store::JobSpec> spec = store::DecodeJobSpec(Body(0, i));
+        if (!spec.ok()) Fail(spec.status().message());
+        spec->user = "bench";
+        spec->submit_time = 1'700'000'000'000 + i;
+        specs.push_back(std::move(spec).value());
+      }
+      Result<std::vector<store::Submitted>> r = (*opened)->SubmitBatch(std::move(specs));
+      if (!r.ok()) Fail(r.status().message());
+    }
+  }
+  server::ServerArgs args;
+  args.config = config;
+  args.data = dir.path() + "/data";
+  args.listen = "127.0.0.1:0";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
+  if (!server.ok()) Fail(server.status().message());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("# server recovery: start to ready over %lld pending jobs\n",
+              static_cast<long long>(jobs));
+  std::printf("BENCH server_recovery_s %.6g s\n", seconds);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void RunServerBench(int clients, double seconds, std::int64_t recovery_jobs) {
+  RunClients(16, seconds, "_16_clients");
+  RunClients(clients, seconds, "");
+  if (recovery_jobs > 0) RunRecovery(recovery_jobs);
+}
+
+}  // namespace arbiter::bench

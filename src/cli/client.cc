@@ -1,0 +1,601 @@
+// The commands that talk to a running server over its HTTP/JSON API (docs/api.md). The server
+// address and token come from --server / --token, else ARBITER_SERVER / ARBITER_TOKEN, else the
+// user's client file (ARBITER_CONFIG, default ~/.config/arbiter/client.yaml: `server:` and
+// `token:`), else http://127.0.0.1:8642 without a token. Exit status: 0 on success, 1 when the
+// server refuses or cannot be reached, 2 on usage errors.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arbiter/quantity.h"
+#include "cli/commands.h"
+#include "config/config.h"
+
+namespace arbiter::cli {
+
+using Json = nlohmann::json;
+
+std::string FormatGpus(std::int64_t milli) {
+  if (milli % kMilliPerGpu == 0) return std::to_string(milli / kMilliPerGpu);
+  return fmt::format("{:.3g}", static_cast<double>(milli) / kMilliPerGpu);
+}
+
+struct ClientOptions {
+  std::string server, token;
+  bool json = false;
+  // submit
+  std::string file, name, queue, priority_class, gpus, gpu_memory, cpu, memory, topology, runtime,
+      checkpoint, idempotency_key;
+  int tasks = 0;  // 0: not given
+  std::vector<std::string> gpu_types, command;
+  // jobs
+  std::string filter_queue, filter_state, filter_user;
+  int limit = 0;
+  // job ids, node, reason
+  std::vector<std::string> ids;
+  std::string node, reason;
+};
+
+namespace {
+
+struct UsageError {
+  std::string message;
+};
+
+struct Connection {
+  std::string server, token;
+};
+
+Connection Connect(const ClientOptions& o) {
+  Connection c{o.server, o.token};
+  if (c.server.empty()) {
+    if (const char* v = std::getenv("ARBITER_SERVER")) c.server = v;
+  }
+  if (c.token.empty()) {
+    if (const char* v = std::getenv("ARBITER_TOKEN")) c.token = v;
+  }
+  if (c.server.empty() || c.token.empty()) {
+    std::string path;
+    if (const char* v = std::getenv("ARBITER_CONFIG")) {
+      path = v;
+    } else if (const char* home = std::getenv("HOME")) {
+      path = std::string(home) + "/.config/arbiter/client.yaml";
+    }
+    if (!path.empty()) {
+      if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+        std::fclose(f);
+        try {
+          YAML::Node file = YAML::LoadFile(path);
+          if (c.server.empty() && file["server"]) c.server = file["server"].as<std::string>();
+          if (c.token.empty() && file["token"]) c.token = file["token"].as<std::string>();
+        } catch (const std::exception& e) {
+          throw UsageError{fmt::format("{}: {}", path, e.what())};
+        }
+      }
+    }
+  }
+  if (c.server.empty()) c.server = "http://127.0.0.1:8642";
+  if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
+  return c;
+}
+
+// One API call. Prints the error and returns nullopt when the server cannot be reached or
+// refuses (its JSON error message).
+std::optional<Json> Call(const ClientOptions& o, const std::string& method,
+                         const std::string& path, const std::optional<Json>& body = {}) {
+  const Connection c = Connect(o);
+  httplib::Client client(c.server);
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(std::chrono::seconds(90));
+  httplib::Headers headers;
+  if (!c.token.empty()) headers.emplace("Authorization", "Bearer " + c.token);
+  const std::string text = body ? body->dump() : std::string();
+  httplib::Result res =
+      method == "GET"      ? client.Get(path, headers)
+      : method == "DELETE" ? client.Delete(path, headers)
+      : method == "PUT"    ? client.Put(path, headers, text, "application/json")
+      : method == "PATCH"  ? client.Patch(path, headers, text, "application/json")
+                           : client.Post(path, headers, text, "application/json");
+  if (!res) {
+    fmt::print(stderr,
+               "error: cannot reach the Arbiter server at {}: {} (start one with `arbiter server`, "
+               "or point --server / ARBITER_SERVER at it)\n",
+               c.server, httplib::to_string(res.error()));
+    return std::nullopt;
+  }
+  Json json = Json::parse(res->body, nullptr, false);
+  if (res->status >= 400) {
+    std::string message = res->body;
+    if (!json.is_discarded() && json.contains("error")) message = json["error"].value("message", "");
+    fmt::print(stderr, "error: {} (HTTP {})\n", message, res->status);
+    return std::nullopt;
+  }
+  if (json.is_discarded()) {
+    fmt::print(stderr, "error: the server answered something other than JSON\n");
+    return std::nullopt;
+  }
+  return json;
+}
+
+Millis NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Age(Millis since) {
+  const Millis s = std::max<Millis>(0, (NowMillis() - since) / 1000);
+  if (s < 120) return fmt::format("{}s", s);
+  if (s < 7200) return fmt::format("{}m", s / 60);
+  if (s < 172800) return fmt::format("{}h", s / 3600);
+  return fmt::format("{}d", s / 86400);
+}
+
+// ---- submit ----
+
+template <typename T>
+T Check(Result<T> r) {
+  if (!r.ok()) throw UsageError{r.status().message()};
+  return std::move(r).value();
+}
+
+std::string Scalar(const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) throw UsageError{field + ": expected a value"};
+  return node.Scalar();
+}
+
+// The per-task fields of a group (or of the job itself) into the API's group object.
+void TaskFields(const YAML::Node& m, const std::string& path, Json& group) {
+  if (m["tasks"]) {
+    const std::string t = Scalar(m["tasks"], path + "tasks");
+    try {
+      group["tasks"] = std::stoll(t);
+    } catch (const std::exception&) {
+      throw UsageError{path + "tasks: expected an integer, got '" + t + "'"};
+    }
+  }
+  if (m["gpus"]) {
+    group["gpu_milli"] = Check(config::ParseGpus(Scalar(m["gpus"], path + "gpus"), path + "gpus"))
+                             .value();
+  }
+  if (m["gpu_memory"]) {
+    group["gpu_memory_mib"] =
+        Check(config::ParseMiB(Scalar(m["gpu_memory"], path + "gpu_memory"), path + "gpu_memory"));
+  }
+  if (m["cpu"])
+    group["cpu_milli"] = Check(config::ParseCpu(Scalar(m["cpu"], path + "cpu"), path + "cpu")).value();
+  if (m["memory"])
+    group["memory_mib"] = Check(config::ParseMiB(Scalar(m["memory"], path + "memory"), path + "memory"));
+}
+
+// A job file: one job as in a jobs file (docs/configuration.md), plus `command` and
+// `idempotency_key`. The jobs-file loader (src/config/jobs.cc) resolves names against a cluster,
+// which the client does not have: this reads the same fields, with the same quantity parsers,
+// into the API's JSON and leaves the names to the server (whose errors name the field).
+Json JobFromYaml(const YAML::Node& m, const std::string& path) {
+  static const std::vector<std::string> kFields = {
+      "name", "queue", "priority_class", "runtime_estimate", "checkpoint_interval",
+      "restart_overhead", "gpu_types", "topology", "node_selector", "tolerations", "labels",
+      "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory", "command", "idempotency_key"};
+  if (!m.IsMap()) throw UsageError{path + ": expected a mapping (a job)"};
+  Json job = Json::object();
+  for (const auto& kv : m) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+      throw UsageError{fmt::format("{}{}: unknown field", path.empty() ? "" : path + ".", key)};
+  }
+  const std::string p = path.empty() ? "" : path + ".";
+  for (const char* f : {"name", "queue", "priority_class", "command", "idempotency_key"}) {
+    if (m[f]) job[f] = Scalar(m[f], p + f);
+  }
+  for (const auto& [f, out] : std::vector<std::pair<std::string, std::string>>{
+           {"runtime_estimate", "runtime_estimate_ms"},
+           {"checkpoint_interval", "checkpoint_interval_ms"},
+           {"restart_overhead", "restart_overhead_ms"}}) {
+    if (m[f]) job[out] = Check(config::ParseDuration(Scalar(m[f], p + f), p + f));
+  }
+  if (m["gpu_types"]) {
+    for (const auto& t : m["gpu_types"]) job["gpu_types"].push_back(t.as<std::string>());
+  }
+  if (const YAML::Node t = m["topology"]) {
+    if (t.IsScalar()) {
+      job["topology"] = {{"level", t.Scalar()}};
+    } else {
+      job["topology"] = {{"level", t["level"].as<std::string>("")},
+                         {"mode", t["mode"].as<std::string>("required")}};
+    }
+  }
+  for (const char* f : {"node_selector", "labels"}) {
+    if (m[f]) {
+      for (const auto& kv : m[f]) job[f][kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+  }
+  if (m["tolerations"]) {
+    for (const auto& t : m["tolerations"]) {
+      Json tol = Json::object();
+      for (const auto& kv : t) tol[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      job["tolerations"].push_back(tol);
+    }
+  }
+  if (m["groups"]) {
+    std::size_t i = 0;
+    for (const auto& g : m["groups"]) {
+      Json group = Json::object();
+      if (g["name"]) group["name"] = g["name"].as<std::string>();
+      TaskFields(g, fmt::format("{}groups[{}].", p, i++), group);
+      job["groups"].push_back(group);
+    }
+  } else {
+    Json group = Json::object();
+    TaskFields(m, p, group);
+    job["groups"] = Json::array({group});
+  }
+  return job;
+}
+
+int Submit(const ClientOptions& o) {
+  std::vector<Json> jobs;
+  if (!o.file.empty()) {
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(o.file);
+    } catch (const std::exception& e) {
+      throw UsageError{fmt::format("{}: {}", o.file, e.what())};
+    }
+    try {
+      if (doc.IsMap() && doc["jobs"]) {
+        std::size_t i = 0;
+        for (const auto& j : doc["jobs"]) jobs.push_back(JobFromYaml(j, fmt::format("jobs[{}]", i++)));
+      } else {
+        jobs.push_back(JobFromYaml(doc, ""));
+      }
+    } catch (const UsageError& e) {
+      throw UsageError{fmt::format("{}: {}", o.file, e.message)};
+    } catch (const YAML::Exception& e) {
+      throw UsageError{fmt::format("{}: {}", o.file, e.what())};
+    }
+  } else {
+    jobs.push_back(Json{{"groups", Json::array({Json::object()})}});
+  }
+  for (Json& job : jobs) {
+    // Flags override the file.
+    if (!o.name.empty()) job["name"] = o.name;
+    if (!job.contains("name")) job["name"] = fmt::format("job-{}", NowMillis());
+    if (!o.queue.empty()) job["queue"] = o.queue;
+    if (!o.priority_class.empty()) job["priority_class"] = o.priority_class;
+    Json& group = job["groups"][0];
+    if (o.tasks != 0) group["tasks"] = o.tasks;
+    if (!o.gpus.empty()) group["gpu_milli"] = Check(config::ParseGpus(o.gpus, "--gpus")).value();
+    if (!o.gpu_memory.empty())
+      group["gpu_memory_mib"] = Check(config::ParseMiB(o.gpu_memory, "--gpu-memory"));
+    if (!o.cpu.empty()) group["cpu_milli"] = Check(config::ParseCpu(o.cpu, "--cpu")).value();
+    if (!o.memory.empty()) group["memory_mib"] = Check(config::ParseMiB(o.memory, "--memory"));
+    if (!o.gpu_types.empty()) job["gpu_types"] = o.gpu_types;
+    if (!o.topology.empty()) job["topology"] = {{"level", o.topology}};
+    if (!o.runtime.empty())
+      job["runtime_estimate_ms"] = Check(config::ParseDuration(o.runtime, "--runtime"));
+    if (!o.checkpoint.empty())
+      job["checkpoint_interval_ms"] =
+          Check(config::ParseDuration(o.checkpoint, "--checkpoint-interval"));
+    if (!o.idempotency_key.empty()) job["idempotency_key"] = o.idempotency_key;
+    if (!o.command.empty()) {
+      std::string command;
+      for (const std::string& a : o.command) command += (command.empty() ? "" : " ") + a;
+      job["command"] = command;
+    }
+    std::optional<Json> answer = Call(o, "POST", "/v1/jobs", job);
+    if (!answer) return 1;
+    if (o.json) {
+      fmt::print("{}\n", answer->dump());
+    } else {
+      fmt::print("submitted job {} ({}){}\n", (*answer)["id"].get<std::uint64_t>(),
+                 job["name"].get<std::string>(),
+                 (*answer)["duplicate"].get<bool>() ? ": already submitted with this key" : "");
+    }
+  }
+  return 0;
+}
+
+// ---- listings ----
+
+std::string JobGpus(const Json& job) { return FormatGpus(job.value("gpu_milli", 0)); }
+
+std::string Where(const Json& job) {
+  std::string out;
+  for (const auto& t : job.value("tasks", Json::array()))
+    out += (out.empty() ? "" : " ") + t.get<std::string>();
+  return out;
+}
+
+int Jobs(const ClientOptions& o) {
+  std::string query;
+  auto add = [&](const char* key, const std::string& value) {
+    if (!value.empty()) {
+      query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key,
+                           httplib::detail::encode_query_param(value));
+    }
+  };
+  add("queue", o.filter_queue);
+  add("state", o.filter_state);
+  add("user", o.filter_user);
+  if (o.limit > 0) add("limit", std::to_string(o.limit));
+  std::optional<Json> answer = Call(o, "GET", "/v1/jobs" + query);
+  if (!answer) return 1;
+  if (o.json) {
+    fmt::print("{}\n", (*answer)["jobs"].dump(2));
+    return 0;
+  }
+  fmt::print("{:>7} {:<20} {:<10} {:<11} {:<6} {:<9} {:>5} {:>5}  {}\n", "ID", "NAME", "USER",
+             "QUEUE", "CLASS", "STATE", "GPUS", "AGE", "REASON / NODES");
+  for (const Json& j : (*answer)["jobs"]) {
+    const Json& spec = j["spec"];
+    const Json& status = j["status"];
+    const std::string state = status.value("state", "pending");
+    std::string detail = state == "running" ? Where(j) : j.value("reason", std::string());
+    if (state == "running" && j.contains("reason")) detail = j["reason"].get<std::string>();
+    fmt::print("{:>7} {:<20} {:<10} {:<11} {:<6} {:<9} {:>5} {:>5}  {}\n",
+               j["id"].get<std::uint64_t>(), spec.value("name", ""), spec.value("user", ""),
+               spec.value("queue", ""), status.value("priority_class", spec.value("priority_class", "")),
+               state, JobGpus(j), Age(spec.value("submit_time_ms", Millis{0})), detail);
+  }
+  return 0;
+}
+
+std::optional<std::string> OneId(const ClientOptions& o) {
+  if (o.ids.size() != 1) throw UsageError{"give one job id"};
+  for (char c : o.ids[0]) {
+    if (c < '0' || c > '9') throw UsageError{fmt::format("job id: expected a number, got '{}'", o.ids[0])};
+  }
+  return o.ids[0];
+}
+
+int JobDetail(const ClientOptions& o) {
+  std::optional<Json> answer = Call(o, "GET", "/v1/jobs/" + *OneId(o));
+  if (!answer) return 1;
+  if (o.json) {
+    fmt::print("{}\n", answer->dump(2));
+    return 0;
+  }
+  const Json& j = *answer;
+  const Json& spec = j["spec"];
+  const Json& status = j["status"];
+  fmt::print("job {} ({})\n", j["id"].get<std::uint64_t>(), spec.value("name", ""));
+  fmt::print("  user {}, queue {}, class {}, {} GPUs\n", spec.value("user", ""),
+             spec.value("queue", ""), status.value("priority_class", ""), JobGpus(j));
+  fmt::print("  state {}, submitted {} ago\n", status.value("state", ""),
+             Age(spec.value("submit_time_ms", Millis{0})));
+  if (j.contains("tasks")) fmt::print("  on {}\n", Where(j));
+  if (j.contains("reason")) fmt::print("  reason: {}\n", j["reason"].get<std::string>());
+  if (status.contains("evictions_ms"))
+    fmt::print("  evicted {} times\n", status["evictions_ms"].size());
+  if (status.contains("message")) fmt::print("  {}\n", status["message"].get<std::string>());
+  return 0;
+}
+
+int Explain(const ClientOptions& o) {
+  std::optional<Json> answer = Call(o, "GET", "/v1/jobs/" + *OneId(o));
+  if (!answer) return 1;
+  const Json& j = *answer;
+  if (o.json) {
+    fmt::print("{}\n", Json{{"id", j["id"]},
+                            {"state", j["status"].value("state", "")},
+                            {"reason", j.value("reason", "")},
+                            {"tasks", j.value("tasks", Json::array())}}
+                           .dump());
+    return 0;
+  }
+  const Json& spec = j["spec"];
+  const std::string state = j["status"].value("state", "");
+  fmt::print("job {} ({}, queue {}, class {}, {} GPUs):\n", j["id"].get<std::uint64_t>(),
+             spec.value("name", ""), spec.value("queue", ""),
+             j["status"].value("priority_class", ""), JobGpus(j));
+  if (state == "pending" || state == "held") {
+    fmt::print("  {}: {}\n", state, j.value("reason", ""));
+  } else if (state == "running") {
+    fmt::print("  running on {}\n", Where(j));
+    if (j.contains("reason")) fmt::print("  {}\n", j["reason"].get<std::string>());
+  } else {
+    fmt::print("  {}{}\n", state,
+               j["status"].contains("message") ? ": " + j["status"]["message"].get<std::string>()
+                                               : "");
+  }
+  return 0;
+}
+
+int JobAction(const ClientOptions& o, const std::string& action) {
+  if (o.ids.empty()) throw UsageError{"give at least one job id"};
+  int status = 0;
+  for (const std::string& id : o.ids) {
+    ClientOptions one = o;
+    one.ids = {id};
+    OneId(one);
+    std::optional<Json> answer = Call(o, "POST", "/v1/jobs/" + id + "/" + action);
+    if (!answer) {
+      status = 1;
+      continue;
+    }
+    if (o.json) {
+      fmt::print("{}\n", answer->dump());
+    } else {
+      fmt::print("job {}: {}\n", id, (*answer)["status"].value("state", ""));
+    }
+  }
+  return status;
+}
+
+int Queues(const ClientOptions& o) {
+  std::optional<Json> answer = Call(o, "GET", "/v1/queues");
+  if (!answer) return 1;
+  if (o.json) {
+    fmt::print("{}\n", (*answer)["queues"].dump(2));
+    return 0;
+  }
+  fmt::print("{:<14} {:<10} {:>4} {:>6} {:>7} {:>7} {:>5}  {}\n", "QUEUE", "PARENT", "PRIO",
+             "WEIGHT", "PENDING", "RUNNING", "HELD", "GPUS USED / GUARANTEED / MAX");
+  for (const Json& q : (*answer)["queues"]) {
+    std::string usage;
+    for (const Json& r : q["resources"]) {
+      auto milli = [&](const char* k) {
+        return r.contains(k) && !r[k].is_null() ? FormatGpus(r[k].get<std::int64_t>()) : "-";
+      };
+      usage += fmt::format("{}{} {}/{}/{}", usage.empty() ? "" : ", ",
+                           r["resource"].get<std::string>(), milli("usage_milli"),
+                           milli("nominal_milli"), milli("max_milli"));
+    }
+    const Json& jobs = q["jobs"];
+    fmt::print("{:<14} {:<10} {:>4} {:>6} {:>7} {:>7} {:>5}  {}\n", q["name"].get<std::string>(),
+               q["parent"].is_null() ? "-" : q["parent"].get<std::string>(),
+               q["priority"].get<int>(), q["weight"].get<int>(), jobs.value("pending", 0),
+               jobs.value("running", 0), jobs.value("held", 0), usage);
+  }
+  return 0;
+}
+
+int Nodes(const ClientOptions& o) {
+  std::optional<Json> answer = Call(o, "GET", "/v1/nodes");
+  if (!answer) return 1;
+  if (o.json) {
+    fmt::print("{}\n", (*answer)["nodes"].dump(2));
+    return 0;
+  }
+  fmt::print("{:<14} {:<12} {:<10} {:>11} {:>11} {:>13}  {}\n", "NODE", "STATE", "GPU TYPE",
+             "GPUS FREE", "CPU FREE", "MEM FREE GiB", "JOBS");
+  for (const Json& n : (*answer)["nodes"]) {
+    std::string type = "-";
+    if (!n["gpus"].empty()) type = n["gpus"][0]["type"].get<std::string>();
+    std::string jobs;
+    for (const Json& id : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::uint64_t>());
+    fmt::print("{:<14} {:<12} {:<10} {:>11} {:>11} {:>13}  {}\n", n["name"].get<std::string>(),
+               n["state"].get<std::string>(), type,
+               fmt::format("{}/{}", FormatGpus(n["gpu_free_milli"].get<std::int64_t>()),
+                           FormatGpus(n["gpu_milli"].get<std::int64_t>())),
+               fmt::format("{}/{}", n["cpu_free_milli"].get<std::int64_t>() / 1000,
+                           n["cpu_milli"].get<std::int64_t>() / 1000),
+               fmt::format("{}/{}", n["memory_free_mib"].get<std::int64_t>() / 1024,
+                           n["memory_mib"].get<std::int64_t>() / 1024),
+               jobs.empty() ? "-" : jobs);
+  }
+  return 0;
+}
+
+int NodeAction(const ClientOptions& o, const std::string& action) {
+  std::optional<Json> body;
+  if (!o.reason.empty()) body = Json{{"reason", o.reason}};
+  std::optional<Json> answer = Call(o, "POST", "/v1/nodes/" + o.node + "/" + action, body);
+  if (!answer) return 1;
+  if (o.json) {
+    fmt::print("{}\n", answer->dump());
+  } else {
+    fmt::print("node {}: {}\n", o.node, (*answer)["state"].get<std::string>());
+  }
+  return 0;
+}
+
+void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
+  cmd->add_option("--server", o.server,
+                  "Server address (default: $ARBITER_SERVER, the client file, "
+                  "http://127.0.0.1:8642)");
+  cmd->add_option("--token", o.token, "Bearer token (default: $ARBITER_TOKEN, the client file)");
+  if (json) cmd->add_flag("--json", o.json, "Print JSON");
+}
+
+}  // namespace
+
+ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
+  ClientCommands out;
+  out.options = std::make_shared<ClientOptions>();
+  ClientOptions& o = *out.options;
+  auto add = [&](const char* name, const char* help, int (*run)(const ClientOptions&)) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    AddConnection(cmd, o, true);
+    out.commands.emplace_back(cmd, run);
+    return cmd;
+  };
+  CLI::App* submit = add("submit", "Submit a job to the server", &Submit);
+  submit->add_option("-f,--file", o.file, "Job file (YAML: one job, or `jobs:` with several)")
+      ->check(CLI::ExistingFile);
+  submit->add_option("--name", o.name, "Job name (default: job-TIME)");
+  submit->add_option("-q,--queue", o.queue, "Leaf queue");
+  submit->add_option("-p,--priority-class", o.priority_class, "Priority class");
+  submit->add_option("-n,--tasks", o.tasks, "Tasks (a gang: all start together)");
+  submit->add_option("-g,--gpus", o.gpus, "GPUs per task: whole (2) or a fraction (0.5, 250m)");
+  submit->add_option("--gpu-memory", o.gpu_memory, "GPU memory per device (e.g. 40Gi)");
+  submit->add_option("--cpu", o.cpu, "CPU cores per task");
+  submit->add_option("--memory", o.memory, "Memory per task (e.g. 64Gi)");
+  submit->add_option("-t,--gpu-type", o.gpu_types, "Acceptable GPU type (repeatable)");
+  submit->add_option("--topology", o.topology, "Keep every task in one domain of this level");
+  submit->add_option("-r,--runtime", o.runtime, "Runtime estimate (e.g. 2h)");
+  submit->add_option("--checkpoint-interval", o.checkpoint, "Checkpoint interval (e.g. 30m)");
+  submit->add_option("--idempotency-key", o.idempotency_key,
+                     "A retry with the same key is not submitted twice");
+  submit->add_option("command", o.command, "The command to run (after --)");
+
+  CLI::App* jobs = add("jobs", "List jobs (like squeue)", &Jobs);
+  jobs->add_option("-q,--queue", o.filter_queue, "Only this queue");
+  jobs->add_option("-s,--state", o.filter_state, "Only this state (pending, running, ...)");
+  jobs->add_option("-u,--user", o.filter_user, "Only this user's");
+  jobs->add_option("--limit", o.limit, "At most this many (default 1000)");
+
+  add("job", "Show one job", &JobDetail)->add_option("ID", o.ids, "Job id")->required();
+  add("cancel", "Cancel jobs", [](const ClientOptions& opt) { return JobAction(opt, "cancel"); })
+      ->add_option("ID", o.ids, "Job ids")
+      ->required();
+  add("hold", "Hold pending jobs", [](const ClientOptions& opt) { return JobAction(opt, "hold"); })
+      ->add_option("ID", o.ids, "Job ids")
+      ->required();
+  add("release", "Release held jobs (admin)",
+      [](const ClientOptions& opt) { return JobAction(opt, "release"); })
+      ->add_option("ID", o.ids, "Job ids")
+      ->required();
+  add("queues", "List queues: usage against guarantee and max", &Queues);
+  add("nodes", "List nodes", &Nodes);
+  for (auto [name, help, run] :
+       std::vector<std::tuple<const char*, const char*, int (*)(const ClientOptions&)>>{
+           {"cordon", "Cordon a node: nothing new lands on it (admin)",
+            [](const ClientOptions& opt) { return NodeAction(opt, "cordon"); }},
+           {"uncordon", "Make a node schedulable again (admin)",
+            [](const ClientOptions& opt) { return NodeAction(opt, "uncordon"); }},
+           {"drain", "Cordon a node and move its jobs off (admin)",
+            [](const ClientOptions& opt) { return NodeAction(opt, "drain"); }}}) {
+    CLI::App* cmd = add(name, help, run);
+    cmd->add_option("NODE", o.node, "Node name")->required();
+    cmd->add_option("--reason", o.reason, "Why (recorded with the event)");
+  }
+  AddConnection(explain, o, true);
+  return out;
+}
+
+std::optional<int> RunClientCommand(const ClientCommands& commands) {
+  for (const auto& [cmd, run] : commands.commands) {
+    if (!cmd->parsed()) continue;
+    try {
+      return run(*commands.options);
+    } catch (const UsageError& e) {
+      fmt::print(stderr, "error: {}\n", e.message);
+      return 2;
+    }
+  }
+  return std::nullopt;
+}
+
+int RunExplainServer(const ClientCommands& commands, const std::string& id) {
+  ClientOptions o = *commands.options;
+  o.ids = {id};
+  try {
+    return Explain(o);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "error: {}\n", e.message);
+    return 2;
+  }
+}
+
+}  // namespace arbiter::cli

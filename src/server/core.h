@@ -1,0 +1,168 @@
+// The server's core: the engine, the cluster state and the jobs in memory, the durable store
+// behind them, and the scheduling loop. Every change is written to the store first and applied
+// to memory after the store has committed it, so a crash between the two leaves the store right
+// and a restart rebuilds memory from it (docs/design/server.md).
+//
+// Thread safety: every public method may be called from any thread. `mu_` guards the jobs and
+// the cluster state; a submission never takes it (a cycle holds it while the engine runs): it
+// checks the job against `probe_` (the configured cluster, empty) under `probe_mu_`, commits, and
+// leaves the job in the inbox, which the loop and every reader drain into the jobs first.
+// Concurrent submissions therefore commit together (the store's group commit).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/state.h"
+#include "arbiter/store.h"
+#include "config/config.h"
+#include "server/metrics.h"
+
+namespace arbiter::server {
+
+// Who is calling, as the token said.
+struct Caller {
+  std::string name;
+  config::TokenSpec::Role role = config::TokenSpec::Role::kUser;
+  std::vector<std::string> queues;  // a user's queues
+  bool admin() const { return role == config::TokenSpec::Role::kAdmin; }
+};
+
+// The outcome of an API operation: an HTTP status and a JSON body. Errors have the body
+// {"error": {"field": F, "message": "F: problem"}} (field empty when none is to blame).
+struct Answer {
+  int status = 200;
+  nlohmann::json body;
+  bool ok() const { return status < 400; }
+};
+Answer Fail(int status, const std::string& message);
+
+struct CoreOptions {
+  // Run the configured nodes inside the server: a job completes after its runtime estimate
+  // (never without one), checkpoints every checkpoint interval.
+  bool virtual_nodes = false;
+  // Unix time in milliseconds; injectable for tests.
+  std::function<Millis()> now;
+  // Finished jobs kept in memory for listings (older ones are read from the store by id).
+  std::size_t finished_kept = 10000;
+};
+
+struct JobFilter {
+  std::string queue, user;
+  std::optional<store::JobState> state;
+  std::size_t limit = 1000;
+};
+
+class Core {
+ public:
+  // Recovers everything from `store` (queue quotas and node states over the configuration,
+  // then the jobs) and starts the scheduling loop. Fails, naming the job, when a stored job no
+  // longer resolves against the configuration or its allocation no longer fits.
+  static Result<std::unique_ptr<Core>> Open(config::ClusterConfig config,
+                                            std::unique_ptr<store::Store> store,
+                                            CoreOptions options);
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // ---- Jobs ----
+  // `body`: a job spec's JSON text as the codec reads it (store/codec.h), without user and
+  // submit time.
+  Answer Submit(const Caller& caller, std::string_view body);
+  Answer ListJobs(const JobFilter& filter);
+  Answer GetJob(JobId id);
+  Answer Cancel(const Caller& caller, JobId id);
+  Answer SetPriority(const Caller& caller, JobId id, const std::string& priority_class);
+  Answer Hold(const Caller& caller, JobId id, bool hold);
+
+  // ---- Queues and nodes ----
+  Answer ListQueues();
+  // `quota`: {"RESOURCE": {"nominal_milli", ...}}; null resets to the configuration's.
+  Answer SetQueueQuota(const Caller& caller, const std::string& queue,
+                       const nlohmann::json& quota);
+  Answer ListNodes() const;
+  Answer SetNodeState(const Caller& caller, const std::string& node,
+                      store::NodeAdminState state, const std::string& reason);
+
+  // ---- Events and metrics ----
+  Answer Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const;
+  std::string MetricsText();
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  struct Entry {
+    store::StoredJob stored;
+    Job job;                    // the engine's form, current priority class
+    std::string reason;         // pending: why, from the last cycle
+    bool never = false;         // the reason says it can never fit
+    Millis reserved_start = -1; // a backfill reservation's expected start
+    Millis run_start = -1;      // running: when its work starts (after its victims stop)
+  };
+
+  Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options);
+  Status Recover();
+  // A state from the configuration (with quota overrides and node states) and the running jobs.
+  Status RebuildState(const config::ClusterConfig& config);
+  Millis Now() const { return options_.now(); }
+  void Loop();
+  void CycleLocked(Millis now);
+  // The virtual nodes' and draining victims' events due at `now`; returns the next due time.
+  Millis DueEventsLocked(Millis now);
+  // Writes job events and applies them to the jobs in memory (not to the state).
+  Status AppendLocked(std::vector<store::Event> events);
+  void ApplyLocked(const store::Event& event);
+  void Finish(Entry& entry);
+  // Moves the accepted jobs of the inbox into `jobs_`.
+  void DrainInboxLocked();
+  nlohmann::json JobJson(const Entry& entry) const;
+  Answer CheckOwner(const Caller& caller, const Entry& entry, const char* what) const;
+  Entry* FindLocked(JobId id);
+  // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
+  void Wake();
+
+  const CoreOptions options_;
+  const config::ClusterConfig base_;  // as configured, before run-time changes
+  const std::unique_ptr<store::Store> store_;
+  Metrics metrics_;
+
+  mutable std::mutex mu_;
+  config::ClusterConfig config_;  // GUARDED_BY(mu_); quota overrides and node states applied
+  Engine engine_;
+  // The submissions' check on the empty cluster: an engine of its own, so that its model of the
+  // running shapes (none) does not evict the scheduling loop's from the engine's cache.
+  Engine probe_engine_;
+  std::optional<ClusterState> state_;            // GUARDED_BY(mu_)
+  std::map<JobId, Entry> jobs_;                  // GUARDED_BY(mu_): active and recent finished
+  std::deque<JobId> finished_;                   // GUARDED_BY(mu_): oldest first
+  std::map<JobId, Millis> draining_;             // GUARDED_BY(mu_): victims -> stop time
+  std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
+  bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
+  Millis last_cycle_ = 0;                        // GUARDED_BY(mu_)
+
+  // Lock order: mu_, then probe_mu_ or inbox_mu_.
+  std::mutex probe_mu_;
+  std::optional<ClusterState> probe_;  // GUARDED_BY(probe_mu_): the cluster with nothing running
+
+  std::mutex inbox_mu_;
+  std::vector<Entry> inbox_;                     // GUARDED_BY(inbox_mu_): committed, not in jobs_
+  std::map<std::string, std::int64_t> active_;   // GUARDED_BY(inbox_mu_): per user, incl. in flight
+  bool wake_ = false;                            // GUARDED_BY(inbox_mu_)
+  bool stop_ = false;                            // GUARDED_BY(inbox_mu_)
+  bool loop_waits_for_inbox_ = true;             // GUARDED_BY(inbox_mu_): a submission wakes it
+  std::condition_variable cv_;                   // with inbox_mu_
+  std::thread loop_;
+};
+
+}  // namespace arbiter::server

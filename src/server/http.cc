@@ -1,0 +1,412 @@
+// The HTTP layer: routes, bearer-token authentication, request parsing into the core's calls,
+// and the core's answers into JSON responses. Errors become HTTP codes only here and in core.cc.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "arbiter/store.h"
+#include "config/config.h"
+#include "server/core.h"
+#include "server/server.h"
+#include "store/codec.h"
+
+namespace arbiter::server {
+namespace {
+
+using Json = nlohmann::json;
+
+void Send(httplib::Response& res, const Answer& answer) {
+  res.status = answer.status;
+  res.set_content(store::Dump(answer.body) + "\n", "application/json");
+}
+
+class Api {
+ public:
+  explicit Api(const config::ClusterConfig& config) {
+    for (const config::TokenSpec& t : config.server.tokens) {
+      callers_[t.token] = Caller{t.name, t.role, t.queues};
+    }
+    max_body_ = static_cast<std::size_t>(config.server.max_body_bytes);
+  }
+
+  void SetCore(Core* core) { core_.store(core); }
+  Core* core() const { return core_.load(); }
+
+  void Register(httplib::Server& svr) {
+    svr.set_payload_max_length(max_body_);
+    svr.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+      if (res.status == 413) {
+        Send(res, Fail(400, fmt::format("body: larger than {} bytes (server.max_body_bytes)",
+                                        max_body_)));
+        CountBad();
+      } else if (res.body.empty()) {
+        Send(res, Fail(res.status, res.status == 404 ? "path: no such endpoint (see docs/api.md)"
+                                                     : "request refused"));
+      }
+    });
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                                 std::exception_ptr) {
+      Send(res, Fail(500, "internal error"));
+    });
+
+    svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      Send(res, Answer{200, Json{{"status", "ok"}}});
+    });
+    svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      Send(res, core() ? Answer{200, Json{{"status", "ready"}}}
+                       : Fail(503, "recovering from the store"));
+    });
+    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      Core* c = core();
+      if (!c) return Send(res, Fail(503, "recovering from the store"));
+      res.set_content(c->MetricsText(), "text/plain; version=0.0.4");
+    });
+
+    Route(svr, "POST", "/v1/jobs", [](Core& c, const Caller& who, const httplib::Request& req,
+                                      httplib::Response&) {
+      if (req.body.empty()) return Fail(400, "body: empty; expected a job spec (JSON)");
+      return c.Submit(who, req.body);
+    });
+    Route(svr, "GET", "/v1/jobs", [](Core& c, const Caller&, const httplib::Request& req,
+                                     httplib::Response&) {
+      JobFilter filter;
+      filter.queue = req.get_param_value("queue");
+      filter.user = req.get_param_value("user");
+      if (req.has_param("state")) {
+        const std::string s = req.get_param_value("state");
+        filter.state = store::ParseJobState(s);
+        if (!filter.state) {
+          return Fail(400, fmt::format("state: unknown job state '{}' (known: pending, held, "
+                                       "running, completed, failed, cancelled)", s));
+        }
+      }
+      if (req.has_param("limit")) {
+        std::optional<std::uint64_t> limit = Number(req.get_param_value("limit"));
+        if (!limit || *limit == 0)
+          return Fail(400, "limit: must be a positive integer");
+        filter.limit = static_cast<std::size_t>(*limit);
+      }
+      return c.ListJobs(filter);
+    });
+    Route(svr, "GET", R"(/v1/jobs/(\d+))", [](Core& c, const Caller&, const httplib::Request& req,
+                                              httplib::Response&) {
+      std::optional<JobId> id = Number(req.matches[1]);
+      if (!id) return Fail(400, "id: not a job id");
+      return c.GetJob(*id);
+    });
+    auto cancel = [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+      std::optional<JobId> id = Number(req.matches[1]);
+      if (!id) return Fail(400, "id: not a job id");
+      return c.Cancel(who, *id);
+    };
+    Route(svr, "DELETE", R"(/v1/jobs/(\d+))", cancel);
+    Route(svr, "POST", R"(/v1/jobs/(\d+)/cancel)", cancel);
+    Route(svr, "POST", R"(/v1/jobs/(\d+)/(hold|release))",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            std::optional<JobId> id = Number(req.matches[1]);
+            if (!id) return Fail(400, "id: not a job id");
+            return c.Hold(who, *id, req.matches[2] == "hold");
+          });
+    Route(svr, "PATCH", R"(/v1/jobs/(\d+))", [](Core& c, const Caller& who,
+                                                const httplib::Request& req, httplib::Response&) {
+      std::optional<JobId> id = Number(req.matches[1]);
+      if (!id) return Fail(400, "id: not a job id");
+      Result<Json> body = Body(req);
+      if (!body.ok()) return Fail(400, body.status().message());
+      if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+      for (const auto& [key, value] : body->items()) {
+        if (key != "priority_class")
+          return Fail(400, fmt::format("{}: unknown field (a job's priority_class can be "
+                                       "changed; hold and release have their own endpoints)",
+                                       key));
+      }
+      if (!body->contains("priority_class") || !(*body)["priority_class"].is_string())
+        return Fail(400, "priority_class: must be given, as a string");
+      return c.SetPriority(who, *id, (*body)["priority_class"].get<std::string>());
+    });
+
+    Route(svr, "GET", "/v1/queues", [](Core& c, const Caller&, const httplib::Request&,
+                                       httplib::Response&) { return c.ListQueues(); });
+    Route(svr, "PUT", R"(/v1/queues/([^/]+)/quota)",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            Result<Json> body = Body(req);
+            if (!body.ok()) return Fail(400, body.status().message());
+            if (!body->is_object()) return Fail(400, "quota: expected an object of resources");
+            return c.SetQueueQuota(who, req.matches[1], *body);
+          });
+    Route(svr, "DELETE", R"(/v1/queues/([^/]+)/quota)",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            return c.SetQueueQuota(who, req.matches[1], nullptr);
+          });
+
+    Route(svr, "GET", "/v1/nodes", [](Core& c, const Caller&, const httplib::Request&,
+                                      httplib::Response&) { return c.ListNodes(); });
+    Route(svr, "POST", R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            std::string reason;
+            if (!req.body.empty()) {
+              Result<Json> body = Body(req);
+              if (!body.ok()) return Fail(400, body.status().message());
+              if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+              for (const auto& [key, value] : body->items()) {
+                if (key != "reason") return Fail(400, key + ": unknown field (only reason)");
+                if (!value.is_string()) return Fail(400, "reason: must be a string");
+                reason = value.get<std::string>();
+              }
+            }
+            const std::string action = req.matches[2];
+            const store::NodeAdminState state =
+                action == "cordon"   ? store::NodeAdminState::kCordoned
+                : action == "drain" ? store::NodeAdminState::kDraining
+                                    : store::NodeAdminState::kSchedulable;
+            return c.SetNodeState(who, req.matches[1], state, reason);
+          });
+
+    // Server-sent events: the same stream, pushed as it is committed. Each event is
+    // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
+    // says where to go on. A comment line after 5 s without events keeps idle connections open.
+    Route(svr, "GET", "/v1/events/stream", [](Core& c, const Caller&, const httplib::Request& req,
+                                              httplib::Response& res) {
+      std::string from = req.get_header_value("Last-Event-ID");
+      if (req.has_param("cursor")) from = req.get_param_value("cursor");
+      std::optional<std::uint64_t> cursor = from.empty() ? std::optional<std::uint64_t>(0)
+                                                         : Number(from);
+      if (!cursor) return Fail(400, "cursor: must be a non-negative integer");
+      struct Position {
+        std::uint64_t cursor = 0;
+        int idle = 0;  // seconds without an event
+      };
+      auto position = std::make_shared<Position>(Position{*cursor, 0});
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
+            // Waits a second at a time, so that a stopping server is not kept waiting.
+            Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
+            if (!answer.ok() || !sink.is_writable()) return false;
+            std::string text;
+            for (const Json& e : answer.body["events"]) {
+              text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e["seq"].get<std::uint64_t>(),
+                                  e["kind"].get<std::string>(), store::Dump(e));
+            }
+            position->cursor = answer.body["cursor"].get<std::uint64_t>();
+            if (text.empty()) {
+              if (++position->idle < 5) return true;
+              text = ": waiting\n\n";
+            }
+            position->idle = 0;
+            return sink.write(text.data(), text.size());
+          });
+      return Answer{0, nullptr};  // the provider writes the body
+    });
+    Route(svr, "GET", "/v1/events", [](Core& c, const Caller&, const httplib::Request& req,
+                                       httplib::Response&) {
+      std::uint64_t cursor = 0;
+      std::size_t limit = 1000;
+      std::uint64_t wait = 0;
+      if (req.has_param("cursor")) {
+        std::optional<std::uint64_t> v = Number(req.get_param_value("cursor"));
+        if (!v) return Fail(400, "cursor: must be a non-negative integer");
+        cursor = *v;
+      }
+      if (req.has_param("limit")) {
+        std::optional<std::uint64_t> v = Number(req.get_param_value("limit"));
+        if (!v || *v == 0 || *v > 10000) return Fail(400, "limit: must be 1 to 10000");
+        limit = static_cast<std::size_t>(*v);
+      }
+      if (req.has_param("wait")) {
+        std::optional<std::uint64_t> v = Number(req.get_param_value("wait"));
+        if (!v || *v > 60) return Fail(400, "wait: must be 0 to 60 (seconds)");
+        wait = *v;
+      }
+      return c.Events(cursor, limit, std::chrono::seconds(wait));
+    });
+  }
+
+ private:
+  using Handler =
+      std::function<Answer(Core&, const Caller&, const httplib::Request&, httplib::Response&)>;
+
+  static std::optional<std::uint64_t> Number(const std::string& text) {
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return v;
+  }
+
+  static Result<Json> Body(const httplib::Request& req) {
+    if (req.body.empty()) return Status::Error("body: empty; expected JSON");
+    Result<Json> json = store::ParseJson(req.body);
+    if (!json.ok()) return Status::Error("body: " + json.status().message());
+    return json;
+  }
+
+  void Route(httplib::Server& svr, const std::string& method, const std::string& pattern,
+             Handler handler) {
+    auto wrapped = [this, handler](const httplib::Request& req, httplib::Response& res) {
+      Core* c = core();
+      if (!c) return Send(res, Fail(503, "recovering from the store; retry shortly"));
+      std::optional<Caller> who = Authenticate(req);
+      if (!who) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return Send(res, Fail(401, req.has_header("Authorization")
+                                       ? "Authorization: unknown token"
+                                       : "Authorization: missing (expected 'Bearer TOKEN')"));
+      }
+      Answer answer = handler(*c, *who, req, res);
+      if (answer.status == 0) return;  // a streamed body
+      if (answer.status == 400) CountBad();
+      Send(res, answer);
+    };
+    if (method == "GET") svr.Get(pattern, wrapped);
+    if (method == "POST") svr.Post(pattern, wrapped);
+    if (method == "PUT") svr.Put(pattern, wrapped);
+    if (method == "PATCH") svr.Patch(pattern, wrapped);
+    if (method == "DELETE") svr.Delete(pattern, wrapped);
+  }
+
+  std::optional<Caller> Authenticate(const httplib::Request& req) const {
+    const std::string header = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0)
+      return std::nullopt;
+    auto it = callers_.find(header.substr(kBearer.size()));
+    if (it == callers_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void CountBad() {
+    if (Core* c = core()) c->metrics().bad_requests.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::atomic<Core*> core_{nullptr};
+  std::unordered_map<std::string, Caller> callers_;
+  std::size_t max_body_ = 1 << 20;
+};
+
+class ServerImpl : public Server {
+ public:
+  ~ServerImpl() override {
+    svr_.stop();
+    if (http_.joinable()) http_.join();
+    if (api_) api_->SetCore(nullptr);
+    core_.reset();
+  }
+  int port() const override { return port_; }
+
+  Status Start(const ServerArgs& args, const std::function<void(int)>& listening) {
+    Result<config::ClusterConfig> config = config::LoadClusterFile(args.config);
+    if (!config.ok()) return config.status();
+    if (config->server.tokens.empty()) {
+      fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
+                 args.config);
+    }
+    const auto colon = args.listen.rfind(':');
+    int port = -1;
+    if (colon != std::string::npos) {
+      const std::string p = args.listen.substr(colon + 1);
+      auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+      if (ec != std::errc() || end != p.data() + p.size() || port < 0 || port > 65535) port = -1;
+    }
+    if (port < 0) {
+      return Status::Error(fmt::format(
+          "--listen: expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'", args.listen));
+    }
+    const std::string host = args.listen.substr(0, colon);
+    api_ = std::make_unique<Api>(*config);
+    const int threads = args.threads;
+    svr_.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
+    svr_.set_keep_alive_max_count(100000);
+    svr_.set_tcp_nodelay(true);
+    // The library listens with a backlog of 5: a burst of clients connecting at once would
+    // overflow it (connections reset). Remember the socket to listen again with a larger one.
+    int listening_socket = -1;
+    svr_.set_socket_options([&listening_socket](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listening_socket = sock;
+    });
+    api_->Register(svr_);
+    port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
+    if (port_ < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args.listen));
+    if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
+    http_ = std::thread([this] {
+      svr_.listen_after_bind();
+      http_done_ = true;
+    });
+    // stop() before the loop runs would be lost (and the loop never end): wait until it runs.
+    while (!svr_.is_running() && !http_done_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (listening) listening(port_);
+
+    Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
+    if (!store.ok()) return store.status();
+    CoreOptions options;
+    options.virtual_nodes = args.virtual_nodes;
+    Result<std::unique_ptr<Core>> core =
+        Core::Open(*config, std::move(store).value(), std::move(options));
+    if (!core.ok()) return core.status();
+    core_ = std::move(core).value();
+    api_->SetCore(core_.get());
+    return Status::Ok();
+  }
+
+ private:
+  httplib::Server svr_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<Core> core_;
+  std::thread http_;
+  std::atomic<bool> http_done_{false};
+  int port_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerArgs& args,
+                                              const std::function<void(int)>& listening) {
+  auto server = std::make_unique<ServerImpl>();
+  if (Status st = server->Start(args, listening); !st.ok()) return st;
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+int RunServer(const ServerArgs& args) {
+  // Signals are taken by sigwait below; every thread started from here on has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string host = args.listen.substr(0, args.listen.rfind(':'));
+  Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
+    fmt::print("arbiter server: listening on http://{}:{}\n", host, port);
+    std::fflush(stdout);
+  });
+  if (!server.ok()) {
+    fmt::print(stderr, "error: {}\n", server.status().message());
+    return server.status().message().rfind("--listen", 0) == 0 ? 2 : 1;
+  }
+  fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+             args.virtual_nodes ? ", virtual nodes" : "");
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  fmt::print("arbiter server: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server->reset();
+  return 0;
+}
+
+}  // namespace arbiter::server

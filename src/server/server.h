@@ -1,0 +1,39 @@
+// `arbiter server`: the long-lived control plane. The HTTP/JSON API of docs/api.md over the
+// server's core (server/core.h).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "arbiter/status.h"
+
+namespace arbiter::server {
+
+struct ServerArgs {
+  std::string config;                    // the cluster file
+  std::string data = "arbiter-data";     // the store's directory
+  std::string listen = "127.0.0.1:8642"; // HOST:PORT; port 0 picks a free one
+  bool virtual_nodes = false;
+  int threads = 64;  // connection threads (a keep-alive connection holds one)
+};
+
+// A running server: HTTP threads, the scheduling loop, the store. Stops when destroyed.
+class Server {
+ public:
+  // Loads the configuration, binds the port, starts serving (/healthz answers; the API and
+  // /readyz answer 503 until recovery is done), calls `listening(port)`, opens the store and
+  // recovers. Errors name the file, the flag or the stored job.
+  static Result<std::unique_ptr<Server>> Start(const ServerArgs& args,
+                                               const std::function<void(int port)>& listening = {});
+  virtual ~Server() = default;
+  virtual int port() const = 0;
+};
+
+// Runs until SIGINT or SIGTERM. Prints `listening on http://HOST:PORT` once the port is bound
+// (then recovers; /readyz answers 200 once recovery is done) and `ready` after recovery.
+// Returns the exit status: 0 after a signal, 1 when the configuration or the store cannot be
+// used, 2 on a bad --listen.
+int RunServer(const ServerArgs& args);
+
+}  // namespace arbiter::server
