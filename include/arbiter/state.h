@@ -207,6 +207,9 @@ class ClusterState {
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
+  // Nodes where no GPU is free: those without GPUs, and those whose every device is taken. A task
+  // without GPUs costs the GPUs nothing there.
+  const IndexSet& NodesWithoutFreeGpu() const { return no_free_gpu_; }
   // Nodes with devices of `type` that run something, ordered by the latest time one of their
   // residents started or checkpointed, latest first: an eviction on the first ones loses least per
   // GPU. The victim search visits nodes in this order and stops when no further node can be
@@ -313,6 +316,8 @@ class ClusterState {
   std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
   std::vector<NodesBySinceSet> by_since_;
   IndexSet unusual_;
+  IndexSet no_free_gpu_;
+  std::vector<std::int64_t> node_free_milli_;  // per node, every type
 
   std::vector<QuotaLimits> limits_;
   std::vector<std::int64_t> usage_;

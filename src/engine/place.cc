@@ -363,9 +363,10 @@ class Placer {
   // of fully free devices; for whole GPUs, each count of fully free devices from the task's up),
   // so the cost does not grow with the cluster. They are ranked by the growth of the cluster's
   // expected fragmentation under the shape distribution (NodeScorer, docs/design/placement.md),
-  // then by node. A task without GPUs takes, among the nodes where it grows nothing (no GPU free:
-  // nodes without GPUs first), the one with the least free CPU that holds it; else the candidates
-  // of each GPU type's buckets, ranked alike.
+  // then by node. A task without GPUs takes, among the first 4 x score_candidates feasible nodes
+  // where it grows nothing (no GPU free, ClusterState::NodesWithoutFreeGpu), one without GPUs
+  // first, then the one with the least free CPU; else the candidates of each GPU type's buckets,
+  // ranked alike.
   bool ChooseNode(const Task& t, NodeId begin, NodeId end, bool allow_span, NodeId& best,
                   std::vector<DeviceShare>& best_devices) {
     if (begin >= end) return false;
@@ -421,18 +422,20 @@ class Placer {
     };
 
     if (req.gpu.value() == 0) {
-      // Nodes where the task grows no fragmentation: no free GPU (without GPUs first), least free
-      // CPU first.
+      // Nodes where the task grows no fragmentation (no GPU free): of the first feasible ones in
+      // id order, without GPUs first, then the least free CPU.
       std::int64_t best_extra = 0;
-      for (NodeId n = begin; n < end; ++n) {
+      const IndexSet& calm = state_.NodesWithoutFreeGpu();
+      int taken = 0;
+      for (NodeId n = calm.Next(begin, end); n < end && taken < 4 * limit;
+           n = calm.Next(n + 1, end)) {
         const NodeState& node = state_.node(n);
         if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
+        if (FilterNode(state_, n, req, filter_)) continue;
+        ++taken;
         const std::int64_t extra =
             (node.devices.empty() ? 0 : (std::int64_t{1} << 40)) + node.cpu_free.value();
         if (found && extra >= best_extra) continue;
-        bool gpu_free = false;
-        for (const DeviceState& dev : node.devices) gpu_free = gpu_free || dev.free.value() > 0;
-        if (gpu_free || FilterNode(state_, n, req, filter_)) continue;
         found = true;
         best_extra = extra;
         best = n;

@@ -243,8 +243,12 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.node_since_.assign(s.nodes_.size(), kNoSince);
   s.by_since_.assign(types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
+  s.no_free_gpu_ = IndexSet(s.nodes_.size());
+  s.node_free_milli_.assign(s.nodes_.size(), 0);
   for (NodeId n = 0; n < s.nodes_.size(); ++n) {
     s.UpdateUnusual(n);
+    s.node_free_milli_[n] = static_cast<std::int64_t>(s.nodes_[n].devices.size()) * kMilliPerGpu;
+    if (s.nodes_[n].devices.empty()) s.no_free_gpu_.Insert(n);
     for (GpuTypeId t = 0; t < types; ++t) {
       if (s.nodes_[n].gpu_types.Contains(t)) s.nodes_of_type_[t].push_back(n);
     }
@@ -308,6 +312,11 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
   dev.free = MilliGpu(new_free);
   dev.memory_free += memory_delta;
   assert(dev.memory_free.value() >= 0 && dev.memory_free <= dev.memory);
+
+  std::int64_t& node_free = node_free_milli_[n];
+  if (node_free == 0) no_free_gpu_.Erase(n);
+  node_free += delta.value();
+  if (node_free == 0) no_free_gpu_.Insert(n);
 
   const std::uint32_t global = node.first_device + d;
   if (old_free > 0 && old_free < kMilliPerGpu)
@@ -705,6 +714,10 @@ Status ClusterState::CheckInvariants() const {
         dom_milli[dom * types + dev.type] += dev.free.value();
       }
     }
+    std::int64_t node_free = 0;
+    for (const DeviceState& dev : node.devices) node_free += dev.free.value();
+    if (node_free != node_free_milli_[n] || no_free_gpu_.Contains(n) != (node_free == 0))
+      return Status::Error(where + "free GPU total or its index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       if (node_free_devices_[n * types + t] != whole[t])
         return Status::Error(where + "free device count out of date");
