@@ -393,11 +393,18 @@ class Placer {
       return true;
     };
     const int limit = std::max(1, options_.score_candidates);
+    // Members of a bucket looked at, feasible or not, once some candidate is found: without a
+    // bound, a bucket full of nodes whose CPU is taken (or of devices a little too small) is
+    // scanned to its end for every task. Until a candidate is found the scan goes on, so a task
+    // that fits somewhere is placed.
+    const int scan_limit = 32 * limit;
     auto scan_whole = [&](GpuTypeId ty, std::uint32_t from) {
       for (std::uint32_t c = from; c <= state_.max_devices_per_node(); ++c) {
         const IndexSet& set = state_.NodesWithFreeDevices(ty, c);
-        int taken = 0;
-        for (NodeId n = set.Next(begin, end); n < end && taken < limit; n = set.Next(n + 1, end))
+        int taken = 0, seen = 0;
+        for (NodeId n = set.Next(begin, end);
+             n < end && taken < limit && (seen < scan_limit || !found);
+             n = set.Next(n + 1, end), ++seen)
           taken += consider(n);
       }
     };
@@ -409,9 +416,10 @@ class Placer {
                                      : static_cast<std::uint32_t>(state_.device_count());
       for (int b = from; b < ClusterState::kShareBuckets; ++b) {
         const IndexSet& set = state_.DevicesWithFreeShare(ty, b);
-        int taken = 0;
-        for (std::uint32_t g = set.Next(first, last); g < last && taken < limit;
-             g = set.Next(g + 1, last)) {
+        int taken = 0, seen = 0;
+        for (std::uint32_t g = set.Next(first, last);
+             g < last && taken < limit && (seen < scan_limit || !found);
+             g = set.Next(g + 1, last), ++seen) {
           const NodeId n = state_.DeviceNode(g);
           const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
           if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory)
@@ -426,9 +434,10 @@ class Placer {
       // id order, without GPUs first, then the least free CPU.
       std::int64_t best_extra = 0;
       const IndexSet& calm = state_.NodesWithoutFreeGpu();
-      int taken = 0;
-      for (NodeId n = calm.Next(begin, end); n < end && taken < 4 * limit;
-           n = calm.Next(n + 1, end)) {
+      int taken = 0, seen = 0;
+      for (NodeId n = calm.Next(begin, end);
+           n < end && taken < 4 * limit && (seen < scan_limit || !found);
+           n = calm.Next(n + 1, end), ++seen) {
         const NodeState& node = state_.node(n);
         if (node.cpu_free < req.cpu || node.memory_free < req.memory) continue;
         if (FilterNode(state_, n, req, filter_)) continue;
