@@ -286,6 +286,12 @@ int main(int argc, char** argv) {
                    recovery ? std::atoll(recovery) : 100'000);
     ran = true;
   }
+  if (opt.only == "server-recovery") {  // run by the server benchmark in a process of its own
+    const char* dir = std::getenv("ARBITER_BENCH_RECOVERY_DIR");
+    if (!dir) Fail("server-recovery needs ARBITER_BENCH_RECOVERY_DIR");
+    RunServerRecovery(dir);
+    ran = true;
+  }
   if (!ran) Fail("no variant named " + opt.only);
   return 0;
 }

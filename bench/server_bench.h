@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace arbiter::bench {
 
@@ -11,6 +12,11 @@ namespace arbiter::bench {
 // server_submit_p99_us (`clients` clients), and the same with suffix _16_clients. Then fills a
 // store with `recovery_jobs` pending jobs and prints BENCH server_recovery_s, the time from
 // starting a server on it to ready.
+// The recovery is timed in a new process (this program, --only server-recovery), as a server
+// starts.
 void RunServerBench(int clients = 64, double seconds = 3.0, std::int64_t recovery_jobs = 100'000);
+
+// Starts a server on DIR/cluster.yaml and DIR/data and prints BENCH server_recovery_s.
+void RunServerRecovery(const std::string& dir);
 
 }  // namespace arbiter::bench

@@ -2,11 +2,13 @@
 // and the core's answers into JSON responses. Errors become HTTP codes only here and in core.cc.
 #include <fmt/format.h>
 #include <httplib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <charconv>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -374,8 +376,25 @@ class ServerImpl : public Server {
 
 }  // namespace
 
+// The server's process allocates and frees millions of small records (recovery, submissions):
+// glibc's malloc is told to keep freed memory for reuse rather than hand it back to the kernel,
+// which zeroes every page again when it is touched next (half of the recovery of a million jobs
+// went there), to serve large blocks from the heap as well, and to keep few arenas for the
+// server's many threads (recovery of a million jobs, in a process of its own on a loaded 2-core
+// machine: 8.0-8.5 s without, 7.3-7.4 s with; submissions unchanged).
+namespace {
+void TuneAllocator() {
+#ifdef __GLIBC__
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc accepts
+#endif
+}
+}  // namespace
+
 Result<std::unique_ptr<Server>> Server::Start(const ServerArgs& args,
                                               const std::function<void(int)>& listening) {
+  TuneAllocator();
   auto server = std::make_unique<ServerImpl>();
   if (Status st = server->Start(args, listening); !st.ok()) return st;
   return std::unique_ptr<Server>(std::move(server));
