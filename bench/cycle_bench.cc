@@ -240,6 +240,11 @@ int main(int argc, char** argv) {
   using namespace arbiter::bench;
   const Options opt = ParseArgs(argc, argv);
   bool ran = false;
+  // First: resident memory grows only by what the process has not freed before.
+  if (opt.only.empty() || opt.only == "memory") {
+    RunMemoryBench(1'000'000, 10'000, opt.seed);
+    ran = true;
+  }
   for (const Variant& v : kVariants) {
     if (!opt.only.empty() && opt.only != v.name) continue;
     RunVariant(v, opt);
@@ -247,10 +252,6 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "incremental") {
     RunIncrementalBench(10'000, 90, opt.reps > 0 ? opt.reps : 500, opt.seed, "");
-    ran = true;
-  }
-  if (opt.only.empty() || opt.only == "memory") {
-    RunMemoryBench(1'000'000, 10'000, opt.seed);
     ran = true;
   }
   if (opt.only.empty() || opt.only == "preempt") {
