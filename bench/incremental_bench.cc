@@ -20,9 +20,7 @@ void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  Result<ClusterState> created = ClusterState::Create(MakeCluster(cluster));
-  if (!created.ok()) Fail("cluster: " + created.status().message());
-  ClusterState& state = *created;
+  ClusterState state = MakeClusterState(cluster);
   const double capacity = static_cast<double>(state.device_count()) * kMilliPerGpu;
 
   // Fill: one cycle of a large workload, then its binds in order up to the target.

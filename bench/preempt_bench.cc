@@ -31,9 +31,7 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  Result<ClusterState> created = ClusterState::Create(MakeCluster(cluster));
-  if (!created.ok()) Fail("cluster: " + created.status().message());
-  ClusterState& state = *created;
+  ClusterState state = MakeClusterState(cluster);
 
   WorkloadShape workload;
   workload.jobs = jobs;
