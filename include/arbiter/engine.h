@@ -92,7 +92,7 @@ bool ParsePlacementPolicy(std::string_view name, PlacementPolicy& policy);
 struct TaskShape {
   std::int64_t gpu = 0;     // milli-GPU per task: 0, a share (1..999) or whole GPUs (k x 1000)
   std::int64_t cpu = 0;     // milli-cores
-  std::int64_t memory = 0;  // MiB
+  std::int64_t memory = 0;  // MiB (a filter only: not part of the fragmentation measure)
   GpuTypeSet gpu_types;     // accepted GPU types; empty: any
   double weight = 0;        // share of tasks (the weights need not sum to 1)
 };

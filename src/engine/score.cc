@@ -1,9 +1,10 @@
-// Placement policies other than the engine's own: how a policy scores one node for one task and
-// which devices of it the task gets. The baselines and FGD follow the published simulator of Weng
-// et al., "Beware of Fragmentation" (ATC 2023): integer scores in [0, 100] (negated here: smaller
-// is better), equal scores going to the first node of a seeded order, so that Arbiter's numbers
-// for them compare with the published ones (docs/placement.md). `kFrag` is Arbiter's own
-// fragmentation-aware policy.
+// How a placement policy scores one node for one task and which devices of it the task gets. The
+// default (kArbiter) and kFrag score by the growth of expected fragmentation (FragModel,
+// docs/design/placement.md); kArbiter scores only the candidates place.cc draws from the indexes.
+// The baselines and FGD follow the published simulator of Weng et al., "Beware of Fragmentation"
+// (ATC 2023): integer scores in [0, 100] (negated here: smaller is better), equal scores going to
+// the first node of a seeded order, so that Arbiter's numbers for them compare with the published
+// ones (docs/placement.md).
 #include <algorithm>
 #include <cmath>
 #include <map>
