@@ -21,7 +21,7 @@ constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlErrorDriverNotLoaded = 9;
 constexpr NvmlReturn kNvmlErrorLibraryNotFound = 12;
 using NvmlDevice = struct NvmlDeviceOpaque*;  // nvmlDevice_t
-struct NvmlMemory {                            // nvmlMemory_t
+struct NvmlMemory {                           // nvmlMemory_t
   unsigned long long total;
   unsigned long long free;
   unsigned long long used;
@@ -172,8 +172,7 @@ Result<std::vector<GpuInfo>> QueryNvml(const std::string& library, bool& absent)
         NvmlPciInfo remote{};
         if (nvml.link_remote_pci(handles[i], link, &remote) != kNvmlSuccess) continue;
         int other = static_cast<int>(i);
-        if (auto it = by_pci.find({remote.domain, remote.bus, remote.device});
-            it != by_pci.end()) {
+        if (auto it = by_pci.find({remote.domain, remote.bus, remote.device}); it != by_pci.end()) {
           other = it->second;
         } else if (first_on_switch < 0) {
           first_on_switch = static_cast<int>(i);
@@ -324,22 +323,25 @@ HostInfo DiscoverHost() {
 
   // A container or a systemd slice may allow less than the machine has; every cgroup from the
   // agent's own up to the root limits it.
+  // Inside a cgroup namespace the agent's own cgroup reads as "/", and its limits are at the top.
   std::string cgroup = OwnCgroup();
-  while (!cgroup.empty() && cgroup != "/") {
-    std::string dir = "/sys/fs/cgroup" + cgroup;
+  while (!cgroup.empty()) {
+    std::string dir = "/sys/fs/cgroup" + (cgroup == "/" ? std::string() : cgroup);
     std::istringstream cpu_max(ReadFile(dir + "/cpu.max"));
     std::string quota;
     std::int64_t period = 0, quota_us = 0;
     if (cpu_max >> quota >> period && quota != "max" && ParseInt(quota, quota_us) && period > 0) {
-      host.cpu_milli = std::min(host.cpu_milli, std::max<std::int64_t>(quota_us * 1000 / period, 1));
+      host.cpu_milli =
+          std::min(host.cpu_milli, std::max<std::int64_t>(quota_us * 1000 / period, 1));
     }
     std::string memory_max = std::string(Trim(ReadFile(dir + "/memory.max")));
     std::int64_t bytes = 0;
     if (ParseInt(memory_max, bytes) && bytes > 0) {
       host.memory_mib = std::min(host.memory_mib, bytes / (1024 * 1024));
     }
+    if (cgroup == "/") break;
     std::size_t slash = cgroup.rfind('/');
-    cgroup = slash == std::string::npos ? "" : cgroup.substr(0, slash);
+    cgroup = slash == 0 || slash == std::string::npos ? "/" : cgroup.substr(0, slash);
   }
   return host;
 }

@@ -12,11 +12,11 @@
 namespace arbiter::agent {
 
 struct GpuInfo {
-  std::string model;        // short, as the cluster configuration names GPU types: "H800"
-  std::string name;         // as reported, e.g. "NVIDIA H800 80GB HBM3"
+  std::string model;  // short, as the cluster configuration names GPU types: "H800"
+  std::string name;   // as reported, e.g. "NVIDIA H800 80GB HBM3"
   std::int64_t memory_mib = 0;
-  std::string uuid;         // "GPU-..." from NVML; "declared-N" for declared devices
-  int nvlink_group = 0;     // devices connected by NVLink (directly or through NVSwitch) share it
+  std::string uuid;      // "GPU-..." from NVML; "declared-N" for declared devices
+  int nvlink_group = 0;  // devices connected by NVLink (directly or through NVSwitch) share it
 };
 
 struct HostInfo {

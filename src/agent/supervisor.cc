@@ -226,8 +226,7 @@ struct ShimPlan {
   *end++ = ' ';
   end = PutInt(end, started_ms);
   *end++ = '\n';
-  if (!WriteAtomically(plan.task_tmp, plan.task_path, text,
-                       static_cast<std::size_t>(end - text))) {
+  if (!WriteAtomically(plan.task_tmp, plan.task_path, text, static_cast<std::size_t>(end - text))) {
     int error = errno;
     kill(-pid, SIGKILL);
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
@@ -269,11 +268,12 @@ Status CheckKey(const std::string& key) {
     bool fine = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                 c == '.' || c == '_' || c == '-';
     if (!fine) {
-      return Status::Error(fmt::format(
-          "key: {}: may hold only letters, digits, '.', '_' and '-'", Quote(key)));
+      return Status::Error(
+          fmt::format("key: {}: may hold only letters, digits, '.', '_' and '-'", Quote(key)));
     }
   }
-  if (key[0] == '.') return Status::Error(fmt::format("key: {}: must not start with '.'", Quote(key)));
+  if (key[0] == '.')
+    return Status::Error(fmt::format("key: {}: must not start with '.'", Quote(key)));
   return Status::Ok();
 }
 
@@ -430,8 +430,8 @@ Status Supervisor::Start(const TaskLaunch& launch) {
   if (launch.argv.empty()) return Status::Error("argv: empty");
   for (const auto& [name, value] : launch.env) {
     if (name.empty() || name.find('=') != std::string::npos) {
-      return Status::Error(fmt::format("env: {}: a name must be non-empty and hold no '='",
-                                       Quote(name)));
+      return Status::Error(
+          fmt::format("env: {}: a name must be non-empty and hold no '='", Quote(name)));
     }
   }
   std::lock_guard lock(mu_);
@@ -529,7 +529,8 @@ Status Supervisor::Start(const TaskLaunch& launch) {
   if (reported && report.stage == kOk) {
     Task task;
     if (!Load(launch.key, task)) {
-      return Status::Error(fmt::format("start {}: the task record is unreadable", Quote(launch.key)));
+      return Status::Error(
+          fmt::format("start {}: the task record is unreadable", Quote(launch.key)));
     }
     started = true;
     tasks_[launch.key] = std::move(task);
@@ -566,8 +567,8 @@ Status Supervisor::Signal(const std::string& key, int signal) {
   // A pid whose start time changed belongs to another process now; the task is gone.
   if (StartTicks(task.status.pid) != task.task_start_ticks) return Status::Ok();
   if (kill(-task.status.pid, signal) != 0 && errno != ESRCH) {
-    return Status::Error(fmt::format("signal {} to task {}: {}", signal, Quote(key),
-                                     strerror(errno)));
+    return Status::Error(
+        fmt::format("signal {} to task {}: {}", signal, Quote(key), strerror(errno)));
   }
   return Status::Ok();
 }

@@ -5,7 +5,8 @@
 // (docs/design/agent.md, "Running tasks").
 //
 // Thread safety: every method may be called from any thread. The agent may be multithreaded:
-// between fork and exec the children only make async-signal-safe calls.
+// between fork and exec the children only make async-signal-safe calls. The agent must not set
+// SIGCHLD to SIG_IGN: Start and Poll reap the shims with waitpid.
 #pragma once
 
 #include <sys/types.h>
@@ -34,10 +35,10 @@ struct TaskLaunch {
 struct TaskStatus {
   std::string key;
   bool running = true;
-  int pid = 0;            // the task's process id = its process group id
-  int exit_code = -1;     // exited normally: its code
-  int signal = 0;         // killed by a signal: which one
-  bool lost = false;      // its end could not be learned (the shim died without writing it)
+  int pid = 0;         // the task's process id = its process group id
+  int exit_code = -1;  // exited normally: its code
+  int signal = 0;      // killed by a signal: which one
+  bool lost = false;   // its end could not be learned (the shim died without writing it)
   std::int64_t started_ms = 0, ended_ms = 0;  // wall clock, Unix ms
 };
 

@@ -171,9 +171,9 @@ TEST_F(SupervisorTest, KilledBySignal) {
 
 TEST_F(SupervisorTest, TrappedSignalEndsTheTaskCleanly) {
   fs::path noted = root_ / "usr1", ready = root_ / "ready";
-  TaskLaunch launch = Shell("usr1", "trap 'echo got-USR1 > " + noted.string() +
-                                        "; exit 0' USR1; touch " + ready.string() +
-                                        "; while :; do sleep 0.02; done");
+  TaskLaunch launch =
+      Shell("usr1", "trap 'echo got-USR1 > " + noted.string() + "; exit 0' USR1; touch " +
+                        ready.string() + "; while :; do sleep 0.02; done");
   ASSERT_TRUE(sup_->Start(launch).ok());
   ASSERT_TRUE(WaitForFile(ready));
   ASSERT_TRUE(sup_->Signal("usr1", SIGUSR1).ok());
