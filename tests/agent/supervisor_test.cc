@@ -142,10 +142,11 @@ TEST_F(SupervisorTest, EnvAndCwd) {
 
 TEST_F(SupervisorTest, SignalReachesTheWholeProcessGroup) {
   // The task's child traps SIGTERM and notes it; the task waits for the child, then exits 5.
+  // Both traps are set before the child says it is ready.
   fs::path noted = root_ / "noted", ready = root_ / "ready";
   std::string child = "trap 'echo child-got-TERM > " + noted.string() + "; exit 0' TERM; touch " +
                       ready.string() + "; while :; do sleep 0.02; done";
-  TaskLaunch launch = Shell("group", "sh -c \"" + child + "\" & trap 'wait; exit 5' TERM; wait");
+  TaskLaunch launch = Shell("group", "trap 'wait; exit 5' TERM; sh -c \"" + child + "\" & wait");
   ASSERT_TRUE(sup_->Start(launch).ok());
   ASSERT_TRUE(WaitForFile(ready));
   ASSERT_TRUE(sup_->Signal("group", SIGTERM).ok());
