@@ -77,7 +77,14 @@ struct JobSpec {
   Millis runtime_estimate = 0;     // 0: unknown
   Millis checkpoint_interval = 0;  // 0: never checkpoints
   Millis restart_overhead = 0;
-  std::string command;  // what to run (opaque to the store)
+  // What each task runs, for the node agents: `argv` (exec form: the program and its
+  // arguments, no shell) or `command` (shell form: one text run by /bin/sh -c), not both.
+  std::vector<std::string> argv;
+  std::string command;
+  std::map<std::string, std::string> env;  // set in each task's environment
+  // How often a failed run (a task exiting non-zero, its node lost) starts again before the
+  // job fails (Slurm's --requeue, Kubernetes' backoffLimit). 0: the first failure fails it.
+  std::int32_t max_retries = 0;
   // Optional. A second submission with the same (user, idempotency_key) is not recorded again:
   // Submit returns the first job's id with `duplicate` set, so a client may retry safely.
   std::string idempotency_key;
@@ -116,6 +123,7 @@ struct JobStatus {
   Millis last_checkpoint = -1;    // the latest checkpoint of any run
   Millis stop_at = -1;            // running and told to stop (eviction signalled): when
   std::vector<Millis> evictions;  // every eviction, oldest first
+  std::int32_t retries = 0;       // failed runs started again (kRetried)
   Millis end_time = -1;           // finished: when
   std::string message;            // finished: why (failure, who cancelled); else empty
 
@@ -141,7 +149,8 @@ enum class EventKind : std::uint8_t {
   kCheckpointed,       // running: a checkpoint was saved at `time`
   kEvictionSignalled,  // running: told to checkpoint and stop by `stop_at`
   kEvicted,            // running -> pending; counted in JobStatus::evictions
-  kRequeued,           // running -> pending, not an eviction (node lost, drained, restarted)
+  kRequeued,           // running -> pending, not an eviction (node drained)
+  kRetried,            // running -> pending after a failed run; counted in JobStatus::retries
   kCompleted,          // running -> completed
   kFailed,             // pending, held or running -> failed (`message`: why)
   kCancelled,          // pending, held or running -> cancelled

@@ -34,9 +34,13 @@ struct ClientOptions {
   bool json = false;
   // submit
   std::string file, name, queue, priority_class, gpus, gpu_memory, cpu, memory, topology, runtime,
-      checkpoint, idempotency_key;
+      checkpoint, idempotency_key, shell;
   int tasks = 0;  // 0: not given
-  std::vector<std::string> gpu_types, command;
+  int max_retries = -1;  // -1: not given
+  std::vector<std::string> gpu_types, command, env;
+  // logs
+  int task = 0;
+  std::int64_t tail = -1;
   // jobs
   std::string filter_queue, filter_state, filter_user;
   int limit = 0;
@@ -185,7 +189,8 @@ Json JobFromYaml(const YAML::Node& m, const std::string& path) {
   static const std::vector<std::string> kFields = {
       "name", "queue", "priority_class", "runtime_estimate", "checkpoint_interval",
       "restart_overhead", "gpu_types", "topology", "node_selector", "tolerations", "labels",
-      "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory", "command", "idempotency_key"};
+      "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory", "argv", "command", "env",
+      "max_retries", "idempotency_key"};
   if (!m.IsMap()) throw UsageError{path + ": expected a mapping (a job)"};
   Json job = Json::object();
   for (const auto& kv : m) {
@@ -205,6 +210,22 @@ Json JobFromYaml(const YAML::Node& m, const std::string& path) {
   }
   if (m["gpu_types"]) {
     for (const auto& t : m["gpu_types"]) job["gpu_types"].push_back(t.as<std::string>());
+  }
+  if (const YAML::Node a = m["argv"]) {
+    if (!a.IsSequence()) throw UsageError{p + "argv: expected a list (the program and its arguments)"};
+    for (const auto& t : a) job["argv"].push_back(t.as<std::string>());
+  }
+  if (const YAML::Node e = m["env"]) {
+    if (!e.IsMap()) throw UsageError{p + "env: expected a mapping of variables"};
+    for (const auto& kv : e) job["env"][kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  if (m["max_retries"]) {
+    const std::string t = Scalar(m["max_retries"], p + "max_retries");
+    try {
+      job["max_retries"] = std::stoll(t);
+    } catch (const std::exception&) {
+      throw UsageError{p + "max_retries: expected an integer, got '" + t + "'"};
+    }
   }
   if (const YAML::Node t = m["topology"]) {
     if (t.IsScalar()) {
@@ -287,11 +308,23 @@ int Submit(const ClientOptions& o) {
       job["checkpoint_interval_ms"] =
           Check(config::ParseDuration(o.checkpoint, "--checkpoint-interval"));
     if (!o.idempotency_key.empty()) job["idempotency_key"] = o.idempotency_key;
+    if (!o.command.empty() && !o.shell.empty())
+      throw UsageError{"give the program after -- or a shell command with --sh, not both"};
     if (!o.command.empty()) {
-      std::string command;
-      for (const std::string& a : o.command) command += (command.empty() ? "" : " ") + a;
-      job["command"] = command;
+      job.erase("command");
+      job["argv"] = o.command;
     }
+    if (!o.shell.empty()) {
+      job.erase("argv");
+      job["command"] = o.shell;
+    }
+    for (const std::string& kv : o.env) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError{fmt::format("--env: expected NAME=VALUE, got '{}'", kv)};
+      job["env"][kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (o.max_retries >= 0) job["max_retries"] = o.max_retries;
     std::optional<Json> answer = Call(o, "POST", "/v1/jobs", job);
     if (!answer) return 1;
     if (o.json) {
@@ -500,6 +533,33 @@ int NodeAction(const ClientOptions& o, const std::string& action) {
   return 0;
 }
 
+// `arbiter logs JOB`: a task's output, from the agent of the node it ran on (through the server).
+int Logs(const ClientOptions& o) {
+  const Connection c = Connect(o);
+  httplib::Client client(c.server);
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(std::chrono::seconds(60));
+  httplib::Headers headers;
+  if (!c.token.empty()) headers.emplace("Authorization", "Bearer " + c.token);
+  std::string path = fmt::format("/v1/jobs/{}/logs?task={}", o.ids.at(0), o.task);
+  if (o.tail >= 0) path += fmt::format("&tail_bytes={}", o.tail);
+  httplib::Result res = client.Get(path, headers);
+  if (!res) {
+    fmt::print(stderr, "error: cannot reach the Arbiter server at {}: {}\n", c.server,
+               httplib::to_string(res.error()));
+    return 1;
+  }
+  if (res->status != 200) {
+    const Json json = Json::parse(res->body, nullptr, false);
+    std::string message = res->body;
+    if (!json.is_discarded() && json.contains("error")) message = json["error"].value("message", "");
+    fmt::print(stderr, "error: {} (HTTP {})\n", message, res->status);
+    return 1;
+  }
+  std::fwrite(res->body.data(), 1, res->body.size(), stdout);
+  return 0;
+}
+
 void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
   cmd->add_option("--server", o.server,
                   "Server address (default: $ARBITER_SERVER, the client file, "
@@ -537,7 +597,11 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
   submit->add_option("--checkpoint-interval", o.checkpoint, "Checkpoint interval (e.g. 30m)");
   submit->add_option("--idempotency-key", o.idempotency_key,
                      "A retry with the same key is not submitted twice");
-  submit->add_option("command", o.command, "The command to run (after --)");
+  submit->add_option("--sh", o.shell, "A shell command to run (by /bin/sh -c)");
+  submit->add_option("-e,--env", o.env, "NAME=VALUE in each task's environment (repeatable)");
+  submit->add_option("--max-retries", o.max_retries,
+                     "Failed runs started again before the job fails (default 0)");
+  submit->add_option("command", o.command, "The program to run and its arguments (after --)");
 
   CLI::App* jobs = add("jobs", "List jobs (like squeue)", &Jobs);
   jobs->add_option("-q,--queue", o.filter_queue, "Only this queue");
@@ -556,6 +620,10 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
       [](const ClientOptions& opt) { return JobAction(opt, "release"); })
       ->add_option("ID", o.ids, "Job ids")
       ->required();
+  CLI::App* logs = add("logs", "Show a task's output (from its node's agent)", &Logs);
+  logs->add_option("ID", o.ids, "Job id")->required();
+  logs->add_option("--task", o.task, "Task index (rank; default 0)");
+  logs->add_option("--tail", o.tail, "Only the last BYTES bytes");
   add("queues", "List queues: usage against guarantee and max", &Queues);
   add("nodes", "List nodes", &Nodes);
   for (auto [name, help, run] :

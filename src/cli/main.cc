@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent.h"
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
 #include "cli/commands.h"
@@ -442,6 +443,29 @@ int main(int argc, char** argv) {
   server->add_option("--threads", server_args.threads,
                      "Connection threads (default 64; a keep-alive connection holds one)");
 
+  arbiter::agent::AgentArgs agent_args;
+  CLI::App* agent = app.add_subcommand(
+      "agent", "Run the node agent: report the node's devices, run the tasks the server binds to "
+               "it, carry out evictions (docs/design/agent.md)");
+  agent->add_option("--server", agent_args.server, "The server (http://HOST:PORT)")->required();
+  agent->add_option("--token", agent_args.token, "An agent token of the server's configuration")
+      ->required();
+  agent->add_option("--name", agent_args.name, "This node's name in the configuration")->required();
+  agent->add_option("--devices", agent_args.devices,
+                    "auto (NVML) or declared, e.g. 8xH800-80G or 2xA100-40G,4xL40S-48G "
+                    "(default auto)");
+  agent->add_option("--labels", agent_args.labels, "k=v,k=v reported with the devices");
+  agent->add_option("--work-dir", agent_args.work_dir,
+                    "Tasks' records, logs and checkpoints (default arbiter-agent)");
+  agent->add_option("--listen", agent_args.listen,
+                    "HOST:PORT of the log server (default 0.0.0.0:0: any free port)");
+  agent->add_option("--address", agent_args.address,
+                    "Where others reach this node: MASTER_ADDR, the log server (default: the "
+                    "host name)");
+  CLI::App* checkpoint = app.add_subcommand(
+      "checkpoint", "Run by a task: say that its checkpoint is complete (its agent tells the "
+                    "server, whose victim search then loses less of it)");
+
   arbiter::cli::ClientCommands client = arbiter::cli::AddClientCommands(app, explain);
 
   try {
@@ -459,6 +483,8 @@ int main(int argc, char** argv) {
   }
   if (*fill) return arbiter::cli::RunFill(fill_args);
   if (*server) return arbiter::server::RunServer(server_args);
+  if (*agent) return arbiter::agent::RunAgent(agent_args);
+  if (*checkpoint) return arbiter::agent::RunCheckpoint();
   if (std::optional<int> status = arbiter::cli::RunClientCommand(client)) return *status;
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) {

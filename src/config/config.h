@@ -38,6 +38,17 @@ struct ServerConfig {
   Millis cycle_period = 5 * kMillisPerSecond;  // a cycle at least this often
   std::int64_t max_active_jobs_per_user = 10000;  // pending, held and running; 0: no limit
   std::int64_t max_body_bytes = 1 << 20;          // larger request bodies are refused
+  // Node agents (without --virtual-nodes). A node whose agent has not been heard from for
+  // `node_lost_timeout` is lost: out of the schedulable pool, its jobs requeued or failed.
+  Millis node_lost_timeout = 30 * kMillisPerSecond;
+  // How long an agent's sync waits for new assignments before it answers (its heartbeat).
+  Millis agent_sync_wait = 2 * kMillisPerSecond;
+  // After the grace period's SIGTERM, how long before SIGKILL.
+  Millis kill_after = 10 * kMillisPerSecond;
+  // Where tasks keep their checkpoints, one directory per job below it, the same on every node
+  // (shared storage) so a requeued job resumes wherever it runs next. Empty: each agent's
+  // work directory.
+  std::string checkpoint_root;
 };
 
 struct ClusterConfig {

@@ -79,6 +79,7 @@ Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
   {
     std::lock_guard lock(core->mu_);
     if (Status st = core->Recover(); !st.ok()) return st;
+    core->InitAgentsLocked(core->Now());
   }
   core->loop_ = std::thread([c = core.get()] { c->Loop(); });
   return core;
@@ -141,8 +142,9 @@ Status Core::Recover() {
           "it was accepted under",
           stored[i].id, stored[i].spec.name, errors[i]));
     }
-    Entry entry{std::move(stored[i]), std::move(*resolved[i]), {}, false, -1, -1};
+    Entry entry{std::move(stored[i]), std::move(*resolved[i]), {}, false, -1, -1, {}, {}};
     if (entry.stored.status.state == JobState::kRunning) {
+      RememberNodes(entry);
       entry.run_start = entry.stored.status.start_time;
       if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
     }
@@ -175,6 +177,7 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
     }
   }
   state_.emplace(std::move(state));
+  ApplyHealthLocked();
   Result<ClusterState> probe = ClusterState::Create(config.cluster);
   if (!probe.ok()) return Status::Error("configuration: " + probe.status().message());
   {
@@ -218,7 +221,7 @@ void Core::Loop() {
       std::lock_guard lock(mu_);
       DrainInboxLocked();
       const Millis now = Now();
-      const Millis due = DueEventsLocked(now);
+      const Millis due = std::min(DueEventsLocked(now), LoseSilentNodesLocked(now));
       if (due <= now) continue;  // it changed something: look again
       const Millis interval =
           dirty_ ? config_.server.cycle_min_interval : config_.server.cycle_period;
@@ -317,7 +320,10 @@ Millis Core::DueEventsLocked(Millis now) {
     ev.message = std::move(message);
     events.push_back(std::move(ev));
   };
+  // A victim on an agent's node stops when its agent says its tasks are gone (or the node is
+  // lost); on virtual nodes, at the end of its grace period.
   for (const auto& [id, stop_at] : draining_) {
+    if (agents()) continue;
     if (stop_at <= now) {
       event(EventKind::kEvicted, id, now, "stopped after its grace period");
     } else {
@@ -375,6 +381,7 @@ Status Core::AppendLocked(std::vector<Event> events) {
   Result<std::vector<Event>> written = store_->Append(std::move(events));
   if (!written.ok()) return written.status();
   for (const Event& ev : *written) ApplyLocked(ev);
+  BumpAssignments();
   return Status::Ok();
 }
 
@@ -384,10 +391,24 @@ void Core::ApplyLocked(const Event& event) {
   Entry& entry = it->second;
   const bool was_finished = store::IsFinished(entry.stored.status.state);
   (void)store::ApplyEvent(entry.stored.status, event);
+  if (event.kind == EventKind::kStarted) {
+    entry.reports.clear();
+    RememberNodes(entry);
+  }
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending) {
     entry.run_start = -1;
   }
   if (!was_finished && store::IsFinished(entry.stored.status.state)) Finish(entry);
+}
+
+void Core::RememberNodes(Entry& entry) {
+  for (const store::StoredTask& t : entry.stored.status.allocation.tasks) {
+    std::uint32_t rank = t.index;
+    for (std::uint32_t g = 0; g < t.group && g < entry.stored.spec.groups.size(); ++g)
+      rank += static_cast<std::uint32_t>(entry.stored.spec.groups[g].count);
+    if (entry.last_nodes.size() <= rank) entry.last_nodes.resize(rank + 1);
+    entry.last_nodes[rank] = t.node;
+  }
 }
 
 void Core::Finish(Entry& entry) {
@@ -429,6 +450,10 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
   spec->user = caller.name;
   spec->submit_time = Now();
   if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return Fail(400, st.message());
+  if (agents() && spec->argv.empty() && spec->command.empty()) {
+    return Fail(400, "argv: the nodes' agents run each task: give argv (a program and its "
+                     "arguments) or command (a shell command)");
+  }
   Job job;
   {
     std::lock_guard lock(probe_mu_);
@@ -753,10 +778,20 @@ Answer Core::ListNodes() const {
       admin = store::NodeAdminStateName(it->second.state);
       reason = it->second.reason;
     }
+    Json agent = nullptr;
+    if (auto a = agent_nodes_.find(node.name); a != agent_nodes_.end()) {
+      const AgentNode& an = a->second;
+      agent = Json{{"state", an.lost ? "lost" : an.registered ? "ready" : "waiting"},
+                   {"last_seen_ms", an.last_seen},
+                   {"address", an.address},
+                   {"reported", an.reported}};
+      if (!an.problem.empty()) agent["problem"] = an.problem;
+    }
     nodes.push_back(Json{{"name", node.name},
                          {"state", admin},
                          {"reason", reason},
                          {"healthy", node.healthy},
+                         {"agent", std::move(agent)},
                          {"gpus", std::move(gpus)},
                          {"gpu_milli", static_cast<std::int64_t>(node.devices.size()) * kMilliPerGpu},
                          {"gpu_free_milli", free},

@@ -59,6 +59,18 @@ struct CoreOptions {
   std::size_t finished_kept = 10000;
 };
 
+// What a node agent says of one of its tasks (docs/api.md, "Node agents").
+struct TaskReport {
+  JobId job = 0;
+  std::uint32_t rank = 0;
+  Millis run = 0;             // the run it belongs to: the job's start time
+  bool running = true;
+  int exit_code = -1;         // ended normally
+  int signal = 0;             // ended by a signal
+  bool lost = false;          // its end is unknown
+  Millis checkpoint = -1;     // its latest finished checkpoint, if any
+};
+
 struct JobFilter {
   std::string queue, user;
   std::optional<store::JobState> state;
@@ -96,6 +108,18 @@ class Core {
   Answer SetNodeState(const Caller& caller, const std::string& node,
                       store::NodeAdminState state, const std::string& reason);
 
+  // ---- Node agents (docs/design/agent.md) ----
+  // `body`: devices, CPU, memory and addresses as the agent found them.
+  Answer RegisterAgent(const Caller& caller, const std::string& node, const nlohmann::json& body,
+                       const std::string& token);
+  // Takes the agent's reports, then answers the tasks the node is to run (with their stops),
+  // waiting up to `wait` for a change when the agent's `version` is current.
+  Answer SyncAgent(const Caller& caller, const std::string& node,
+                   const std::vector<TaskReport>& reports, std::uint64_t version,
+                   std::chrono::milliseconds wait);
+  // Where a task's log is: the agent's log server, its token and the path there.
+  Answer LogSource(JobId id, std::uint32_t rank);
+
   // ---- Events and metrics ----
   Answer Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const;
   std::string MetricsText();
@@ -109,6 +133,22 @@ class Core {
     bool never = false;         // the reason says it can never fit
     Millis reserved_start = -1; // a backfill reservation's expected start
     Millis run_start = -1;      // running: when its work starts (after its victims stop)
+    // Node agents: what each task (by rank) of the current run reported, and where each task
+    // ran last (for its log, also once the job has finished).
+    std::vector<TaskReport> reports;
+    std::vector<std::string> last_nodes;
+  };
+
+  // A configured node run by an agent (every node, without --virtual-nodes).
+  struct AgentNode {
+    bool registered = false;  // an agent registered since the server started
+    bool lost = false;        // silent past node_lost_timeout; its jobs were moved off
+    Millis last_seen = -1;    // its last registration or sync (or the server's start)
+    std::string address;      // where the node is reached (MASTER_ADDR)
+    std::string log_url;      // the agent's log server
+    std::string token;        // the agent's token (the log server asks for it)
+    std::string problem;      // why its last registration was refused
+    nlohmann::json reported;  // devices, CPU and memory as the agent found them
   };
 
   Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options);
@@ -124,11 +164,29 @@ class Core {
   Status AppendLocked(std::vector<store::Event> events);
   void ApplyLocked(const store::Event& event);
   void Finish(Entry& entry);
+  // Where each task of the entry's current allocation runs, kept for its log.
+  static void RememberNodes(Entry& entry);
   // Moves the accepted jobs of the inbox into `jobs_`.
   void DrainInboxLocked();
   nlohmann::json JobJson(const Entry& entry) const;
   Answer CheckOwner(const Caller& caller, const Entry& entry, const char* what) const;
   Entry* FindLocked(JobId id);
+  // Node agents (agents.cc).
+  bool agents() const { return !options_.virtual_nodes; }
+  void InitAgentsLocked(Millis now);
+  // Nodes silent past the timeout are lost: unhealthy, their jobs requeued or failed. Returns
+  // the next time one could be.
+  Millis LoseSilentNodesLocked(Millis now);
+  // The jobs' events that the reports make due (completed, failed, evicted, checkpointed).
+  void TakeReportsLocked(const std::string& node, const std::vector<TaskReport>& reports,
+                         Millis now);
+  // A run that failed: requeued while retries are left, else failed.
+  store::Event FailRunLocked(const Entry& entry, Millis now, std::string why);
+  nlohmann::json AssignmentsLocked(const std::string& node, Millis now) const;
+  // Every node's health: an agent node is healthy while registered and not lost.
+  void ApplyHealthLocked();
+  // Agents wait on this for new assignments; bumped by every job transition.
+  void BumpAssignments();
   // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
   void Wake();
 
@@ -148,6 +206,9 @@ class Core {
   std::deque<JobId> finished_;                   // GUARDED_BY(mu_): oldest first
   std::map<JobId, Millis> draining_;             // GUARDED_BY(mu_): victims -> stop time
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
+  std::map<std::string, AgentNode> agent_nodes_;  // GUARDED_BY(mu_)
+  std::uint64_t assignments_version_ = 1;        // GUARDED_BY(mu_)
+  std::condition_variable assignments_cv_;       // with mu_
   bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
   Millis last_cycle_ = 0;                        // GUARDED_BY(mu_)
 

@@ -175,6 +175,70 @@ class Api {
             return c.SetNodeState(who, req.matches[1], state, reason);
           });
 
+    // Node agents (docs/api.md, "Node agents").
+    Route(svr, "POST", R"(/v1/nodes/([^/]+)/register)",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            Result<Json> body = Body(req);
+            if (!body.ok()) return Fail(400, body.status().message());
+            if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+            if (body->contains("devices") && !(*body)["devices"].is_array())
+              return Fail(400, "devices: must be an array");
+            const std::string header = req.get_header_value("Authorization");
+            return c.RegisterAgent(who, req.matches[1], *body, header.substr(7));
+          });
+    Route(svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
+          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+            Result<Json> body = Body(req);
+            if (!body.ok()) return Fail(400, body.status().message());
+            if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+            std::uint64_t wait = 0;
+            if (req.has_param("wait_ms")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
+              if (!v || *v > 60000) return Fail(400, "wait_ms: must be 0 to 60000");
+              wait = *v;
+            }
+            Result<std::vector<TaskReport>> reports = Reports(*body);
+            if (!reports.ok()) return Fail(400, reports.status().message());
+            const std::uint64_t version = body->value("version", std::uint64_t{0});
+            return c.SyncAgent(who, req.matches[1], *reports, version,
+                               std::chrono::milliseconds(wait));
+          });
+    Route(svr, "GET", R"(/v1/jobs/(\d+)/logs)",
+          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) {
+            std::optional<JobId> id = Number(req.matches[1]);
+            if (!id) return Fail(400, "id: not a job id");
+            std::uint64_t task = 0;
+            if (req.has_param("task")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
+              if (!v || *v > UINT32_MAX) return Fail(400, "task: must be a task index");
+              task = *v;
+            }
+            Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
+            if (!where.ok()) return where;
+            // The log stays on its node: asked of the agent's log server, without the core's lock.
+            httplib::Client agent(where.body["url"].get<std::string>());
+            agent.set_connection_timeout(std::chrono::seconds(5));
+            agent.set_read_timeout(std::chrono::seconds(30));
+            httplib::Headers headers{
+                {"Authorization", "Bearer " + where.body["token"].get<std::string>()}};
+            std::string path = where.body["path"].get<std::string>();
+            if (req.has_param("tail_bytes")) path += "?tail_bytes=" + req.get_param_value("tail_bytes");
+            httplib::Result got = agent.Get(path, headers);
+            if (!got) {
+              return Fail(502, fmt::format("node: the agent of {} did not answer for the log",
+                                           where.body["node"].get<std::string>()));
+            }
+            if (got->status != 200) {
+              return Fail(got->status == 404 ? 404 : 502,
+                          fmt::format("log: the agent of {} answered {}: {}",
+                                      where.body["node"].get<std::string>(), got->status,
+                                      got->body));
+            }
+            res.status = 200;
+            res.set_content(got->body, "text/plain; charset=utf-8");
+            return Answer{0, nullptr};
+          });
+
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
     // says where to go on. A comment line after 5 s without events keeps idle connections open.
@@ -244,6 +308,39 @@ class Api {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
     return v;
+  }
+
+  // An agent's reports: {"tasks": [{"job", "rank", "run", "running", "exit_code", "signal",
+  // "lost", "checkpoint_ms"}]}.
+  static Result<std::vector<TaskReport>> Reports(const Json& body) {
+    std::vector<TaskReport> out;
+    if (!body.contains("tasks")) return out;
+    if (!body["tasks"].is_array()) return Status::Error("tasks: must be an array");
+    for (std::size_t i = 0; i < body["tasks"].size(); ++i) {
+      const Json& t = body["tasks"][i];
+      const std::string f = fmt::format("tasks[{}]", i);
+      if (!t.is_object()) return Status::Error(f + ": must be an object");
+      for (const char* key : {"job", "rank", "run"}) {
+        if (!t.contains(key) || !t[key].is_number_integer())
+          return Status::Error(fmt::format("{}.{}: must be an integer", f, key));
+      }
+      TaskReport r;
+      try {
+      r.job = t["job"].get<JobId>();
+      r.rank = t["rank"].get<std::uint32_t>();
+      r.run = t["run"].get<Millis>();
+      r.running = t.value("running", true);
+      r.exit_code = t.value("exit_code", -1);
+      r.signal = t.value("signal", 0);
+      r.lost = t.value("lost", false);
+      r.checkpoint = t.value("checkpoint_ms", Millis{-1});
+      } catch (const nlohmann::json::exception&) {
+        return Status::Error(f + ": running and lost must be booleans; exit_code, signal and "
+                                 "checkpoint_ms integers");
+      }
+      out.push_back(r);
+    }
+    return out;
   }
 
   static Result<Json> Body(const httplib::Request& req) {

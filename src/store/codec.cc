@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <initializer_list>
@@ -563,16 +564,24 @@ void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
       s.checkpoint_interval = r.ReadInt(f);
     } else if (key == "restart_overhead_ms") {
       s.restart_overhead = r.ReadInt(f);
+    } else if (key == "argv") {
+      s.argv = ReadStringList(r, f);
     } else if (key == "command") {
       s.command = r.ReadString(f);
+    } else if (key == "env") {
+      s.env = ReadStringMap(r, f);
+    } else if (key == "max_retries") {
+      const std::int64_t v = r.ReadInt(f);
+      if (v < 0 || v > 1000000) Fail(f, fmt::format("must be 0 to 1000000, got {}", v));
+      s.max_retries = static_cast<std::int32_t>(v);
     } else if (key == "idempotency_key") {
       s.idempotency_key = r.ReadString(f);
     } else {
       Unknown(p, key,
               {"name", "user", "queue", "priority_class", "groups", "gpu_types", "topology",
                "node_selector", "tolerations", "labels", "affinity", "submit_time_ms",
-               "runtime_estimate_ms", "checkpoint_interval_ms", "restart_overhead_ms", "command",
-               "idempotency_key"});
+               "runtime_estimate_ms", "checkpoint_interval_ms", "restart_overhead_ms", "argv",
+               "command", "env", "max_retries", "idempotency_key"});
     }
   });
   if (!has_name) Fail(Field(p, "name"), "is required");
@@ -677,6 +686,8 @@ void ReadStatus(Reader& r, const Path& p, JobStatus& s) {
       s.stop_at = r.ReadInt(f);
     } else if (key == "evictions_ms") {
       s.evictions = ReadIntList(r, f);
+    } else if (key == "retries") {
+      s.retries = static_cast<std::int32_t>(std::clamp<std::int64_t>(r.ReadInt(f), 0, 1000000));
     } else if (key == "end_time_ms") {
       s.end_time = r.ReadInt(f);
     } else if (key == "message") {
@@ -684,7 +695,7 @@ void ReadStatus(Reader& r, const Path& p, JobStatus& s) {
     } else {
       Unknown(p, key,
               {"state", "priority_class", "allocation", "start_time_ms", "first_start_time_ms",
-               "last_checkpoint_ms", "stop_at_ms", "evictions_ms", "end_time_ms", "message"});
+               "last_checkpoint_ms", "stop_at_ms", "evictions_ms", "retries", "end_time_ms", "message"});
     }
   });
   if (!has_state) Fail(Field(p, "state"), "is required");
@@ -897,7 +908,10 @@ json JobSpecToJson(const JobSpec& s) {
   if (s.runtime_estimate != 0) j["runtime_estimate_ms"] = s.runtime_estimate;
   if (s.checkpoint_interval != 0) j["checkpoint_interval_ms"] = s.checkpoint_interval;
   if (s.restart_overhead != 0) j["restart_overhead_ms"] = s.restart_overhead;
+  if (!s.argv.empty()) j["argv"] = s.argv;
   if (!s.command.empty()) j["command"] = s.command;
+  if (!s.env.empty()) j["env"] = s.env;
+  if (s.max_retries != 0) j["max_retries"] = s.max_retries;
   if (!s.idempotency_key.empty()) j["idempotency_key"] = s.idempotency_key;
   return j;
 }
@@ -940,6 +954,7 @@ json JobStatusToJson(const JobStatus& s) {
   PutTime(j, "last_checkpoint_ms", s.last_checkpoint);
   PutTime(j, "stop_at_ms", s.stop_at);
   if (!s.evictions.empty()) j["evictions_ms"] = s.evictions;
+  if (s.retries != 0) j["retries"] = s.retries;
   PutTime(j, "end_time_ms", s.end_time);
   if (!s.message.empty()) j["message"] = s.message;
   return j;

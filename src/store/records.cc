@@ -15,11 +15,11 @@ namespace {
 
 constexpr std::array<const char*, 6> kJobStateNames = {"pending",   "held",   "running",
                                                        "completed", "failed", "cancelled"};
-constexpr std::array<const char*, 16> kEventKindNames = {
+constexpr std::array<const char*, 17> kEventKindNames = {
     "submitted",           "held",          "released",
     "priority_changed",    "started",       "checkpointed",
     "eviction_signalled",  "evicted",       "requeued",
-    "completed",           "failed",        "cancelled",
+    "retried",             "completed",     "failed",        "cancelled",
     "queue_quota_changed", "node_cordoned", "node_draining",
     "node_uncordoned"};
 constexpr std::array<const char*, 3> kNodeAdminStateNames = {"schedulable", "cordoned", "draining"};
@@ -106,6 +106,10 @@ Status SpecTexts(const JobSpec& spec) {
   }
   if (Status s = TextMap("node_selector", spec.node_selector); !s.ok()) return s;
   if (Status s = TextMap("labels", spec.labels); !s.ok()) return s;
+  if (Status s = TextMap("env", spec.env); !s.ok()) return s;
+  for (std::size_t i = 0; i < spec.argv.size(); ++i) {
+    if (Status s = Text(fmt::format("argv[{}]", i), spec.argv[i]); !s.ok()) return s;
+  }
   for (std::size_t i = 0; i < spec.tolerations.size(); ++i) {
     if (Status s = Text(fmt::format("tolerations[{}].key", i), spec.tolerations[i].key); !s.ok()) {
       return s;
@@ -165,7 +169,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                     same_affinity) &&
          a.submit_time == b.submit_time && a.runtime_estimate == b.runtime_estimate &&
          a.checkpoint_interval == b.checkpoint_interval &&
-         a.restart_overhead == b.restart_overhead && a.command == b.command &&
+         a.restart_overhead == b.restart_overhead && a.argv == b.argv && a.command == b.command &&
+         a.env == b.env && a.max_retries == b.max_retries &&
          a.idempotency_key == b.idempotency_key;
 }
 
@@ -178,7 +183,8 @@ bool operator==(const JobStatus& a, const JobStatus& b) {
   return a.state == b.state && a.priority_class == b.priority_class &&
          a.allocation == b.allocation && a.start_time == b.start_time &&
          a.first_start_time == b.first_start_time && a.last_checkpoint == b.last_checkpoint &&
-         a.stop_at == b.stop_at && a.evictions == b.evictions && a.end_time == b.end_time &&
+         a.stop_at == b.stop_at && a.evictions == b.evictions && a.retries == b.retries &&
+         a.end_time == b.end_time &&
          a.message == b.message;
 }
 
@@ -225,6 +231,24 @@ Status ValidateJobSpec(const JobSpec& spec) {
       return FieldError(f + ".match", "give at least one label to match");
     }
     if (spec.affinity[i].level.empty()) return FieldError(f + ".level", "must not be empty");
+  }
+  if (!spec.argv.empty() && !spec.command.empty()) {
+    return FieldError("argv", "give either argv (no shell) or command (run by /bin/sh -c), "
+                              "not both");
+  }
+  if (!spec.argv.empty() && spec.argv[0].empty()) {
+    return FieldError("argv[0]", "must name the program to run");
+  }
+  for (const auto& [name, value] : spec.env) {
+    if (name.empty() || name.find('=') != std::string::npos ||
+        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return FieldError(fmt::format("env.{}", name),
+                        "a variable's name must be non-empty without '=', and no text may "
+                        "hold a NUL");
+    }
+  }
+  if (spec.max_retries < 0) {
+    return FieldError("max_retries", fmt::format("must not be negative, got {}", spec.max_retries));
   }
   if (spec.topology_level.empty() && spec.topology_mode == ConstraintMode::kPreferred) {
     return FieldError("topology.level", "must be given with mode preferred");
@@ -318,6 +342,7 @@ Status ApplyEvent(JobStatus& status, const Event& e) {
       return Status::Ok();
     case EventKind::kEvicted:
     case EventKind::kRequeued:
+    case EventKind::kRetried:
       if (from != JobState::kRunning) {
         return refuse(e.kind == EventKind::kEvicted ? "only a running job can be evicted"
                                                     : "only a running job can be requeued");
@@ -326,6 +351,7 @@ Status ApplyEvent(JobStatus& status, const Event& e) {
       status.allocation = {};
       status.stop_at = -1;
       if (e.kind == EventKind::kEvicted) status.evictions.push_back(e.time);
+      if (e.kind == EventKind::kRetried) ++status.retries;
       return Status::Ok();
     case EventKind::kCompleted:
       if (from != JobState::kRunning) return refuse("only a running job can complete");

@@ -91,7 +91,7 @@ TEST_F(ServerTest, SubmitWithTheCommandScheduleAndCompleteOnVirtualNodes) {
   ASSERT_TRUE(WaitState(1, "completed")) << GetJob(1).dump();
   const Json job = GetJob(1);
   EXPECT_EQ(job["spec"]["user"], "alice");  // the submitter, from the token
-  EXPECT_EQ(job["spec"]["command"], "echo hi");
+  EXPECT_EQ(job["spec"]["argv"], Json::array({"echo", "hi"}));  // exec form: no shell
   CommandResult jobs = RunCli(server_->address(), kAlice, "jobs");
   EXPECT_EQ(jobs.status, 0);
   EXPECT_NE(jobs.output.find("hello"), std::string::npos) << jobs.output;

@@ -68,7 +68,8 @@ class ServerProcess {
   // Starts `arbiter server --config CONFIG --data DATA --listen 127.0.0.1:0 EXTRA...` and waits
   // until it answers /readyz.
   ServerProcess(const std::string& config, const std::string& data,
-                std::vector<std::string> extra = {"--virtual-nodes"}) {
+                std::vector<std::string> extra = {"--virtual-nodes"},
+                const std::string& listen = "127.0.0.1:0") {
     int out[2];
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -77,7 +78,7 @@ class ServerProcess {
       ::close(out[0]);
       ::close(out[1]);
       std::vector<std::string> args = {ARBITER_BINARY, "server", "--config", config, "--data",
-                                       data, "--listen", "127.0.0.1:0"};
+                                       data, "--listen", listen};
       for (std::string& e : extra) args.push_back(std::move(e));
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());

@@ -51,6 +51,8 @@ JobSpec FullSpec() {
   s.checkpoint_interval = 3600 * 1000;
   s.restart_overhead = 120'000;
   s.command = "torchrun train.py --config 70b.yaml";
+  s.env = {{"NCCL_DEBUG", "INFO"}, {"HF_HOME", "/data/hf"}};
+  s.max_retries = 3;
   s.idempotency_key = "req-1";
   return s;
 }
@@ -89,7 +91,9 @@ std::string SpecError(const std::string& text, std::string_view path = "") {
 }
 
 TEST(StoreCodec, JobSpecRoundTrip) {
-  for (const JobSpec& spec : {FullSpec(), MinimalSpec()}) {
+  JobSpec exec_form = MinimalSpec();
+  exec_form.argv = {"python", "train.py", "--lr", "3e-4 with spaces"};
+  for (const JobSpec& spec : {FullSpec(), MinimalSpec(), exec_form}) {
     const std::string text = EncodeJobSpec(spec);
     Result<JobSpec> back = DecodeJobSpec(text);
     ASSERT_TRUE(back.ok()) << back.status().message();
@@ -139,8 +143,8 @@ TEST(StoreCodec, DecodingErrorsNameTheField) {
   EXPECT_EQ(SpecError(head + R"("groups":[],"colour":"red"})", "jobs[3]"),
             "jobs[3].colour: unknown field (known: name, user, queue, priority_class, groups, "
             "gpu_types, topology, node_selector, tolerations, labels, affinity, submit_time_ms, "
-            "runtime_estimate_ms, checkpoint_interval_ms, restart_overhead_ms, command, "
-            "idempotency_key)");
+            "runtime_estimate_ms, checkpoint_interval_ms, restart_overhead_ms, argv, command, "
+            "env, max_retries, idempotency_key)");
   EXPECT_EQ(SpecError("[1, 2]"), "must be an object, got an array");
   EXPECT_EQ(SpecError(head + R"("groups":[{"tasks":99999999999}]})"),
             "groups[0].tasks: is out of range, got 99999999999");
@@ -289,6 +293,17 @@ TEST(StoreRecords, ValidateJobSpecNamesTheField) {
   };
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = 0; }),
             "groups[1].tasks: must be at least 1, got 0");
+  EXPECT_EQ(error([](JobSpec& s) { s.argv = {"python"}; }),
+            "argv: give either argv (no shell) or command (run by /bin/sh -c), not both");
+  EXPECT_EQ(error([](JobSpec& s) {
+              s.command.clear();
+              s.argv = {""};
+            }),
+            "argv[0]: must name the program to run");
+  EXPECT_EQ(error([](JobSpec& s) { s.env["A=B"] = "x"; }),
+            "env.A=B: a variable's name must be non-empty without '=', and no text may hold a NUL");
+  EXPECT_EQ(error([](JobSpec& s) { s.max_retries = -1; }),
+            "max_retries: must not be negative, got -1");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = -3; }),
             "groups[1].tasks: must be at least 1, got -3");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].request.gpu = MilliGpu(1500); }),
@@ -447,7 +462,10 @@ TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
   EXPECT_EQ(state.priority_class(p0->priority_class).name, "P0");
   // And back to names.
   JobSpec back = ToSpec(*job, state);
+  // What the agents run is not the engine's.
   back.command = spec.command;
+  back.env = spec.env;
+  back.max_retries = spec.max_retries;
   back.idempotency_key = spec.idempotency_key;
   EXPECT_TRUE(back == spec) << JobSpecToJson(back).dump() << "\n" << JobSpecToJson(spec).dump();
 

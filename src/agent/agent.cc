@@ -1,0 +1,504 @@
+#include "agent/agent.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "agent/discovery.h"
+#include "agent/supervisor.h"
+
+namespace arbiter::agent {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// The marker a task (or `arbiter checkpoint`) writes in its checkpoint directory once a
+// checkpoint is complete: the time, Unix ms (or, when it does not parse, its modification time).
+constexpr const char* kCheckpointMarker = ".arbiter-checkpoint";
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<std::int64_t> ParseInt(std::string_view text) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+// The latest checkpoint recorded in `dir`'s marker, or -1.
+std::int64_t CheckpointTime(const std::string& dir) {
+  const fs::path marker = fs::path(dir) / kCheckpointMarker;
+  std::error_code ec;
+  if (!fs::exists(marker, ec)) return -1;
+  std::ifstream in(marker);
+  std::string text;
+  std::getline(in, text);
+  if (std::optional<std::int64_t> v = ParseInt(text)) return *v;
+  struct stat st {};
+  if (::stat(marker.c_str(), &st) != 0) return -1;
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+int SignalNumber(const std::string& name) {
+  static const std::map<std::string, int> kSignals = {
+      {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},
+      {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT}, {"SIGKILL", SIGKILL}};
+  auto it = kSignals.find(name);
+  return it == kSignals.end() ? SIGUSR1 : it->second;
+}
+
+// A task key is "JOB.RANK.RUN" (the server's assignment).
+struct KeyParts {
+  std::uint64_t job = 0;
+  std::uint32_t rank = 0;
+  std::int64_t run = 0;
+};
+std::optional<KeyParts> ParseKey(const std::string& key) {
+  const auto a = key.find('.'), b = key.find('.', a == std::string::npos ? a : a + 1);
+  if (a == std::string::npos || b == std::string::npos) return std::nullopt;
+  std::optional<std::int64_t> job = ParseInt(std::string_view(key).substr(0, a));
+  std::optional<std::int64_t> rank = ParseInt(std::string_view(key).substr(a + 1, b - a - 1));
+  std::optional<std::int64_t> run = ParseInt(std::string_view(key).substr(b + 1));
+  if (!job || !rank || !run || *job <= 0 || *rank < 0) return std::nullopt;
+  return KeyParts{static_cast<std::uint64_t>(*job), static_cast<std::uint32_t>(*rank), *run};
+}
+
+class Agent {
+ public:
+  explicit Agent(AgentArgs args) : args_(std::move(args)) {}
+
+  int Run(const std::atomic<bool>& stop) {
+    std::string server = args_.server;
+    if (server.rfind("http://", 0) != 0 && server.rfind("https://", 0) != 0)
+      server = "http://" + server;
+    client_ = std::make_unique<httplib::Client>(server);
+    client_->set_connection_timeout(std::chrono::seconds(5));
+    client_->set_keep_alive(true);
+
+    Result<Devices> devices = DiscoverDevices(args_.devices);
+    if (!devices.ok()) {
+      fmt::print(stderr, "error: {}\n", devices.status().message());
+      return 2;
+    }
+    if (!devices->warning.empty()) fmt::print(stderr, "warning: {}\n", devices->warning);
+    devices_ = devices->gpus;
+    host_ = DiscoverHost();
+    if (args_.address.empty()) args_.address = host_.hostname;
+
+    std::error_code ec;
+    fs::create_directories(args_.work_dir, ec);
+    if (ec) {
+      fmt::print(stderr, "error: --work-dir: cannot create {}: {}\n", args_.work_dir, ec.message());
+      return 2;
+    }
+    work_dir_ = fs::absolute(args_.work_dir).string();
+    Result<std::unique_ptr<Supervisor>> supervisor = Supervisor::Open(work_dir_ + "/tasks");
+    if (!supervisor.ok()) {
+      fmt::print(stderr, "error: --work-dir: {}\n", supervisor.status().message());
+      return 2;
+    }
+    supervisor_ = std::move(supervisor).value();
+    if (Status st = StartLogServer(); !st.ok()) {
+      fmt::print(stderr, "error: {}\n", st.message());
+      return 2;
+    }
+    fmt::print("arbiter agent: node {}, {} GPU(s), logs on {}\n", args_.name, devices_.size(),
+               log_url_);
+    std::fflush(stdout);
+
+    while (!stop) {
+      if (!registered_) {
+        const int status = Register();
+        if (status == 401 || status == 403) return 2;
+        if (!registered_) {
+          Sleep(stop, status == 409 ? std::chrono::seconds(5) : std::chrono::seconds(1));
+          continue;
+        }
+      }
+      if (!Sync()) Sleep(stop, std::chrono::seconds(1));
+      Enforce();
+    }
+    logs_.stop();
+    if (log_thread_.joinable()) log_thread_.join();
+    fmt::print("arbiter agent: stopping; its tasks keep running\n");
+    return 0;
+  }
+
+ private:
+  // What the agent keeps of a task beyond its process: its job's checkpoint directory and the
+  // eviction's deadlines.
+  struct Local {
+    std::string checkpoint_dir;
+    bool signalled = false;  // the checkpoint signal was sent
+    std::optional<Clock::time_point> term_at, kill_at;
+    bool termed = false, killed = false;
+  };
+
+  static void Sleep(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
+    const auto end = Clock::now() + d;
+    while (!stop && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  httplib::Headers Auth() const { return {{"Authorization", "Bearer " + args_.token}}; }
+
+  int Register() {
+    Json devices = Json::array();
+    for (const GpuInfo& g : devices_) {
+      devices.push_back(Json{{"model", g.model},
+                             {"name", g.name},
+                             {"memory_mib", g.memory_mib},
+                             {"uuid", g.uuid},
+                             {"nvlink_group", g.nvlink_group}});
+    }
+    Json labels = Json::object();
+    std::stringstream in(args_.labels);
+    for (std::string kv; std::getline(in, kv, ',');) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    const Json body{{"devices", std::move(devices)},  {"cpu_milli", host_.cpu_milli},
+                    {"memory_mib", host_.memory_mib}, {"hostname", host_.hostname},
+                    {"address", args_.address},       {"log_url", log_url_},
+                    {"labels", std::move(labels)}};
+    client_->set_read_timeout(std::chrono::seconds(30));
+    httplib::Result res = client_->Post("/v1/nodes/" + args_.name + "/register", Auth(),
+                                        body.dump(), "application/json");
+    if (!res) {
+      Complain(
+          fmt::format("server {}: no answer ({})", args_.server, httplib::to_string(res.error())));
+      return 0;
+    }
+    if (res->status != 200) {
+      Complain(fmt::format("registration refused ({}): {}", res->status, ErrorText(res->body)));
+      return res->status;
+    }
+    const Json answer = Json::parse(res->body, nullptr, false);
+    sync_wait_ms_ = answer.value("sync_wait_ms", std::int64_t{2000});
+    kill_after_ms_ = answer.value("kill_after_ms", std::int64_t{10000});
+    const Json root = answer.value("checkpoint_root", Json(""));
+    checkpoint_root_ = root.is_string() ? root.get<std::string>() : "";
+    registered_ = true;
+    version_ = 0;
+    complained_.clear();
+    fmt::print("arbiter agent: registered node {} with {}\n", args_.name, args_.server);
+    std::fflush(stdout);
+    return 200;
+  }
+
+  // Says a problem once until it changes (a loop retrying every second would flood the log).
+  void Complain(const std::string& text) {
+    if (text == complained_) return;
+    complained_ = text;
+    fmt::print(stderr, "arbiter agent: {}\n", text);
+  }
+
+  static std::string ErrorText(const std::string& body) {
+    const Json j = Json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("error")) return j["error"].value("message", body);
+    return body;
+  }
+
+  std::string CheckpointDir(std::uint64_t job, const Json& given) const {
+    if (given.is_string() && !given.get<std::string>().empty()) return given.get<std::string>();
+    if (!checkpoint_root_.empty()) return fmt::format("{}/job-{}", checkpoint_root_, job);
+    return fmt::format("{}/checkpoints/job-{}", work_dir_, job);
+  }
+
+  std::string LogPath(std::uint64_t job, std::uint32_t rank) const {
+    return fmt::format("{}/logs/job-{}/task-{}.log", work_dir_, job, rank);
+  }
+
+  // Reports every task it has, then takes the server's answer: the tasks the node is to run.
+  bool Sync() {
+    Json tasks = Json::array();
+    for (const TaskStatus& t : supervisor_->Poll()) {
+      std::optional<KeyParts> key = ParseKey(t.key);
+      if (!key) continue;
+      Local& local = local_[t.key];
+      if (local.checkpoint_dir.empty()) local.checkpoint_dir = CheckpointDir(key->job, nullptr);
+      Json r{{"job", key->job},          {"rank", key->rank},
+             {"run", key->run},          {"running", t.running},
+             {"exit_code", t.exit_code}, {"signal", t.signal},
+             {"lost", t.lost},           {"checkpoint_ms", CheckpointTime(local.checkpoint_dir)}};
+      tasks.push_back(std::move(r));
+    }
+    for (const auto& [key, code] : failed_starts_) {
+      std::optional<KeyParts> k = ParseKey(key);
+      if (!k) continue;
+      tasks.push_back(Json{{"job", k->job},
+                           {"rank", k->rank},
+                           {"run", k->run},
+                           {"running", false},
+                           {"exit_code", code}});
+    }
+    const Json body{{"version", version_}, {"tasks", std::move(tasks)}};
+    client_->set_read_timeout(std::chrono::milliseconds(sync_wait_ms_ + 30000));
+    httplib::Result res =
+        client_->Post(fmt::format("/v1/nodes/{}/sync?wait_ms={}", args_.name, sync_wait_ms_),
+                      Auth(), body.dump(), "application/json");
+    if (!res) {
+      Complain(fmt::format("server {}: no answer ({}); tasks keep running", args_.server,
+                           httplib::to_string(res.error())));
+      return false;
+    }
+    if (res->status == 409 || res->status == 404) {
+      Complain(fmt::format("server: {}", ErrorText(res->body)));
+      registered_ = false;
+      return false;
+    }
+    if (res->status != 200) {
+      Complain(fmt::format("sync refused ({}): {}", res->status, ErrorText(res->body)));
+      return false;
+    }
+    complained_.clear();
+    const Json answer = Json::parse(res->body, nullptr, false);
+    if (!answer.is_object() || !answer.contains("tasks")) return false;
+    version_ = answer.value("version", std::uint64_t{0});
+    Reconcile(answer["tasks"]);
+    return true;
+  }
+
+  void Reconcile(const Json& wanted) {
+    std::set<std::string> keys;
+    std::map<std::string, bool> known;  // key -> running
+    for (const TaskStatus& t : supervisor_->Poll()) known[t.key] = t.running;
+    const auto now = Clock::now();
+    for (const Json& w : wanted) {
+      const std::string key = w.value("key", "");
+      if (key.empty()) continue;
+      keys.insert(key);
+      if (!known.count(key) && !failed_starts_.count(key)) Launch(w);
+      if (w.contains("stop") && known.count(key)) {
+        Local& local = local_[key];
+        if (!local.signalled) {
+          const Json& stop = w["stop"];
+          const std::string sig = stop.value("signal", "SIGUSR1");
+          (void)supervisor_->Signal(key, SignalNumber(sig));
+          local.signalled = true;
+          local.term_at = now + std::chrono::milliseconds(stop.value("term_in_ms", 0));
+          local.kill_at = *local.term_at +
+                          std::chrono::milliseconds(stop.value("kill_after_ms", kill_after_ms_));
+          fmt::print("arbiter agent: task {}: evicted, {} sent\n", key, sig);
+          std::fflush(stdout);
+        }
+      }
+    }
+    // What the server no longer lists: stopped (a run moved elsewhere, a job cancelled), or,
+    // once ended, forgotten.
+    for (const auto& [key, running] : known) {
+      if (keys.count(key)) continue;
+      Local& local = local_[key];
+      if (running) {
+        if (!local.term_at) {
+          (void)supervisor_->Signal(key, SIGTERM);
+          local.term_at = now;
+          local.kill_at = now + std::chrono::milliseconds(kill_after_ms_);
+          fmt::print("arbiter agent: task {}: not assigned to this node; stopping it\n", key);
+          std::fflush(stdout);
+        }
+      } else if (supervisor_->Forget(key).ok()) {
+        local_.erase(key);
+      }
+    }
+    for (auto it = failed_starts_.begin(); it != failed_starts_.end();) {
+      it = keys.count(it->first) ? std::next(it) : failed_starts_.erase(it);
+    }
+  }
+
+  void Launch(const Json& w) {
+    const std::string key = w["key"].get<std::string>();
+    std::optional<KeyParts> parts = ParseKey(key);
+    if (!parts) return;
+    TaskLaunch launch;
+    launch.key = key;
+    if (w.contains("argv") && w["argv"].is_array()) {
+      for (const Json& a : w["argv"]) launch.argv.push_back(a.get<std::string>());
+    }
+    if (w.contains("env") && w["env"].is_object()) {
+      for (const auto& [k, v] : w["env"].items()) launch.env[k] = v.get<std::string>();
+    }
+    Local& local = local_[key];
+    local.checkpoint_dir =
+        CheckpointDir(parts->job, w.contains("checkpoint_dir") ? w["checkpoint_dir"] : Json());
+    std::error_code ec;
+    fs::create_directories(local.checkpoint_dir, ec);
+    launch.env["ARBITER_CHECKPOINT_DIR"] = local.checkpoint_dir;
+    launch.log_path = LogPath(parts->job, parts->rank);
+    {
+      fs::create_directories(fs::path(launch.log_path).parent_path(), ec);
+      std::ofstream(launch.log_path, std::ios::app)
+          << fmt::format("--- arbiter: job {} task {} run {} on {} ---\n", parts->job, parts->rank,
+                         parts->run, args_.name);
+    }
+    Status st = launch.argv.empty() ? Status::Error("the job gives nothing to run")
+                                    : supervisor_->Start(launch);
+    if (!st.ok()) {
+      // Reported as a shell would: 127, and the reason in the task's log.
+      std::ofstream(launch.log_path, std::ios::app)
+          << fmt::format("arbiter agent: cannot start the task: {}\n", st.message());
+      failed_starts_[key] = 127;
+      fmt::print(stderr, "arbiter agent: task {}: cannot start: {}\n", key, st.message());
+      return;
+    }
+    fmt::print("arbiter agent: task {} started\n", key);
+    std::fflush(stdout);
+  }
+
+  // The eviction's and the stop's deadlines: SIGTERM at the end of the grace period, SIGKILL
+  // kill_after later.
+  void Enforce() {
+    const auto now = Clock::now();
+    std::map<std::string, bool> running;
+    for (const TaskStatus& t : supervisor_->Poll()) running[t.key] = t.running;
+    for (auto& [key, local] : local_) {
+      auto it = running.find(key);
+      if (it == running.end() || !it->second) continue;
+      if (local.term_at && now >= *local.term_at && !local.termed) {
+        (void)supervisor_->Signal(key, SIGTERM);
+        local.termed = true;
+      }
+      if (local.kill_at && now >= *local.kill_at && !local.killed) {
+        (void)supervisor_->Signal(key, SIGKILL);
+        local.killed = true;
+      }
+    }
+  }
+
+  Status StartLogServer() {
+    const auto colon = args_.listen.rfind(':');
+    std::optional<std::int64_t> port =
+        colon == std::string::npos ? std::nullopt : ParseInt(args_.listen.substr(colon + 1));
+    if (!port || *port < 0 || *port > 65535) {
+      return Status::Error(fmt::format("--listen: expected HOST:PORT, got '{}'", args_.listen));
+    }
+    const std::string host = args_.listen.substr(0, colon);
+    logs_.Get(R"(/logs/(\d+)/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.get_header_value("Authorization") != "Bearer " + args_.token) {
+        res.status = 401;
+        res.set_content("Authorization: the agent's token is required\n", "text/plain");
+        return;
+      }
+      const std::optional<std::int64_t> job = ParseInt(req.matches[1].str());
+      const std::optional<std::int64_t> rank = ParseInt(req.matches[2].str());
+      const std::string path = LogPath(static_cast<std::uint64_t>(job.value_or(0)),
+                                       static_cast<std::uint32_t>(rank.value_or(0)));
+      std::ifstream in(path, std::ios::binary);
+      if (!in) {
+        res.status = 404;
+        res.set_content(fmt::format("no log of job {} task {} on this node\n", *job, *rank),
+                        "text/plain");
+        return;
+      }
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (req.has_param("tail_bytes")) {
+        const std::optional<std::int64_t> tail = ParseInt(req.get_param_value("tail_bytes"));
+        if (tail && *tail >= 0 && static_cast<std::size_t>(*tail) < text.size())
+          text = text.substr(text.size() - static_cast<std::size_t>(*tail));
+      }
+      res.set_content(text, "text/plain; charset=utf-8");
+    });
+    const int bound =
+        *port == 0
+            ? logs_.bind_to_any_port(host)
+            : (logs_.bind_to_port(host, static_cast<int>(*port)) ? static_cast<int>(*port) : -1);
+    if (bound < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args_.listen));
+    log_url_ = fmt::format("http://{}:{}", args_.address, bound);
+    log_thread_ = std::thread([this] { logs_.listen_after_bind(); });
+    return Status::Ok();
+  }
+
+  AgentArgs args_;
+  std::unique_ptr<httplib::Client> client_;
+  std::vector<GpuInfo> devices_;
+  HostInfo host_;
+  std::string work_dir_;
+  std::unique_ptr<Supervisor> supervisor_;
+  httplib::Server logs_;
+  std::thread log_thread_;
+  std::string log_url_;
+
+  bool registered_ = false;
+  std::uint64_t version_ = 0;
+  std::int64_t sync_wait_ms_ = 2000;
+  std::int64_t kill_after_ms_ = 10000;
+  std::string checkpoint_root_;
+  std::string complained_;
+  std::map<std::string, Local> local_;
+  std::map<std::string, int> failed_starts_;  // key -> the exit code reported for it
+};
+
+}  // namespace
+
+int RunAgent(const AgentArgs& args) {
+  if (args.name.empty() || args.server.empty() || args.token.empty()) {
+    fmt::print(stderr, "error: agent needs --server, --token and --name\n");
+    return 2;
+  }
+  // SIGINT and SIGTERM stop the agent (not its tasks): taken by sigwait on a thread of their own.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    stop = true;
+  });
+  waiter.detach();
+  Agent agent(args);
+  return agent.Run(stop);
+}
+
+int RunCheckpoint() {
+  const char* dir = std::getenv("ARBITER_CHECKPOINT_DIR");
+  if (!dir || !*dir) {
+    fmt::print(stderr,
+               "error: ARBITER_CHECKPOINT_DIR is not set: `arbiter checkpoint` is run "
+               "by a task its agent started\n");
+    return 2;
+  }
+  const fs::path marker = fs::path(dir) / kCheckpointMarker;
+  const fs::path temp = fs::path(dir) / (std::string(kCheckpointMarker) + ".tmp");
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << NowMs() << "\n";
+    if (!out) {
+      fmt::print(stderr, "error: cannot write {}\n", temp.string());
+      return 1;
+    }
+  }
+  std::error_code ec;
+  fs::rename(temp, marker, ec);
+  if (ec) {
+    fmt::print(stderr, "error: cannot write {}: {}\n", marker.string(), ec.message());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace arbiter::agent

@@ -1,0 +1,501 @@
+// The server's side of the node agents (docs/design/agent.md): registration, the sync that
+// carries the agents' reports in and their assignments out, node loss, and where logs are.
+//
+// The server is the authority on what runs where. An agent's sync reports every task it has
+// (running or ended); the answer is the whole set the node is to run. The agent starts what it
+// does not have, stops what the answer leaves out, and forgets an ended task once the answer no
+// longer lists it. That one rule also fences: a task of a run the server has moved elsewhere
+// (node lost, job requeued) is not in the answer, so its agent kills it when it comes back.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "server/core.h"
+#include "store/codec.h"
+
+namespace arbiter::server {
+namespace {
+
+using Json = nlohmann::json;
+using store::Event;
+using store::EventKind;
+using store::JobState;
+using Role = config::TokenSpec::Role;
+
+// The flat rank of a task (group, index) of a spec: tasks of earlier groups come first.
+std::uint32_t RankOf(const store::JobSpec& spec, std::uint32_t group, std::uint32_t index) {
+  std::uint32_t rank = 0;
+  for (std::uint32_t g = 0; g < group && g < spec.groups.size(); ++g)
+    rank += static_cast<std::uint32_t>(spec.groups[g].count);
+  return rank + index;
+}
+
+std::uint32_t TaskCount(const store::JobSpec& spec) {
+  std::uint32_t n = 0;
+  for (const TaskGroup& g : spec.groups) n += static_cast<std::uint32_t>(g.count);
+  return n;
+}
+
+// A run's outcome in words, for the job's message.
+std::string Ending(const TaskReport& r) {
+  if (r.lost) return "was lost (its agent could not learn how it ended)";
+  if (r.signal != 0) return fmt::format("was killed by signal {}", r.signal);
+  return fmt::format("exited with code {}", r.exit_code);
+}
+
+bool Failed(const TaskReport& r) {
+  return !r.running && (r.lost || r.signal != 0 || r.exit_code != 0);
+}
+
+// The devices configured for a node, as an agent would report them: model -> count.
+std::map<std::string, int> ConfiguredDevices(const NodeSpec& spec) {
+  std::map<std::string, int> out;
+  for (const DeviceSpec& d : spec.devices) ++out[d.type];
+  return out;
+}
+
+// Whether a reported model names a configured GPU type: the same, or the type is the model with
+// a suffix ("A100" reported, "A100-80G" configured).
+bool SameModel(const std::string& type, const std::string& model) {
+  return type == model || (type.size() > model.size() &&
+                           type.compare(0, model.size(), model) == 0 && type[model.size()] == '-');
+}
+
+}  // namespace
+
+void Core::InitAgentsLocked(Millis now) {
+  if (!agents()) return;
+  // Every node waits for its agent. A node with jobs running on it (from the store) is given
+  // the lost timeout from the server's start for its agent to come back.
+  for (const NodeSpec& spec : config_.cluster.nodes) {
+    AgentNode& a = agent_nodes_[spec.name];
+    a.last_seen = now;
+  }
+  ApplyHealthLocked();
+}
+
+void Core::ApplyHealthLocked() {
+  if (!agents() || !state_) return;
+  for (NodeId n = 0; n < state_->node_count(); ++n) {
+    auto it = agent_nodes_.find(state_->node(n).name);
+    const bool healthy = it != agent_nodes_.end() && it->second.registered && !it->second.lost;
+    if (state_->node(n).healthy != healthy) (void)state_->SetHealthy(n, healthy);
+  }
+}
+
+void Core::BumpAssignments() {
+  ++assignments_version_;
+  assignments_cv_.notify_all();
+}
+
+Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const Json& body,
+                           const std::string& token) {
+  if (caller.role != Role::kAgent && !caller.admin())
+    return Fail(403, fmt::format("{} may not register nodes (agent)", caller.name));
+  if (!agents()) {
+    return Fail(409,
+                "node: the server runs its nodes itself (--virtual-nodes); agents are not "
+                "taken");
+  }
+  std::lock_guard lock(mu_);
+  auto it = agent_nodes_.find(node);
+  const auto spec = std::find_if(config_.cluster.nodes.begin(), config_.cluster.nodes.end(),
+                                 [&](const NodeSpec& s) { return s.name == node; });
+  if (it == agent_nodes_.end() || spec == config_.cluster.nodes.end()) {
+    return Fail(404, fmt::format("node: no node '{}' in the configuration (declare it under "
+                                 "nodes: first)",
+                                 node));
+  }
+  AgentNode& a = it->second;
+  // What it has must be what the configuration says it has, or the engine would place tasks on
+  // devices that are not there (Slurm drains such a node; here the agent is refused and says so).
+  std::map<std::string, int> reported;
+  std::map<std::string, std::int64_t> memory;
+  if (body.contains("devices")) {
+    for (const Json& d : body["devices"]) {
+      const std::string model = d.value("model", "");
+      ++reported[model];
+      memory[model] = d.value("memory_mib", std::int64_t{0});
+    }
+  }
+  std::vector<std::string> problems;
+  const std::map<std::string, int> configured = ConfiguredDevices(*spec);
+  for (const auto& [type, count] : configured) {
+    int have = 0;
+    for (const auto& [model, n] : reported) {
+      if (SameModel(type, model)) have += n;
+    }
+    if (have < count) {
+      problems.push_back(fmt::format("{} {} GPU(s) configured, {} found", count, type, have));
+    }
+  }
+  for (const DeviceSpec& d : spec->devices) {
+    for (const auto& [model, mib] : memory) {
+      if (SameModel(d.type, model) && mib > 0 && mib < d.memory.value()) {
+        problems.push_back(fmt::format("{}: {} MiB configured per GPU, {} MiB found", d.type,
+                                       d.memory.value(), mib));
+        break;
+      }
+    }
+  }
+  const std::int64_t cpu = body.value("cpu_milli", std::int64_t{0});
+  if (cpu > 0 && cpu < spec->cpu.value())
+    problems.push_back(fmt::format("{} milli-CPU configured, {} found", spec->cpu.value(), cpu));
+  const std::int64_t mem = body.value("memory_mib", std::int64_t{0});
+  if (mem > 0 && mem < spec->memory.value())
+    problems.push_back(
+        fmt::format("{} MiB of memory configured, {} found", spec->memory.value(), mem));
+  problems.erase(std::unique(problems.begin(), problems.end()), problems.end());
+  if (!problems.empty()) {
+    std::string text;
+    for (const std::string& p : problems) text += (text.empty() ? "" : "; ") + p;
+    a.problem = "devices: " + text;
+    return Fail(409, fmt::format("devices: node {} does not have what the configuration says: "
+                                 "{}",
+                                 node, text));
+  }
+  const Millis now = Now();
+  a.problem.clear();
+  a.registered = true;
+  a.lost = false;
+  a.last_seen = now;
+  a.address = body.value("address", "");
+  a.log_url = body.value("log_url", "");
+  a.token = token;
+  a.reported = Json{{"devices", body.value("devices", Json::array())},
+                    {"cpu_milli", cpu},
+                    {"memory_mib", mem},
+                    {"hostname", body.value("hostname", "")}};
+  ApplyHealthLocked();
+  dirty_ = true;
+  Wake();
+  BumpAssignments();
+  return Answer{200, Json{{"node", node},
+                          {"sync_wait_ms", config_.server.agent_sync_wait},
+                          {"node_lost_timeout_ms", config_.server.node_lost_timeout},
+                          {"kill_after_ms", config_.server.kill_after},
+                          {"checkpoint_root", config_.server.checkpoint_root}}};
+}
+
+Answer Core::SyncAgent(const Caller& caller, const std::string& node,
+                       const std::vector<TaskReport>& reports, std::uint64_t version,
+                       std::chrono::milliseconds wait) {
+  if (caller.role != Role::kAgent && !caller.admin())
+    return Fail(403, fmt::format("{} may not sync nodes (agent)", caller.name));
+  std::unique_lock lock(mu_);
+  DrainInboxLocked();
+  auto it = agent_nodes_.find(node);
+  if (it == agent_nodes_.end()) return Fail(404, fmt::format("node: no node '{}'", node));
+  if (!it->second.registered || it->second.lost) {
+    // The server restarted, or gave the node up: the agent registers again (its devices are
+    // checked again) before it is given work.
+    return Fail(409, fmt::format("node: {} is not registered{}; register first", node,
+                                 it->second.lost ? " (it was lost)" : ""));
+  }
+  it->second.last_seen = Now();
+  TakeReportsLocked(node, reports, Now());
+  if (version == assignments_version_ && wait.count() > 0) {
+    assignments_cv_.wait_for(lock, wait, [&] { return assignments_version_ != version; });
+    it = agent_nodes_.find(node);
+    if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
+      return Fail(409, fmt::format("node: {} is not registered; register first", node));
+    it->second.last_seen = Now();
+  }
+  return Answer{200,
+                Json{{"version", assignments_version_}, {"tasks", AssignmentsLocked(node, Now())}}};
+}
+
+void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskReport>& reports,
+                             Millis now) {
+  std::vector<Event> events;
+  std::set<JobId> touched;
+  for (const TaskReport& r : reports) {
+    auto found = jobs_.find(r.job);
+    if (found == jobs_.end()) continue;
+    Entry& entry = found->second;
+    const store::JobStatus& status = entry.stored.status;
+    // A report of an earlier run, or of a task the job does not have, changes nothing.
+    if (status.state != JobState::kRunning || status.start_time != r.run) continue;
+    const std::uint32_t tasks = TaskCount(entry.stored.spec);
+    if (r.rank >= tasks) continue;
+    bool on_node = false;
+    for (const store::StoredTask& t : status.allocation.tasks) {
+      if (t.node == node && RankOf(entry.stored.spec, t.group, t.index) == r.rank) on_node = true;
+    }
+    if (!on_node) continue;
+    if (entry.reports.size() != tasks) entry.reports.assign(tasks, TaskReport{});
+    TaskReport& kept = entry.reports[r.rank];
+    const Millis checkpoint = std::max(kept.checkpoint, r.checkpoint);
+    if (kept.job == 0 || kept.running) kept = r;  // an ended task stays ended
+    kept.checkpoint = checkpoint;
+    touched.insert(r.job);
+  }
+  for (JobId id : touched) {
+    Entry& entry = jobs_.at(id);
+    const store::JobStatus& status = entry.stored.status;
+    // A checkpoint of any task is the job's (with torch, rank 0 writes it).
+    Millis checkpoint = -1;
+    for (const TaskReport& r : entry.reports) checkpoint = std::max(checkpoint, r.checkpoint);
+    if (checkpoint > status.last_checkpoint && checkpoint >= status.start_time) {
+      Event ev;
+      ev.time = checkpoint;
+      ev.kind = EventKind::kCheckpointed;
+      ev.job = id;
+      ev.actor = "agent:" + node;
+      events.push_back(std::move(ev));
+    }
+    std::size_t ended = 0;
+    const TaskReport* failed = nullptr;
+    for (const TaskReport& r : entry.reports) {
+      if (r.job == 0 || r.running) continue;
+      ++ended;
+      if (!failed && Failed(r)) failed = &r;
+    }
+    Event ev;
+    ev.time = now;
+    ev.job = id;
+    ev.actor = "agent:" + node;
+    if (draining_.count(id)) {
+      // An evicted job is stopped once every task is gone, however it ended.
+      if (ended < entry.reports.size()) continue;
+      ev.kind = EventKind::kEvicted;
+      ev.message = "stopped after the checkpoint signal";
+    } else if (failed) {
+      ev = FailRunLocked(entry, now, fmt::format("task {} {}", failed->rank, Ending(*failed)));
+    } else if (ended == entry.reports.size()) {
+      ev.kind = EventKind::kCompleted;
+      ev.message = "every task exited with code 0";
+    } else {
+      continue;
+    }
+    events.push_back(std::move(ev));
+  }
+  if (events.empty()) return;
+  std::vector<std::pair<JobId, Millis>> checkpoints;
+  std::vector<JobId> stopped;
+  for (const Event& ev : events) {
+    if (ev.kind == EventKind::kCheckpointed) {
+      checkpoints.emplace_back(ev.job, ev.time);
+    } else {
+      stopped.push_back(ev.job);
+    }
+  }
+  if (Status st = AppendLocked(std::move(events)); !st.ok()) {
+    fmt::print(stderr, "error: the store refused node {}'s reports: {}\n", node, st.message());
+    return;
+  }
+  for (const auto& [id, at] : checkpoints) (void)state_->RecordCheckpoint(id, at);
+  for (JobId id : stopped) {
+    if (draining_.erase(id) == 0) (void)state_->Unbind(id, now);
+  }
+  dirty_ = true;
+  Wake();
+}
+
+Event Core::FailRunLocked(const Entry& entry, Millis now, std::string why) {
+  Event ev;
+  ev.time = now;
+  ev.job = entry.stored.id;
+  ev.actor = "scheduler";
+  const std::int32_t used = entry.stored.status.retries, allowed = entry.stored.spec.max_retries;
+  if (used < allowed) {
+    ev.kind = EventKind::kRetried;
+    ev.message = fmt::format("{}; retry {} of {}", why, used + 1, allowed);
+  } else {
+    ev.kind = EventKind::kFailed;
+    ev.message =
+        allowed == 0 ? why : fmt::format("{}; no retry left (max_retries {})", why, allowed);
+  }
+  return ev;
+}
+
+Millis Core::LoseSilentNodesLocked(Millis now) {
+  if (!agents()) return std::numeric_limits<Millis>::max();
+  Millis next = std::numeric_limits<Millis>::max();
+  const Millis timeout = config_.server.node_lost_timeout;
+  std::vector<std::string> lost;
+  for (auto& [name, a] : agent_nodes_) {
+    if (a.lost) continue;
+    const std::optional<NodeId> n = state_->FindNode(name);
+    const bool has_jobs = n && !state_->node(*n).residents.empty();
+    if (!a.registered && !has_jobs) continue;  // nothing to lose yet
+    if (a.last_seen + timeout <= now) {
+      lost.push_back(name);
+    } else {
+      next = std::min(next, a.last_seen + timeout);
+    }
+  }
+  for (const std::string& name : lost) {
+    AgentNode& a = agent_nodes_[name];
+    a.lost = true;
+    fmt::print(stderr, "node {}: lost (no word from its agent for {} ms)\n", name,
+               now - a.last_seen);
+    const std::optional<NodeId> n = state_->FindNode(name);
+    std::set<JobId> jobs;
+    if (n) {
+      for (const Resident& r : state_->node(*n).residents) jobs.insert(r.job->job.id);
+    }
+    for (const auto& [id, stop] : draining_) {
+      for (const store::StoredTask& t : jobs_.at(id).stored.status.allocation.tasks) {
+        if (t.node == name) jobs.insert(id);
+      }
+    }
+    std::vector<Event> events;
+    for (JobId id : jobs) {
+      const Entry& entry = jobs_.at(id);
+      if (draining_.count(id)) {
+        Event ev;
+        ev.time = now;
+        ev.kind = EventKind::kEvicted;
+        ev.job = id;
+        ev.actor = "scheduler";
+        ev.message = fmt::format("node {} lost while the job was stopping", name);
+        events.push_back(std::move(ev));
+      } else {
+        events.push_back(FailRunLocked(entry, now, fmt::format("node {} lost", name)));
+      }
+    }
+    if (!events.empty()) {
+      if (Status st = AppendLocked(std::move(events)); !st.ok()) {
+        fmt::print(stderr, "error: the store refused node {}'s loss: {}\n", name, st.message());
+        continue;
+      }
+    }
+    for (JobId id : jobs) {
+      if (draining_.erase(id) == 0) (void)state_->Unbind(id, now);
+    }
+  }
+  if (!lost.empty()) {
+    ApplyHealthLocked();
+    dirty_ = true;
+    BumpAssignments();
+  }
+  return next;
+}
+
+Json Core::AssignmentsLocked(const std::string& node, Millis now) const {
+  Json out = Json::array();
+  const std::optional<NodeId> n = state_->FindNode(node);
+  if (!n) return out;
+  // The jobs with a task here: those the state places here, and victims still stopping (the
+  // state gave their devices to their preemptors already).
+  std::vector<JobId> ids;
+  for (const Resident& r : state_->node(*n).residents) ids.push_back(r.job->job.id);
+  std::set<std::uint32_t> stopping_devices;  // devices of victims still stopping here
+  bool stopping_cpu_only = false;
+  for (const auto& [id, stop] : draining_) {
+    const Entry& entry = jobs_.at(id);
+    for (const store::StoredTask& t : entry.stored.status.allocation.tasks) {
+      if (t.node != node) continue;
+      ids.push_back(id);
+      if (t.devices.empty()) stopping_cpu_only = true;
+      for (const DeviceShare& d : t.devices) stopping_devices.insert(d.device);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const std::string root = config_.server.checkpoint_root;
+  for (JobId id : ids) {
+    const Entry& entry = jobs_.at(id);
+    const store::JobSpec& spec = entry.stored.spec;
+    const store::JobStatus& status = entry.stored.status;
+    const auto stop = draining_.find(id);
+    const std::uint32_t world = TaskCount(spec);
+    // Rank 0's node is the gang's rendezvous (MASTER_ADDR, as torch.distributed expects).
+    std::string master = "127.0.0.1";
+    for (const store::StoredTask& t : status.allocation.tasks) {
+      if (RankOf(spec, t.group, t.index) != 0) continue;
+      auto a = agent_nodes_.find(t.node);
+      if (a != agent_nodes_.end() && !a->second.address.empty()) master = a->second.address;
+    }
+    std::uint32_t local = 0;
+    for (const store::StoredTask& t : status.allocation.tasks) {
+      if (t.node != node) continue;
+      // A preemptor's task waits until the victims on its devices are gone.
+      if (stop == draining_.end()) {
+        bool blocked = stopping_cpu_only && t.devices.empty();
+        for (const DeviceShare& d : t.devices)
+          blocked = blocked || stopping_devices.count(d.device);
+        if (blocked) continue;
+      }
+      const std::uint32_t rank = RankOf(spec, t.group, t.index);
+      std::string visible;
+      Json devices = Json::array();
+      for (const DeviceShare& d : t.devices) {
+        visible += (visible.empty() ? "" : ",") + std::to_string(d.device);
+        devices.push_back(d.device);
+      }
+      Json env = Json::object();
+      for (const auto& [k, v] : spec.env) env[k] = v;
+      env["ARBITER_JOB_ID"] = std::to_string(id);
+      env["ARBITER_JOB_NAME"] = spec.name;
+      env["ARBITER_TASK_INDEX"] = std::to_string(rank);
+      env["ARBITER_TASK_GROUP"] = t.group < spec.groups.size() ? spec.groups[t.group].name : "";
+      env["ARBITER_NUM_TASKS"] = std::to_string(world);
+      env["ARBITER_RUN"] = std::to_string(status.start_time);
+      env["CUDA_VISIBLE_DEVICES"] = visible;
+      env["WORLD_SIZE"] = std::to_string(world);
+      env["RANK"] = std::to_string(rank);
+      env["LOCAL_RANK"] = std::to_string(local++);
+      env["MASTER_ADDR"] = master;
+      // One port per job, so that two gangs with rank 0 on one node do not collide.
+      env["MASTER_PORT"] = std::to_string(29500 + id % 10000);
+      Json argv = Json::array();
+      if (!spec.argv.empty()) {
+        for (const std::string& a : spec.argv) argv.push_back(a);
+      } else if (!spec.command.empty()) {
+        argv = Json::array({"/bin/sh", "-c", spec.command});
+      }
+      Json task{{"key", fmt::format("{}.{}.{}", id, rank, status.start_time)},
+                {"job", id},
+                {"rank", rank},
+                {"run", status.start_time},
+                {"argv", std::move(argv)},
+                {"env", std::move(env)},
+                {"devices", std::move(devices)},
+                {"checkpoint_dir",
+                 root.empty() ? Json(nullptr) : Json(fmt::format("{}/job-{}", root, id))}};
+      if (stop != draining_.end()) {
+        const PriorityClassSpec* pc = nullptr;
+        if (auto c = state_->FindPriorityClass(status.priority_class))
+          pc = &state_->priority_class(*c);
+        task["stop"] = Json{{"signal", pc ? pc->checkpoint_signal : std::string("SIGUSR1")},
+                            {"term_in_ms", std::max<Millis>(0, stop->second - now)},
+                            {"kill_after_ms", config_.server.kill_after}};
+      }
+      out.push_back(std::move(task));
+    }
+  }
+  return out;
+}
+
+Answer Core::LogSource(JobId id, std::uint32_t rank) {
+  std::lock_guard lock(mu_);
+  Entry* entry = FindLocked(id);
+  if (!entry)
+    return Fail(404, fmt::format("job: no job {} in memory (its logs stay on its node)", id));
+  const std::uint32_t tasks = TaskCount(entry->stored.spec);
+  if (rank >= tasks) {
+    return Fail(400, fmt::format("task: job {} has {} task(s), 0 to {}", id, tasks, tasks - 1));
+  }
+  std::string node;
+  for (const store::StoredTask& t : entry->stored.status.allocation.tasks) {
+    if (RankOf(entry->stored.spec, t.group, t.index) == rank) node = t.node;
+  }
+  if (node.empty() && rank < entry->last_nodes.size()) node = entry->last_nodes[rank];
+  if (node.empty())
+    return Fail(404, fmt::format("task: task {} of job {} has not run yet", rank, id));
+  auto a = agent_nodes_.find(node);
+  if (a == agent_nodes_.end() || a->second.log_url.empty()) {
+    return Fail(404, fmt::format("node: {} has no agent to ask for the log", node));
+  }
+  return Answer{200, Json{{"node", node},
+                          {"url", a->second.log_url},
+                          {"token", a->second.token},
+                          {"path", fmt::format("/logs/{}/{}", id, rank)}}};
+}
+
+}  // namespace arbiter::server
