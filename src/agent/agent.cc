@@ -138,7 +138,8 @@ class Agent {
           continue;
         }
       }
-      if (!Sync()) Sleep(stop, std::chrono::seconds(1));
+      // Refused because the server wants a registration first: at once; no answer: in a second.
+      if (!Sync() && registered_) Sleep(stop, std::chrono::seconds(1));
       Enforce();
     }
     logs_.stop();

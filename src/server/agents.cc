@@ -69,11 +69,14 @@ bool SameModel(const std::string& type, const std::string& model) {
 void Core::InitAgentsLocked(Millis now) {
   if (!agents()) return;
   // Every node waits for its agent. A node with jobs running on it (from the store) is given
-  // the lost timeout from the server's start for its agent to come back.
+  // twice the lost timeout from the server's start for its agent to notice the restart and
+  // register again (as Kubernetes' node startup grace period), so that a slow restart does not
+  // requeue a whole cluster's work.
   for (const NodeSpec& spec : config_.cluster.nodes) {
     AgentNode& a = agent_nodes_[spec.name];
     a.last_seen = now;
   }
+  agents_grace_until_ = now + 2 * config_.server.node_lost_timeout;
   ApplyHealthLocked();
 }
 
@@ -322,10 +325,11 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
     const std::optional<NodeId> n = state_->FindNode(name);
     const bool has_jobs = n && !state_->node(*n).residents.empty();
     if (!a.registered && !has_jobs) continue;  // nothing to lose yet
-    if (a.last_seen + timeout <= now) {
+    const Millis deadline = std::max(a.last_seen + timeout, agents_grace_until_);
+    if (deadline <= now) {
       lost.push_back(name);
     } else {
-      next = std::min(next, a.last_seen + timeout);
+      next = std::min(next, deadline);
     }
   }
   for (const std::string& name : lost) {

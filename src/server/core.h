@@ -208,6 +208,8 @@ class Core {
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
   std::map<std::string, AgentNode> agent_nodes_;  // GUARDED_BY(mu_)
   std::uint64_t assignments_version_ = 1;        // GUARDED_BY(mu_)
+  Millis agents_grace_until_ = 0;                // GUARDED_BY(mu_): no node lost before
+
   std::condition_variable assignments_cv_;       // with mu_
   bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
   Millis last_cycle_ = 0;                        // GUARDED_BY(mu_)
