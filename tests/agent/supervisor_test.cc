@@ -274,6 +274,32 @@ TEST_F(SupervisorTest, TasksSurviveTheAgentKilled) {
   EXPECT_EQ(WaitEnd("survivor").signal, SIGKILL);
 }
 
+TEST_F(SupervisorTest, ATaskWhoseShimWasKilledRunsOnThenIsLost) {
+  ASSERT_TRUE(sup_->Start(Shell("orphan", "exec sleep 30")).ok());
+  // The record: task pid, its start time, shim pid, its start time, start ms.
+  std::istringstream record(Read(fs::path(state_) / "orphan" / "task"));
+  long task_pid = 0, task_ticks = 0, shim_pid = 0;
+  ASSERT_TRUE(record >> task_pid >> task_ticks >> shim_pid);
+  ASSERT_EQ(kill(static_cast<pid_t>(shim_pid), SIGKILL), 0);
+  auto shim_dead = [&] {
+    std::string stat = Read("/proc/" + std::to_string(shim_pid) + "/stat");
+    std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || stat.compare(paren, 3, ") Z") == 0;
+  };
+  for (int i = 0; i < 500 && !shim_dead(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(shim_dead());
+  std::optional<TaskStatus> t = Find("orphan");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->running);  // no shim, but the task lives and can still be signalled
+  ASSERT_TRUE(sup_->Signal("orphan", SIGKILL).ok());
+  TaskStatus ended = WaitEnd("orphan");
+  EXPECT_TRUE(ended.lost);
+  EXPECT_EQ(ended.exit_code, -1);
+  EXPECT_EQ(ended.signal, 0);
+}
+
 TEST_F(SupervisorTest, ARecordWithoutATaskIsLost) {
   sup_.reset();
   fs::create_directories(fs::path(state_) / "half-started");
