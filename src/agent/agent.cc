@@ -256,7 +256,7 @@ class Agent {
                            {"exit_code", code}});
     }
     const Json body{{"version", version_}, {"tasks", std::move(tasks)}};
-    client_->set_read_timeout(std::chrono::milliseconds(sync_wait_ms_ + 30000));
+    client_->set_read_timeout(std::chrono::milliseconds(sync_wait_ms_ + 5000));
     httplib::Result res =
         client_->Post(fmt::format("/v1/nodes/{}/sync?wait_ms={}", args_.name, sync_wait_ms_),
                       Auth(), body.dump(), "application/json");

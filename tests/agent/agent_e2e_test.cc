@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -87,13 +88,17 @@ int ReadPid(const std::filesystem::path& file) {
 
 class AgentTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Boot({0, 1, 2}); }
+
+  // A server on `host_` and agents for the nodes `nodes`.
+  void Boot(const std::vector<int>& nodes) {
     checkpoints_ = (dir_.path() / "checkpoints").string();
     config_ = dir_.Write("cluster.yaml", ClusterYaml(checkpoints_));
-    StartServer("127.0.0.1:0");
+    StartServer(host_ + ":0");
     ASSERT_TRUE(server_->ready());
-    for (int i = 0; i < 3; ++i) StartAgent(i);
-    ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == 3; })) << Nodes().dump();
+    for (int i : nodes) StartAgent(i);
+    ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == static_cast<int>(nodes.size()); }))
+        << Nodes().dump();
   }
 
   // Tasks outlive their agents by design: what a test leaves running is killed here.
@@ -112,13 +117,19 @@ class AgentTest : public ::testing::Test {
   void StartServer(const std::string& listen) {
     server_.emplace(config_, (dir_.path() / "data").string(), std::vector<std::string>{}, listen);
   }
-  void StartAgent(int i, const std::string& devices = "2xG-40G") {
+  void StartAgent(int i, const std::string& address = "127.0.0.1",
+                  std::vector<std::string> wrapper = {}) {
     agents_[i] = std::make_unique<AgentProcess>(
-        server_->address(), kAgentToken, "n-" + std::to_string(i), devices,
-        (dir_.path() / ("agent-" + std::to_string(i))).string());
+        ServerAddress(), kAgentToken, "n-" + std::to_string(i), "2xG-40G",
+        (dir_.path() / ("agent-" + std::to_string(i))).string(), address, std::move(wrapper));
   }
+  std::string ServerAddress() const { return host_ + ":" + std::to_string(port()); }
   int port() const { return server_->port(); }
-  Json Nodes() { return Call(port(), kAdmin, "GET", "/v1/nodes").body; }
+  Json Nodes() { return Api(kAdmin, "GET", "/v1/nodes").body; }
+  Reply Api(const std::string& token, const std::string& method, const std::string& path,
+            const std::string& body = "") {
+    return CallAt(host_, port(), token, method, path, body);
+  }
   int ReadyAgents() {
     int n = 0;
     for (const Json& node : Nodes().value("nodes", Json::array())) {
@@ -127,25 +138,24 @@ class AgentTest : public ::testing::Test {
     return n;
   }
   std::uint64_t Submit(const Json& job) {
-    Reply r = Call(port(), kAdmin, "POST", "/v1/jobs", job.dump());
+    Reply r = Api(kAdmin, "POST", "/v1/jobs", job.dump());
     EXPECT_EQ(r.status, 201) << r.body.dump();
     return r.status == 201 ? r.body["id"].get<std::uint64_t>() : 0;
   }
   Json GetJob(std::uint64_t id) {
-    return Call(port(), kAdmin, "GET", "/v1/jobs/" + std::to_string(id)).body;
+    return Api(kAdmin, "GET", "/v1/jobs/" + std::to_string(id)).body;
   }
   std::string State(std::uint64_t id) { return GetJob(id)["status"].value("state", "?"); }
   std::vector<std::string> Kinds(std::uint64_t id) {
     std::vector<std::string> kinds;
-    Reply events = Call(port(), kAdmin, "GET", "/v1/events?cursor=0&limit=10000");
+    Reply events = Api(kAdmin, "GET", "/v1/events?cursor=0&limit=10000");
     for (const Json& e : events.body["events"]) {
       if (e.value("job", 0) == static_cast<int>(id)) kinds.push_back(e["kind"]);
     }
     return kinds;
   }
   std::string Log(std::uint64_t id, int task) {
-    CommandResult r =
-        RunCli(server_->address(), kAdmin, fmt::format("logs {} --task {}", id, task));
+    CommandResult r = RunCli(ServerAddress(), kAdmin, fmt::format("logs {} --task {}", id, task));
     return r.status == 0 ? r.output : "";
   }
   std::filesystem::path JobDir(std::uint64_t id) const {
@@ -163,6 +173,7 @@ class AgentTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::string host_ = "127.0.0.1";  // where the server listens
   std::string config_, checkpoints_;
   std::optional<ServerProcess> server_;
   std::unique_ptr<AgentProcess> agents_[3];
@@ -246,7 +257,7 @@ TEST_F(AgentTest, ServerAndAgentRestartsLoseAndDuplicateNothing) {
   // kill -9 of the server; it comes back on the same port, the agents register again.
   const int old_port = port();
   server_->Stop(SIGKILL);
-  StartServer("127.0.0.1:" + std::to_string(old_port));
+  StartServer(host_ + ":" + std::to_string(old_port));
   ASSERT_TRUE(server_->ready());
   ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == 3; })) << Nodes().dump();
   EXPECT_EQ(State(job), "running");
@@ -285,24 +296,94 @@ TEST_F(AgentTest, FailedTasksAreRetriedThenFailTheJob) {
   // Without agents' nodes to run it, a job must say what to run.
   Json nothing = Job("nothing", "P1", 1, 1, "");
   nothing.erase("argv");
-  Reply refused = Call(port(), kAdmin, "POST", "/v1/jobs", nothing.dump());
+  Reply refused = Api(kAdmin, "POST", "/v1/jobs", nothing.dump());
   EXPECT_EQ(refused.status, 400);
   EXPECT_EQ(refused.body["error"]["field"], "argv") << refused.body.dump();
 }
 
 TEST_F(AgentTest, AnAgentWithOtherDevicesThanConfiguredIsRefused) {
   agents_[0]->Stop(SIGTERM);
-  Reply wrong = Call(port(), kAgentToken, "POST", "/v1/nodes/n-0/register",
-                     R"({"devices": [{"model": "G", "memory_mib": 40960}]})");
+  Reply wrong = Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+                    R"({"devices": [{"model": "G", "memory_mib": 40960}]})");
   EXPECT_EQ(wrong.status, 409);
   EXPECT_EQ(wrong.body["error"]["message"],
             "devices: node n-0 does not have what the configuration says: 2 G GPU(s) "
             "configured, 1 found");
-  Reply user = Call(port(), kAdmin, "POST", "/v1/nodes/n-9/register", "{}");
+  Reply user = Api(kAdmin, "POST", "/v1/nodes/n-9/register", "{}");
   EXPECT_EQ(user.status, 404);
   // An agent's token may not submit jobs.
-  Reply submit = Call(port(), kAgentToken, "POST", "/v1/jobs", Job("x", "P1", 1, 1, "true").dump());
+  Reply submit = Api(kAgentToken, "POST", "/v1/jobs", Job("x", "P1", 1, 1, "true").dump());
   EXPECT_EQ(submit.status, 403);
+}
+
+// A network partition, made with network namespaces the test creates (root only, else
+// skipped): node n-2's agent runs in a namespace of its own, joined to the test's by a veth
+// pair, and the server listens on the host end. Cutting the link loses the node (its job runs
+// again elsewhere); healing it brings the agent back, which kills its stale task.
+class PartitionTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    const int pid = ::getpid();
+    ns_ = fmt::format("arbiter-test-{}", pid);
+    veth_ = fmt::format("arbv{}", pid % 10000000);
+    const std::string subnet = fmt::format("10.{}.{}", 200 + pid % 50, (pid / 50) % 256);
+    host_ = subnet + ".1";
+    inner_ = subnet + ".2";
+    for (const char* path : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+      if (::access(path, X_OK) == 0) ip_ = path;
+    }
+    if (ip_.empty() || !Ip("netns add " + ns_)) {
+      GTEST_SKIP() << "network namespaces are not available here (needs root and iproute2)";
+    }
+    made_ = true;
+    ASSERT_TRUE(Ip(fmt::format("link add {} type veth peer name {}i", veth_, veth_)));
+    ASSERT_TRUE(Ip(fmt::format("link set {}i netns {}", veth_, ns_)));
+    ASSERT_TRUE(Ip(fmt::format("addr add {}/30 dev {}", host_, veth_)));
+    ASSERT_TRUE(Ip(fmt::format("link set {} up", veth_)));
+    ASSERT_TRUE(Ip(fmt::format("-n {} addr add {}/30 dev {}i", ns_, inner_, veth_)));
+    ASSERT_TRUE(Ip(fmt::format("-n {} link set {}i up", ns_, veth_)));
+    ASSERT_TRUE(Ip(fmt::format("-n {} link set lo up", ns_)));
+    Boot({});
+  }
+  void TearDown() override {
+    AgentTest::TearDown();
+    if (made_) {
+      Ip("link del " + veth_);
+      Ip("netns del " + ns_);
+    }
+  }
+  bool Ip(const std::string& args) {
+    return std::system((ip_ + " " + args + " >/dev/null 2>&1").c_str()) == 0;
+  }
+
+  std::string ip_, ns_, veth_, inner_;
+  bool made_ = false;
+};
+
+TEST_F(PartitionTest, APartitionedNodeIsLostAndItsAgentKillsTheStaleTaskWhenItReturns) {
+  // Only n-2, across the veth pair, to begin with: the job lands there.
+  StartAgent(2, inner_, {ip_, "netns", "exec", ns_});
+  ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == 1; })) << Nodes().dump();
+  const std::uint64_t job = Submit(Job("trainer", "P1", 1, 2, kTrain, /*max_retries=*/1));
+  ASSERT_TRUE(WaitFor([&] { return PidFiles(job, 0).size() == 1; })) << GetJob(job).dump();
+  EXPECT_EQ(GetJob(job)["status"]["allocation"]["tasks"][0]["node"], "n-2");
+  // Its log, across the link.
+  EXPECT_TRUE(WaitFor([&] { return Log(job, 0).find("fresh start") != std::string::npos; }))
+      << Log(job, 0);
+  const int stale = ReadPid(PidFiles(job, 0)[0]);
+  StartAgent(0);
+  StartAgent(1);
+  ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == 3; })) << Nodes().dump();
+  // The link goes down: n-2 is lost and the job runs again on another node.
+  ASSERT_TRUE(Ip(fmt::format("link set {} down", veth_)));
+  ASSERT_TRUE(WaitFor([&] { return PidFiles(job, 0).size() == 2; })) << GetJob(job).dump();
+  EXPECT_NE(GetJob(job)["status"]["allocation"]["tasks"][0]["node"], "n-2");
+  EXPECT_TRUE(Alive(stale));  // unseen on the other side of the partition
+  // The link comes back: the agent registers again and kills the task it should not run.
+  ASSERT_TRUE(Ip(fmt::format("link set {} up", veth_)));
+  EXPECT_TRUE(WaitFor([&] { return !Alive(stale); }));
+  EXPECT_TRUE(WaitFor([&] { return ReadyAgents() == 3; })) << Nodes().dump();
+  EXPECT_EQ(State(job), "running");
 }
 
 }  // namespace

@@ -16,8 +16,11 @@ namespace arbiter::testing {
 
 class AgentProcess {
  public:
+  // `address`: the agent's own (its log server listens there); `wrapper`: a command the agent
+  // runs under (e.g. `ip netns exec NS`).
   AgentProcess(const std::string& server, const std::string& token, const std::string& name,
-               const std::string& devices, const std::string& work_dir) {
+               const std::string& devices, const std::string& work_dir,
+               const std::string& address = "127.0.0.1", std::vector<std::string> wrapper = {}) {
     const std::string out = work_dir + ".out";
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -27,14 +30,18 @@ class AgentProcess {
         ::dup2(fd, 2);
         ::close(fd);
       }
-      std::vector<std::string> args = {ARBITER_BINARY, "agent",       "--server",   server,
-                                       "--token",      token,         "--name",     name,
-                                       "--devices",    devices,       "--work-dir", work_dir,
-                                       "--listen",     "127.0.0.1:0", "--address",  "127.0.0.1"};
+      std::vector<std::string> args = std::move(wrapper);
+      for (const std::string& a :
+           {std::string(ARBITER_BINARY), std::string("agent"), std::string("--server"), server,
+            std::string("--token"), token, std::string("--name"), name, std::string("--devices"),
+            devices, std::string("--work-dir"), work_dir, std::string("--listen"), address + ":0",
+            std::string("--address"), address}) {
+        args.push_back(a);
+      }
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      ::execv(ARBITER_BINARY, argv.data());
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
   }

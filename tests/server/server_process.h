@@ -107,7 +107,7 @@ class ServerProcess {
     }
     if (port_ == 0) return;
     ready_ = WaitFor([&] {
-      httplib::Client client("127.0.0.1", port_);
+      httplib::Client client(listen.substr(0, listen.rfind(':')), port_);
       auto res = client.Get("/readyz");
       return res && res->status == 200;
     });
@@ -149,9 +149,10 @@ struct Reply {
 };
 
 // One API call with a bearer token (none when empty).
-inline Reply Call(int port, const std::string& token, const std::string& method,
-                  const std::string& path, const std::string& body = "") {
-  httplib::Client client("127.0.0.1", port);
+inline Reply CallAt(const std::string& host, int port, const std::string& token,
+                    const std::string& method, const std::string& path,
+                    const std::string& body = "") {
+  httplib::Client client(host, port);
   client.set_read_timeout(std::chrono::seconds(60));
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
@@ -162,6 +163,11 @@ inline Reply Call(int port, const std::string& token, const std::string& method,
                                              : client.Post(path, headers, body, "application/json");
   if (!res) return {};
   return {res->status, Json::parse(res->body, nullptr, false)};
+}
+
+inline Reply Call(int port, const std::string& token, const std::string& method,
+                  const std::string& path, const std::string& body = "") {
+  return CallAt("127.0.0.1", port, token, method, path, body);
 }
 
 struct CommandResult {
