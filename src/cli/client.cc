@@ -507,8 +507,12 @@ int Nodes(const ClientOptions& o) {
     if (!n["gpus"].empty()) type = n["gpus"][0]["type"].get<std::string>();
     std::string jobs;
     for (const Json& id : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::uint64_t>());
+    // An agent's node that is not ready says so in its state: "schedulable (agent lost)".
+    std::string state = n["state"].get<std::string>();
+    if (n.contains("agent") && n["agent"].is_object() && n["agent"]["state"] != "ready")
+      state += " (agent " + n["agent"]["state"].get<std::string>() + ")";
     fmt::print("{:<14} {:<12} {:<10} {:>11} {:>11} {:>13}  {}\n", n["name"].get<std::string>(),
-               n["state"].get<std::string>(), type,
+               state, type,
                fmt::format("{}/{}", FormatGpus(n["gpu_free_milli"].get<std::int64_t>()),
                            FormatGpus(n["gpu_milli"].get<std::int64_t>())),
                fmt::format("{}/{}", n["cpu_free_milli"].get<std::int64_t>() / 1000,

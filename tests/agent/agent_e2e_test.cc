@@ -242,6 +242,9 @@ TEST_F(AgentTest, LostNodeRerunsTheJobElsewhereAndItsAgentKillsTheStaleTask) {
       EXPECT_FALSE(n["healthy"].get<bool>());
     }
   }
+  const CommandResult nodes = RunCli(ServerAddress(), kAdmin, "nodes");
+  EXPECT_NE(nodes.output.find(node + "            schedulable (agent lost)"), std::string::npos)
+      << nodes.output;
   // Its task outlived its agent; the agent comes back and kills it: it runs elsewhere now.
   EXPECT_TRUE(Alive(first));
   StartAgent(index);
