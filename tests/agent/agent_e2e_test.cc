@@ -280,7 +280,7 @@ TEST_F(AgentTest, ServerAndAgentRestartsLoseAndDuplicateNothing) {
   EXPECT_NE(Log(job, 0).find("finished"), std::string::npos) << Log(job, 0);
 }
 
-TEST_F(AgentTest, FailedTasksAreRetriedThenFailTheJob) {
+TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
   const std::uint64_t job = Submit(Job("flaky", "P1", 1, 1, "echo trying; exit 3", 1));
   ASSERT_TRUE(WaitFor([&] { return State(job) == "failed"; })) << GetJob(job).dump();
   const Json status = GetJob(job)["status"];
@@ -296,6 +296,13 @@ TEST_F(AgentTest, FailedTasksAreRetriedThenFailTheJob) {
   ASSERT_TRUE(WaitFor([&] { return State(bad) == "failed"; })) << GetJob(bad).dump();
   EXPECT_EQ(GetJob(bad)["status"]["message"], "task 0 exited with code 127");
   EXPECT_NE(Log(bad, 0).find("cannot start the task"), std::string::npos) << Log(bad, 0);
+  // A cancelled job's task is stopped.
+  const std::uint64_t sleeper = Submit(Job("sleeper", "P1", 1, 1, kTrain));
+  ASSERT_TRUE(WaitFor([&] { return PidFiles(sleeper, 0).size() == 1; }));
+  const int pid = ReadPid(PidFiles(sleeper, 0)[0]);
+  ASSERT_TRUE(WaitFor([&] { return Alive(pid); }));
+  EXPECT_EQ(RunCli(ServerAddress(), kAdmin, fmt::format("cancel {}", sleeper)).status, 0);
+  EXPECT_TRUE(WaitFor([&] { return !Alive(pid); }));
   // Without agents' nodes to run it, a job must say what to run.
   Json nothing = Job("nothing", "P1", 1, 1, "");
   nothing.erase("argv");
