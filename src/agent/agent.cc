@@ -246,7 +246,7 @@ class Agent {
              {"lost", t.lost},           {"checkpoint_ms", CheckpointTime(local.checkpoint_dir)}};
       tasks.push_back(std::move(r));
     }
-    for (const auto& [key, code] : failed_starts_) {
+    for (const auto& [key, code] : unstarted_) {
       std::optional<KeyParts> k = ParseKey(key);
       if (!k) continue;
       tasks.push_back(Json{{"job", k->job},
@@ -291,7 +291,14 @@ class Agent {
       const std::string key = w.value("key", "");
       if (key.empty()) continue;
       keys.insert(key);
-      if (!known.count(key) && !failed_starts_.count(key)) Launch(w);
+      if (!known.count(key) && !unstarted_.count(key)) {
+        if (w.contains("stop")) {
+          // Evicted before it ever ran here: nothing to stop, it is gone.
+          unstarted_[key] = 0;
+          continue;
+        }
+        Launch(w);
+      }
       if (w.contains("stop") && known.count(key)) {
         Local& local = local_[key];
         if (!local.signalled) {
@@ -324,8 +331,8 @@ class Agent {
         local_.erase(key);
       }
     }
-    for (auto it = failed_starts_.begin(); it != failed_starts_.end();) {
-      it = keys.count(it->first) ? std::next(it) : failed_starts_.erase(it);
+    for (auto it = unstarted_.begin(); it != unstarted_.end();) {
+      it = keys.count(it->first) ? std::next(it) : unstarted_.erase(it);
     }
   }
 
@@ -360,7 +367,7 @@ class Agent {
       // Reported as a shell would: 127, and the reason in the task's log.
       std::ofstream(launch.log_path, std::ios::app)
           << fmt::format("arbiter agent: cannot start the task: {}\n", st.message());
-      failed_starts_[key] = 127;
+      unstarted_[key] = 127;
       fmt::print(stderr, "arbiter agent: task {}: cannot start: {}\n", key, st.message());
       return;
     }
@@ -448,7 +455,9 @@ class Agent {
   std::string checkpoint_root_;
   std::string complained_;
   std::map<std::string, Local> local_;
-  std::map<std::string, int> failed_starts_;  // key -> the exit code reported for it
+  // Tasks the answer lists that never ran here (they could not start: 127; or were evicted
+  // first: 0), reported as ended with that code until the answer drops them.
+  std::map<std::string, int> unstarted_;
 };
 
 }  // namespace
