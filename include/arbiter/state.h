@@ -272,6 +272,12 @@ class ClusterState {
   Status RecordCheckpoint(JobId job, Millis at);
   // Folds the usage since the last call into the decayed recent usage of every queue.
   void AccrueUsage(Millis now);
+  // When AccrueUsage last ran (-1: never).
+  Millis last_accrual() const { return accrued_ ? last_accrual_ : -1; }
+  // Sets a queue's recent usage as a driver kept it, as of `as_of` (a restart, a state rebuilt
+  // after a quota change); the next AccrueUsage decays it from then. Queues restored together
+  // share one `as_of`.
+  void RestoreRecentUsage(QueueId q, double usage, Millis as_of);
 
   // ---- Low-level capacity, for the engine's scratch work within one cycle ----
   // Take or give back one task's resources and charge the queue tree. No checks beyond asserts:

@@ -176,6 +176,14 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
       (void)state.RecordCheckpoint(id, entry.stored.status.last_checkpoint);
     }
   }
+  // The queues' recent usage (fair share) carries over to the new state.
+  if (state_ && state_->last_accrual() >= 0) {
+    for (QueueId q = 0; q < state_->queue_count(); ++q) {
+      if (std::optional<QueueId> same = state.FindQueue(state_->queue(q).spec.name)) {
+        state.RestoreRecentUsage(*same, state_->recent_usage(q), state_->last_accrual());
+      }
+    }
+  }
   state_.emplace(std::move(state));
   ApplyHealthLocked();
   Result<ClusterState> probe = ClusterState::Create(config.cluster);
@@ -681,6 +689,7 @@ Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
 Answer Core::ListQueues() {
   std::lock_guard lock(mu_);
   DrainInboxLocked();
+  state_->AccrueUsage(Now());
   const ClusterState& state = *state_;
   std::vector<std::map<std::string, std::int64_t>> counts(state.queue_count());
   for (const auto& [id, entry] : jobs_) {
@@ -716,6 +725,9 @@ Answer Core::ListQueues() {
                           {"weight", info.spec.weight},
                           {"quota", store::QuotaToJson(info.spec.quota)},
                           {"resources", std::move(resources)},
+                          // The fair-share factor's input: GPU-seconds, decayed with the
+                          // half-life (scheduler.fair_share_half_life).
+                          {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
                           {"jobs", std::move(jobs)}});
   }
   return Answer{200, Json{{"queues", std::move(queues)}}};

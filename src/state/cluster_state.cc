@@ -630,6 +630,12 @@ void ClusterState::AccrueUsage(Millis now) {
   last_accrual_ = now;
 }
 
+void ClusterState::RestoreRecentUsage(QueueId q, double usage, Millis as_of) {
+  recent_usage_[q] = usage;
+  accrued_ = true;
+  last_accrual_ = as_of;
+}
+
 // ---- Invariants ----
 
 Status ClusterState::CheckInvariants() const {

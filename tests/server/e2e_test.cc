@@ -370,6 +370,23 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   EXPECT_GT(next, held);  // ids are never reused
 }
 
+// A queue's recent usage (the input of its fair-share factor) is not forgotten when a quota
+// changes (the cluster state is rebuilt) or the server restarts.
+TEST_F(ServerTest, FairShareUsageOutlivesQuotaChangesAndRestarts) {
+  Start();
+  const std::uint64_t job = Submit(kAdmin, Job("long", "low", 1, 4000, 3600000));
+  ASSERT_TRUE(WaitState(job, "running"));
+  auto used = [&] {
+    Reply queues = Call(port(), kAdmin, "GET", "/v1/queues");
+    return queues.body["queues"][0].value("recent_gpu_seconds", 0.0);
+  };
+  ASSERT_TRUE(WaitFor([&] { return used() > 2.0; }));  // 4 GPUs for half a second
+  const double before = used();
+  ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota",
+                 R"({"G": {"nominal_milli": 8000}})").status, 200);
+  EXPECT_GE(used(), before);
+}
+
 TEST_F(ServerTest, DrainMovesJobsOffTheNode) {
   Start();
   const std::uint64_t job = Submit(kAdmin, Job("long", "low", 1, 4000, 3600000));
