@@ -17,10 +17,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +35,7 @@
 namespace arbiter::store {
 
 // The schema version this build writes; a store with a newer version is refused.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Jobs.
@@ -214,13 +216,21 @@ struct NodeAdmin {
 struct Snapshot {
   std::vector<StoredJob> jobs;                   // by id
   std::vector<QueueQuotaOverride> queue_quotas;  // by queue name
-  std::vector<NodeAdmin> nodes;                  // nodes not schedulable, by name
+  // Nodes an operator set a state on, by name: the last word of the API for each (schedulable
+  // too, which overrides a cordon of the configuration).
+  std::vector<NodeAdmin> nodes;
   std::uint64_t last_seq = 0;                    // the last event's seq: where the stream stands
   JobId last_job_id = 0;                         // ids are never reused
 };
 
 struct LoadOptions {
   bool include_finished = true;  // false: only pending, held and running jobs
+  // When set, the jobs are handed to it a batch at a time, in id order, instead of collected in
+  // Snapshot::jobs (which stays empty): a recovery of a million jobs then never holds them all
+  // twice. It may move from the records. An error it returns ends the load with that error.
+  // The SQLite store calls it on Load's thread while it reads the next batch on another; it must
+  // not call the store.
+  std::function<Status(std::span<StoredJob> jobs)> each_batch = nullptr;
 };
 
 struct Submitted {

@@ -75,11 +75,7 @@ class MemoryStore final : public Store {
     if (Status s = internal::ValidateNode(node); !s.ok()) return s;
     std::lock_guard lock(mu_);
     Event e = internal::NodeEvent(node);
-    if (node.state == NodeAdminState::kSchedulable) {
-      nodes_.erase(node.node);
-    } else {
-      nodes_[node.node] = std::move(node);
-    }
+    nodes_[node.node] = std::move(node);  // schedulable too: it overrides a configured cordon
     return Publish(e);
   }
 
@@ -105,6 +101,10 @@ class MemoryStore final : public Store {
     Snapshot snap;
     for (const auto& [id, job] : jobs_) {
       if (options.include_finished || !IsFinished(job.status.state)) snap.jobs.push_back(job);
+    }
+    if (options.each_batch) {
+      if (Status s = options.each_batch(snap.jobs); !s.ok()) return s;
+      snap.jobs.clear();
     }
     for (const auto& [name, q] : quotas_) snap.queue_quotas.push_back(q);
     for (const auto& [name, n] : nodes_) snap.nodes.push_back(n);
