@@ -607,7 +607,13 @@ Status SqliteStore::Migrate() {
       fmt::format("DELETE FROM schema_version; INSERT INTO schema_version (version) VALUES ({})",
                   kSchemaVersion);
   if (Status s = Exec(wdb_, set.c_str(), "record the schema version"); !s.ok()) return fail(s);
-  return Exec(wdb_, "COMMIT", "commit the migration");
+  if (Status s = Exec(wdb_, "COMMIT", "commit the migration"); !s.ok()) return s;
+  // A migration may rewrite every job (1 -> 2 does): copy the log into the database now and give
+  // its space back, rather than leave a log as large as the database until the next checkpoint.
+  if (version > 0) {
+    return Exec(wdb_, "PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint after the migration");
+  }
+  return Status::Ok();
 }
 
 Status SqliteStore::PrepareStatements() {
