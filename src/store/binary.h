@@ -1,6 +1,6 @@
 // Binary records of the SQLite store's jobs (schema version 2): a job's spec and its allocation
-// as compact bytes, which recovery decodes about ten times faster than their JSON (no field
-// names to scan, no numbers to parse from text). docs/design/store.md gives the layout.
+// as compact bytes, which recovery decodes several times faster than their JSON (no field names
+// to scan, no numbers to parse from text). docs/design/store.md gives the layout.
 //
 // A record starts with its format byte (kBinaryFormat); integers are LEB128 varints (signed ones
 // zigzag-encoded), a text is its length then its bytes, a list or map its length then its
