@@ -11,12 +11,14 @@ namespace arbiter::bench {
 // once durably committed. Prints BENCH server_submit_per_s, server_submit_p50_us,
 // server_submit_p99_us (`clients` clients), and the same with suffix _16_clients. Then fills a
 // store with `recovery_jobs` pending jobs and prints BENCH server_recovery_s, the time from
-// starting a server on it to ready.
+// starting a server on it to ready, and server_recovery_cpu_s, the CPU time of it.
 // The recovery is timed in a new process (this program, --only server-recovery), as a server
-// starts.
+// starts. With ARBITER_BENCH_RECOVERY_KEEP=DIR the store is filled in DIR and kept, or used as it
+// is when DIR holds one already.
 void RunServerBench(int clients = 64, double seconds = 3.0, std::int64_t recovery_jobs = 100'000);
 
-// Starts a server on DIR/cluster.yaml and DIR/data and prints BENCH server_recovery_s.
+// Starts a server on DIR/cluster.yaml and DIR/data, prints BENCH server_recovery_s and
+// server_recovery_cpu_s, and ends the process.
 void RunServerRecovery(const std::string& dir);
 
 }  // namespace arbiter::bench

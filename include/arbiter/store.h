@@ -17,10 +17,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,7 +35,7 @@
 namespace arbiter::store {
 
 // The schema version this build writes; a store with a newer version is refused.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Jobs.
@@ -216,6 +218,14 @@ struct NodeAdmin {
   std::string actor;
 };
 
+// A queue's recent usage (the fair-share factor's input, ClusterState::recent_usage) as the
+// server last saved it: GPU-milli-milliseconds, decayed, as of `time`.
+struct QueueUsage {
+  std::string queue;
+  double usage = 0;
+  Millis time = 0;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The store.
 
@@ -223,13 +233,22 @@ struct NodeAdmin {
 struct Snapshot {
   std::vector<StoredJob> jobs;                   // by id
   std::vector<QueueQuotaOverride> queue_quotas;  // by queue name
-  std::vector<NodeAdmin> nodes;                  // nodes not schedulable, by name
+  // Nodes an operator set a state on, by name: the last word of the API for each (schedulable
+  // too, which overrides a cordon of the configuration).
+  std::vector<NodeAdmin> nodes;
+  std::vector<QueueUsage> queue_usage;  // as last saved, by queue name
   std::uint64_t last_seq = 0;                    // the last event's seq: where the stream stands
   JobId last_job_id = 0;                         // ids are never reused
 };
 
 struct LoadOptions {
   bool include_finished = true;  // false: only pending, held and running jobs
+  // When set, the jobs are handed to it a batch at a time, in id order, instead of collected in
+  // Snapshot::jobs (which stays empty): a recovery of a million jobs then never holds them all
+  // twice. It may move from the records. An error it returns ends the load with that error.
+  // The SQLite store calls it on Load's thread while it reads the next batch on another; it must
+  // not call the store.
+  std::function<Status(std::span<StoredJob> jobs)> each_batch = nullptr;
 };
 
 struct Submitted {
@@ -261,6 +280,8 @@ class Store {
                                         const std::string& actor) = 0;
   // Cordons, drains or uncordons (kSchedulable) a node; records the matching event.
   virtual Result<Event> SetNodeState(NodeAdmin node) = 0;
+  // Replaces the saved recent usage of every queue (no event: a periodic snapshot).
+  virtual Status SaveQueueUsage(std::vector<QueueUsage> usage) = 0;
 
   // Events with seq > cursor, oldest first, at most `limit`. Cursor 0 reads from the start.
   virtual Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) = 0;

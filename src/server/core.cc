@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "store/codec.h"
@@ -21,6 +22,9 @@ using store::JobState;
 using Role = config::TokenSpec::Role;
 
 constexpr Millis kNeverDue = std::numeric_limits<Millis>::max();
+// How often the queues' fair-share usage is saved (and at a clean stop): a crash loses at most
+// this much of it, as Slurm's periodic state save does.
+constexpr Millis kUsageSavePeriod = 60 * kMillisPerSecond;
 // The id of the probe job a submission is checked with (never a stored id).
 constexpr JobId kProbeId = std::numeric_limits<JobId>::max();
 
@@ -63,6 +67,20 @@ Core::~Core() {
   }
   cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  std::lock_guard lock(mu_);
+  if (state_) SaveUsageLocked(Now());
+}
+
+void Core::SaveUsageLocked(Millis now) {
+  last_usage_save_ = now;
+  state_->AccrueUsage(now);
+  std::vector<store::QueueUsage> usage;
+  for (QueueId q = 0; q < state_->queue_count(); ++q) {
+    usage.push_back({state_->queue(q).spec.name, state_->recent_usage(q), now});
+  }
+  if (Status st = store_->SaveQueueUsage(std::move(usage)); !st.ok()) {
+    fmt::print(stderr, "error: the store refused the queues' usage: {}\n", st.message());
+  }
 }
 
 Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
@@ -86,8 +104,77 @@ Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
 }
 
 Status Core::Recover() {
-  Result<store::Snapshot> snapshot = store_->Load({.include_finished = false});
+  // The jobs are resolved against the configured names (queues, classes, GPU types, levels),
+  // which the stored quota overrides and node states do not change.
+  Result<ClusterState> names = ClusterState::Create(config_.cluster);
+  if (!names.ok()) return Status::Error("configuration: " + names.status().message());
+  // The store hands the jobs over a batch at a time while it reads the next. Each batch is
+  // resolved and moved into entries by every processor, each into a map of its own (allocating
+  // and filling a million entries is most of the work), whose nodes are then spliced into jobs_
+  // without copying.
+  const std::size_t parts = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::map<JobId, Entry>> local(parts);
+  std::vector<std::string> errors(parts);
+  std::vector<std::size_t> failed(parts);
+  std::unique_lock inbox(inbox_mu_);
+  std::map<std::string, std::int64_t>::iterator user = active_.end();
+  auto each_batch = [&](std::span<store::StoredJob> batch) -> Status {
+    auto resolve = [&](std::size_t p) {
+      for (std::size_t i = batch.size() * p / parts; i < batch.size() * (p + 1) / parts; ++i) {
+        store::StoredJob& stored = batch[i];
+        Result<Job> job =
+            store::ToJob(stored.id, stored.spec, *names, stored.status.priority_class);
+        if (!job.ok()) {
+          errors[p] = job.status().message();
+          failed[p] = i;
+          return;
+        }
+        const JobId id = stored.id;
+        const Millis run_start =
+            stored.status.state == JobState::kRunning ? stored.status.start_time : -1;
+        local[p].emplace_hint(local[p].end(), std::piecewise_construct, std::forward_as_tuple(id),
+                              std::forward_as_tuple(std::move(stored), std::move(job).value(),
+                                                    std::string(), false, Millis{-1}, run_start));
+      }
+    };
+    if (parts == 1 || batch.size() < 1024) {
+      for (std::size_t p = 0; p < parts; ++p) resolve(p);
+    } else {
+      std::vector<std::thread> threads;
+      for (std::size_t p = 1; p < parts; ++p) threads.emplace_back(resolve, p);
+      resolve(0);
+      for (std::thread& t : threads) t.join();
+    }
+    for (std::size_t p = 0; p < parts; ++p) {
+      if (!errors[p].empty()) {
+        const store::StoredJob& stored = batch[failed[p]];
+        return Status::Error(fmt::format(
+            "store: job {} ({}) no longer fits the configuration: {}; restore the configuration "
+            "it was accepted under",
+            stored.id, stored.spec.name, errors[p]));
+      }
+      while (!local[p].empty()) {
+        auto node = local[p].extract(local[p].begin());
+        Entry& entry = node.mapped();
+        if (entry.stored.status.state == JobState::kRunning) {
+          RememberNodes(entry);
+          if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
+        }
+        // Most jobs come from few users: look the counter up only when the user changes.
+        if (user == active_.end() || user->first != entry.stored.spec.user) {
+          user = active_.try_emplace(entry.stored.spec.user, 0).first;
+        }
+        ++user->second;
+        jobs_.insert(jobs_.end(), std::move(node));  // the store gives them by id
+      }
+    }
+    return Status::Ok();
+  };
+  Result<store::Snapshot> snapshot =
+      store_->Load({.include_finished = false, .each_batch = each_batch});
   if (!snapshot.ok()) return snapshot.status();
+  inbox.unlock();
+  usage_ = std::move(snapshot->queue_usage);
   for (const store::QueueQuotaOverride& q : snapshot->queue_quotas) {
     auto it = std::find_if(config_.cluster.queues.begin(), config_.cluster.queues.end(),
                            [&](const QueueSpec& s) { return s.name == q.queue; });
@@ -106,54 +193,20 @@ Status Core::Recover() {
                          "longer has; ignored\n", n.node, store::NodeAdminStateName(n.state));
       continue;
     }
+    // The API's last word, schedulable included: an uncordon overrides the configuration.
     it->cordoned = n.state != store::NodeAdminState::kSchedulable;
-    nodes_admin_[n.node] = n;
+    if (n.state != store::NodeAdminState::kSchedulable) nodes_admin_[n.node] = n;
   }
-  Result<ClusterState> names = ClusterState::Create(config_.cluster);
-  if (!names.ok()) return Status::Error("configuration: " + names.status().message());
-  // Resolving a million jobs takes a while: split it over the processors (ToJob only reads).
-  std::vector<store::StoredJob>& stored = snapshot->jobs;
-  std::vector<std::optional<Job>> resolved(stored.size());
-  std::vector<std::string> errors(stored.size());
-  auto resolve = [&](std::size_t from, std::size_t to) {
-    for (std::size_t i = from; i < to; ++i) {
-      Result<Job> job = store::ToJob(stored[i].id, stored[i].spec, *names,
-                                     stored[i].status.priority_class);
-      if (job.ok()) {
-        resolved[i] = std::move(job).value();
-      } else {
-        errors[i] = job.status().message();
-      }
+  if (Status st = RebuildState(config_); !st.ok()) return st;
+  // The queues' fair-share usage as last saved (decayed from then by the next cycle).
+  for (const store::QueueUsage& u : usage_) {
+    if (std::optional<QueueId> q = state_->FindQueue(u.queue)) {
+      state_->RestoreRecentUsage(*q, u.usage, u.time);
     }
-  };
-  const std::size_t parts =
-      stored.size() < 10000 ? 1 : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::thread> threads;
-  for (std::size_t p = 1; p < parts; ++p) {
-    threads.emplace_back(resolve, stored.size() * p / parts, stored.size() * (p + 1) / parts);
   }
-  resolve(0, stored.size() / parts);
-  for (std::thread& t : threads) t.join();
-  std::unique_lock inbox(inbox_mu_);
-  for (std::size_t i = 0; i < stored.size(); ++i) {
-    if (!resolved[i]) {
-      return Status::Error(fmt::format(
-          "store: job {} ({}) no longer fits the configuration: {}; restore the configuration "
-          "it was accepted under",
-          stored[i].id, stored[i].spec.name, errors[i]));
-    }
-    Entry entry{std::move(stored[i]), std::move(*resolved[i]), {}, false, -1, -1, {}, {}};
-    if (entry.stored.status.state == JobState::kRunning) {
-      RememberNodes(entry);
-      entry.run_start = entry.stored.status.start_time;
-      if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
-    }
-    ++active_[entry.stored.spec.user];
-    const JobId id = entry.stored.id;
-    jobs_.emplace_hint(jobs_.end(), id, std::move(entry));  // the store gives them by id
-  }
-  inbox.unlock();
-  return RebuildState(config_);
+  usage_.clear();
+  last_usage_save_ = Now();
+  return Status::Ok();
 }
 
 Status Core::RebuildState(const config::ClusterConfig& config) {
@@ -230,6 +283,7 @@ void Core::Loop() {
       DrainInboxLocked();
       const Millis now = Now();
       const Millis due = std::min(DueEventsLocked(now), LoseSilentNodesLocked(now));
+      if (now - last_usage_save_ >= kUsageSavePeriod) SaveUsageLocked(now);
       if (due <= now) continue;  // it changed something: look again
       const Millis interval =
           dirty_ ? config_.server.cycle_min_interval : config_.server.cycle_period;

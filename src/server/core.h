@@ -164,6 +164,8 @@ class Core {
   Status AppendLocked(std::vector<store::Event> events);
   void ApplyLocked(const store::Event& event);
   void Finish(Entry& entry);
+  // Writes the queues' recent usage (fair share) to the store.
+  void SaveUsageLocked(Millis now);
   // Where each task of the entry's current allocation runs, kept for its log.
   static void RememberNodes(Entry& entry);
   // Moves the accepted jobs of the inbox into `jobs_`.
@@ -209,6 +211,8 @@ class Core {
   std::map<std::string, AgentNode> agent_nodes_;  // GUARDED_BY(mu_)
   std::uint64_t assignments_version_ = 1;        // GUARDED_BY(mu_)
   Millis agents_grace_until_ = 0;                // GUARDED_BY(mu_): no node lost before
+  Millis last_usage_save_ = 0;                   // GUARDED_BY(mu_)
+  std::vector<store::QueueUsage> usage_;         // GUARDED_BY(mu_): read by Recover
 
   std::condition_variable assignments_cv_;       // with mu_
   bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted

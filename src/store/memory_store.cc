@@ -75,12 +75,14 @@ class MemoryStore final : public Store {
     if (Status s = internal::ValidateNode(node); !s.ok()) return s;
     std::lock_guard lock(mu_);
     Event e = internal::NodeEvent(node);
-    if (node.state == NodeAdminState::kSchedulable) {
-      nodes_.erase(node.node);
-    } else {
-      nodes_[node.node] = std::move(node);
-    }
+    nodes_[node.node] = std::move(node);  // schedulable too: it overrides a configured cordon
     return Publish(e);
+  }
+
+  Status SaveQueueUsage(std::vector<QueueUsage> usage) override {
+    std::lock_guard lock(mu_);
+    usage_ = std::move(usage);
+    return Status::Ok();
   }
 
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override {
@@ -106,8 +108,13 @@ class MemoryStore final : public Store {
     for (const auto& [id, job] : jobs_) {
       if (options.include_finished || !IsFinished(job.status.state)) snap.jobs.push_back(job);
     }
+    if (options.each_batch) {
+      if (Status s = options.each_batch(snap.jobs); !s.ok()) return s;
+      snap.jobs.clear();
+    }
     for (const auto& [name, q] : quotas_) snap.queue_quotas.push_back(q);
     for (const auto& [name, n] : nodes_) snap.nodes.push_back(n);
+    snap.queue_usage = usage_;
     snap.last_seq = next_seq_ - 1;
     snap.last_job_id = next_id_ - 1;
     return snap;
@@ -151,6 +158,7 @@ class MemoryStore final : public Store {
   std::vector<Event> events_;
   std::map<std::string, QueueQuotaOverride> quotas_;
   std::map<std::string, NodeAdmin> nodes_;
+  std::vector<QueueUsage> usage_;
   JobId next_id_ = 1;
   std::uint64_t next_seq_ = 1;
 };

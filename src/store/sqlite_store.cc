@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "arbiter/store.h"
+#include "store/binary.h"
 #include "store/codec.h"
 #include "store/internal.h"
 
@@ -86,12 +87,59 @@ CREATE TABLE node_states (
   actor TEXT NOT NULL
 );
 )sql",
+    // 1 -> 2: a job's spec and allocation as binary records (store/binary.h) instead of JSON
+    // text: recovery decodes every job, and JSON was most of its time. The table is rebuilt
+    // with the records converted by the functions RegisterMigrationFunctions adds. Also from
+    // version 2 on, node_states keeps 'schedulable' rows: an uncordon through the API overrides a
+    // configured cordon (no change of the table). New: jobs.retries (failed runs started again)
+    // and queue_usage (the queues' recent usage, for fair share across restarts).
+    R"sql(
+CREATE TABLE jobs_v2 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  user TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  priority_class TEXT NOT NULL,
+  submit_time INTEGER NOT NULL,
+  idempotency_key TEXT,
+  spec BLOB NOT NULL,
+  state TEXT NOT NULL,
+  allocation BLOB,
+  start_time INTEGER,
+  first_start_time INTEGER,
+  last_checkpoint INTEGER,
+  stop_at INTEGER,
+  evictions TEXT NOT NULL DEFAULT '[]',
+  end_time INTEGER,
+  message TEXT NOT NULL DEFAULT '',
+  retries INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE queue_usage (
+  queue TEXT PRIMARY KEY,
+  usage REAL NOT NULL,
+  time INTEGER NOT NULL
+);
+INSERT INTO jobs_v2 (id, name, user, queue, priority_class, submit_time, idempotency_key, spec,
+                     state, allocation, start_time, first_start_time, last_checkpoint, stop_at,
+                     evictions, end_time, message)
+  SELECT id, name, user, queue, priority_class, submit_time, idempotency_key,
+         arbiter_spec_v2(id, spec), state, arbiter_allocation_v2(id, allocation), start_time,
+         first_start_time, last_checkpoint, stop_at, evictions, end_time, message
+  FROM jobs ORDER BY id;
+UPDATE sqlite_sequence SET seq = max(seq, (SELECT seq FROM sqlite_sequence WHERE name = 'jobs'))
+  WHERE name = 'jobs_v2';
+DROP TABLE jobs;
+ALTER TABLE jobs_v2 RENAME TO jobs;
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (user, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_active ON jobs (id) WHERE state IN ('pending', 'held', 'running');
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 constexpr const char* kJobColumns =
     "id, spec, priority_class, state, allocation, start_time, first_start_time, last_checkpoint, "
-    "stop_at, evictions, end_time, message";
+    "stop_at, evictions, end_time, message, retries";
 constexpr const char* kEventColumns =
     "seq, time, kind, job, target, actor, message, priority_class, allocation, stop_at, state";
 
@@ -113,9 +161,20 @@ class Stmt {
   }
 
   void Bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   // The text must outlive the step.
   void Bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void BindBlob(int i, std::string_view v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  void BindBlobOrNull(int i, std::string_view v) {
+    if (v.empty()) {
+      BindNull(i);
+    } else {
+      BindBlob(i, v);
+    }
   }
   void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
   // A time, NULL when never (-1).
@@ -141,10 +200,16 @@ class Stmt {
   }
 
   std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
   Millis Time(int col) const { return IsNull(col) ? -1 : Int(col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string_view Text(int col) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    if (p == nullptr) return {};
+    return {p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
+  }
+  std::string_view Blob(int col) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
     if (p == nullptr) return {};
     return {p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
   }
@@ -212,12 +277,68 @@ Result<StoredAllocation> ParseAllocation(std::string_view text, std::string_view
   return DecodeAllocation(text, field);
 }
 
+// The jobs table's record of an allocation (store/binary.h); empty (NULL) when not running.
+std::string AllocationRecord(const StoredAllocation& a) {
+  return a.empty() ? std::string() : EncodeAllocationBinary(a);
+}
+
+// The functions of migration 1 -> 2: a version-1 row's JSON as a version-2 binary record.
+// arbiter_spec_v2(id, json), arbiter_allocation_v2(id, json or NULL).
+void SpecV2(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
+  const std::string_view text(p != nullptr ? p : "",
+                              static_cast<std::size_t>(sqlite3_value_bytes(argv[1])));
+  JobSpec spec;
+  if (Status st = DecodeJobSpecInto(text, spec, "spec"); !st.ok()) {
+    const std::string message =
+        fmt::format("job {}: {}", sqlite3_value_int64(argv[0]), st.message());
+    sqlite3_result_error(ctx, message.c_str(), static_cast<int>(message.size()));
+    return;
+  }
+  const std::string record = EncodeJobSpecBinary(spec);
+  sqlite3_result_blob(ctx, record.data(), static_cast<int>(record.size()), SQLITE_TRANSIENT);
+}
+
+void AllocationV2(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
+  const std::string_view text(p != nullptr ? p : "",
+                              static_cast<std::size_t>(sqlite3_value_bytes(argv[1])));
+  Result<StoredAllocation> a = ParseAllocation(text, "allocation");
+  if (!a.ok()) {
+    const std::string message =
+        fmt::format("job {}: {}", sqlite3_value_int64(argv[0]), a.status().message());
+    sqlite3_result_error(ctx, message.c_str(), static_cast<int>(message.size()));
+    return;
+  }
+  const std::string record = AllocationRecord(*a);
+  if (record.empty()) {
+    sqlite3_result_null(ctx);
+  } else {
+    sqlite3_result_blob(ctx, record.data(), static_cast<int>(record.size()), SQLITE_TRANSIENT);
+  }
+}
+
+Status RegisterMigrationFunctions(sqlite3* db) {
+  constexpr int kFlags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+  if (sqlite3_create_function(db, "arbiter_spec_v2", 2, kFlags, nullptr, SpecV2, nullptr,
+                              nullptr) != SQLITE_OK ||
+      sqlite3_create_function(db, "arbiter_allocation_v2", 2, kFlags, nullptr, AllocationV2,
+                              nullptr, nullptr) != SQLITE_OK) {
+    return DbError(db, "register the migration functions");
+  }
+  return Status::Ok();
+}
+
 Status JobError(JobId id, const Status& st) {
   return Status::Error(fmt::format("store: job {}: {}", id, st.message()));
 }
 
-// One row of kJobColumns into `job` (a fresh record), all but the JSON texts of the spec (column
-// 1) and the allocation (column 4), which DecodeJobTexts reads.
+// One row of kJobColumns into `job` (a fresh record), all but the binary records of the spec
+// (column 1) and the allocation (column 4), which DecodeJobRecords reads.
 Status ReadJobColumns(const Stmt& s, StoredJob& job) {
   job.id = static_cast<JobId>(s.Int(0));
   JobStatus& st = job.status;
@@ -236,13 +357,16 @@ Status ReadJobColumns(const Stmt& s, StoredJob& job) {
   }
   st.end_time = s.Time(10);
   st.message = std::string(s.Text(11));
+  st.retries = static_cast<std::int32_t>(s.Int(12));
   return Status::Ok();
 }
 
-Status DecodeJobTexts(std::string_view spec, std::string_view allocation, StoredJob& job) {
-  if (Status st = DecodeJobSpecInto(spec, job.spec, "spec"); !st.ok()) return JobError(job.id, st);
+Status DecodeJobRecords(std::string_view spec, std::string_view allocation, StoredJob& job) {
+  if (Status st = DecodeJobSpecBinary(spec, job.spec, "spec"); !st.ok()) {
+    return JobError(job.id, st);
+  }
   if (!allocation.empty()) {
-    if (Status st = DecodeAllocationInto(allocation, job.status.allocation, "allocation");
+    if (Status st = DecodeAllocationBinary(allocation, job.status.allocation, "allocation");
         !st.ok()) {
       return JobError(job.id, st);
     }
@@ -253,7 +377,7 @@ Status DecodeJobTexts(std::string_view spec, std::string_view allocation, Stored
 // One row of kJobColumns.
 Status ReadJob(const Stmt& s, StoredJob& job) {
   if (Status st = ReadJobColumns(s, job); !st.ok()) return st;
-  return DecodeJobTexts(s.Text(1), s.Text(4), job);
+  return DecodeJobRecords(s.Blob(1), s.Blob(4), job);
 }
 
 // One row of kEventColumns.
@@ -296,6 +420,7 @@ class SqliteStore final : public Store {
   Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
                                 const std::string& actor) override;
   Result<Event> SetNodeState(NodeAdmin node) override;
+  Status SaveQueueUsage(std::vector<QueueUsage> usage) override;
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override;
   Result<std::optional<StoredJob>> GetJob(JobId id) override;
   Result<Snapshot> Load(const LoadOptions& options) override;
@@ -325,12 +450,15 @@ class SqliteStore final : public Store {
                     std::vector<Submitted>& out, std::uint64_t& seq);
   // Inserts an event; sets e.seq. `allocation` is e.allocation's text.
   Status InsertEvent(Event& e, std::string_view allocation);
-  Status ApplyToJob(std::size_t index, Event& e, std::string_view allocation);
+  // `allocation`: e.allocation's JSON text (the event's), `record` its binary record (the job's).
+  Status ApplyToJob(std::size_t index, Event& e, std::string_view allocation,
+                    std::string_view record);
   Result<Event> WriteAdmin(std::function<Status(Event&)> write, Event e);
 
-  // Load's jobs: the rows of `sql` appended to `jobs` (reserved), the JSON texts decoded in
-  // parallel. Under read_mu_, inside a read transaction.
-  Status ReadJobs(const std::string& sql, std::vector<StoredJob>& jobs);
+  // Load's jobs: the rows of `sql` handed to options.each_batch, or appended to `jobs`
+  // (reserved), their records decoded in parallel. Under read_mu_, inside a read transaction.
+  Status ReadJobs(const std::string& sql, const LoadOptions& options,
+                  std::vector<StoredJob>& jobs);
 
   std::string dir_;
   std::string db_path_;
@@ -341,7 +469,7 @@ class SqliteStore final : public Store {
   sqlite3* wdb_ = nullptr;
   Stmt begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   Stmt find_key_, insert_job_, insert_event_, select_status_, update_status_;
-  Stmt upsert_quota_, delete_quota_, upsert_node_, delete_node_;
+  Stmt upsert_quota_, delete_quota_, upsert_node_, insert_usage_;
 
   // The read connection, under read_mu_.
   std::mutex read_mu_;
@@ -408,6 +536,7 @@ Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
   }
   // FULL: every commit fsyncs the WAL before it returns (NORMAL would not, in WAL mode).
   if (Status s = Exec(wdb_, "PRAGMA synchronous=FULL", "PRAGMA synchronous"); !s.ok()) return s;
+  if (Status s = RegisterMigrationFunctions(wdb_); !s.ok()) return s;
   if (Status s = Migrate(); !s.ok()) return s;
   if (Status s = PrepareStatements(); !s.ok()) return s;
 
@@ -489,13 +618,19 @@ Status SqliteStore::Migrate() {
       fmt::format("DELETE FROM schema_version; INSERT INTO schema_version (version) VALUES ({})",
                   kSchemaVersion);
   if (Status s = Exec(wdb_, set.c_str(), "record the schema version"); !s.ok()) return fail(s);
-  return Exec(wdb_, "COMMIT", "commit the migration");
+  if (Status s = Exec(wdb_, "COMMIT", "commit the migration"); !s.ok()) return s;
+  // A migration may rewrite every job (1 -> 2 does): copy the log into the database now and give
+  // its space back, rather than leave a log as large as the database until the next checkpoint.
+  if (version > 0) {
+    return Exec(wdb_, "PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint after the migration");
+  }
+  return Status::Ok();
 }
 
 Status SqliteStore::PrepareStatements() {
   const std::string select_status =
       "SELECT state, priority_class, start_time, first_start_time, last_checkpoint, stop_at, "
-      "evictions, end_time, message FROM jobs WHERE id = ?1";
+      "evictions, end_time, message, retries FROM jobs WHERE id = ?1";
   struct {
     Stmt* stmt;
     std::string sql;
@@ -518,17 +653,17 @@ Status SqliteStore::PrepareStatements() {
        "UPDATE jobs SET state = ?2, priority_class = ?3, "
        "allocation = CASE WHEN ?4 THEN ?5 ELSE allocation END, start_time = ?6, "
        "first_start_time = ?7, last_checkpoint = ?8, stop_at = ?9, evictions = ?10, "
-       "end_time = ?11, message = ?12 WHERE id = ?1"},
+       "end_time = ?11, message = ?12, retries = ?13 WHERE id = ?1"},
       {&upsert_quota_,
        "INSERT INTO queue_quotas (queue, quota, time, actor) VALUES (?1, ?2, ?3, ?4) "
        "ON CONFLICT (queue) DO UPDATE SET quota = excluded.quota, time = excluded.time, "
        "actor = excluded.actor"},
       {&delete_quota_, "DELETE FROM queue_quotas WHERE queue = ?1"},
+      {&insert_usage_, "INSERT INTO queue_usage (queue, usage, time) VALUES (?1, ?2, ?3)"},
       {&upsert_node_,
        "INSERT INTO node_states (node, state, reason, time, actor) VALUES (?1, ?2, ?3, ?4, ?5) "
        "ON CONFLICT (node) DO UPDATE SET state = excluded.state, reason = excluded.reason, "
        "time = excluded.time, actor = excluded.actor"},
-      {&delete_node_, "DELETE FROM node_states WHERE node = ?1"},
   };
   for (const auto& s : statements) {
     if (s.stmt->Prepare(wdb_, s.sql) != SQLITE_OK) {
@@ -549,7 +684,7 @@ SqliteStore::~SqliteStore() {
   }
   for (Stmt* s : {&begin_, &commit_, &rollback_, &savepoint_, &release_, &rollback_to_, &find_key_,
                   &insert_job_, &insert_event_, &select_status_, &update_status_, &upsert_quota_,
-                  &delete_quota_, &upsert_node_, &delete_node_, &read_begin_, &read_end_,
+                  &delete_quota_, &upsert_node_, &insert_usage_, &read_begin_, &read_end_,
                   &events_since_, &get_job_}) {
     s->Finalize();
   }
@@ -680,7 +815,7 @@ Status SqliteStore::InsertJobs(const std::vector<JobSpec>& specs,
     s.Bind(4, spec.priority_class);
     s.Bind(5, spec.submit_time);
     s.BindTextOrNull(6, spec.idempotency_key);
-    s.Bind(7, encoded[i]);
+    s.BindBlob(7, encoded[i]);
     if (Status st = Run(wdb_, s, "insert a job"); !st.ok()) return st;
     const auto id = static_cast<JobId>(sqlite3_last_insert_rowid(wdb_));
     Event e = internal::SubmittedEvent(spec);
@@ -696,7 +831,7 @@ Result<Submitted> SqliteStore::Submit(JobSpec spec) {
   if (Status s = ValidateJobSpec(spec); !s.ok()) return s;
   std::vector<JobSpec> specs;
   specs.push_back(std::move(spec));
-  const std::vector<std::string> encoded = {EncodeJobSpec(specs[0])};  // outside the writer
+  const std::vector<std::string> encoded = {EncodeJobSpecBinary(specs[0])};  // outside the writer
   std::vector<Submitted> out;
   Status s = Execute([&](std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); });
   if (!s.ok()) return s;
@@ -707,14 +842,15 @@ Result<std::vector<Submitted>> SqliteStore::SubmitBatch(std::vector<JobSpec> spe
   if (Status s = internal::ValidateSpecs(specs, true); !s.ok()) return s;
   std::vector<std::string> encoded;
   encoded.reserve(specs.size());
-  for (const JobSpec& spec : specs) encoded.push_back(EncodeJobSpec(spec));
+  for (const JobSpec& spec : specs) encoded.push_back(EncodeJobSpecBinary(spec));
   std::vector<Submitted> out;
   Status s = Execute([&](std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); });
   if (!s.ok()) return s;
   return out;
 }
 
-Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view allocation) {
+Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view allocation,
+                               std::string_view record) {
   JobStatus status;
   {
     Stmt& s = select_status_;
@@ -739,6 +875,7 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
     status.evictions = std::move(evictions).value();
     status.end_time = s.Time(7);
     status.message = std::string(s.Text(8));
+    status.retries = static_cast<std::int32_t>(s.Int(9));
   }
   const JobState from = status.state;
   if (Status st = ApplyEvent(status, e); !st.ok()) {
@@ -753,7 +890,7 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
   u.Bind(2, std::string_view(JobStateName(status.state)));
   u.Bind(3, status.priority_class);
   u.Bind(4, std::int64_t{started || stopped});
-  u.BindTextOrNull(5, started ? allocation : std::string_view());
+  u.BindBlobOrNull(5, started ? record : std::string_view());
   u.BindTime(6, status.start_time);
   u.BindTime(7, status.first_start_time);
   u.BindTime(8, status.last_checkpoint);
@@ -762,20 +899,25 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
   u.Bind(10, evictions);
   u.BindTime(11, status.end_time);
   u.Bind(12, status.message);
+  u.Bind(13, std::int64_t{status.retries});
   if (Status st = Run(wdb_, u, "update a job"); !st.ok()) return st;
   return InsertEvent(e, allocation);
 }
 
 Result<std::vector<Event>> SqliteStore::Append(std::vector<Event> events) {
   if (Status s = internal::ValidateEvents(events); !s.ok()) return s;
-  std::vector<std::string> allocations;  // encoded here, outside the writer
+  std::vector<std::string> allocations, records;  // encoded here, outside the writer
   allocations.reserve(events.size());
-  for (const Event& e : events) allocations.push_back(AllocationText(e.allocation));
+  records.reserve(events.size());
+  for (const Event& e : events) {
+    allocations.push_back(AllocationText(e.allocation));
+    records.push_back(AllocationRecord(e.allocation));
+  }
   std::vector<Event> out;
   Status s = Execute([&](std::uint64_t& seq) {
     out = events;  // a failed attempt leaves `events` as given
     for (std::size_t i = 0; i < out.size(); ++i) {
-      if (Status st = ApplyToJob(i, out[i], allocations[i]); !st.ok()) return st;
+      if (Status st = ApplyToJob(i, out[i], allocations[i], records[i]); !st.ok()) return st;
       seq = out[i].seq;
     }
     return Status::Ok();
@@ -824,10 +966,7 @@ Result<Event> SqliteStore::SetNodeState(NodeAdmin node) {
   if (Status s = internal::ValidateNode(node); !s.ok()) return s;
   return WriteAdmin(
       [&](Event&) {
-        if (node.state == NodeAdminState::kSchedulable) {
-          delete_node_.Bind(1, node.node);
-          return Run(wdb_, delete_node_, "write a node state");
-        }
+        // Schedulable is kept too: it overrides a cordon of the configuration.
         upsert_node_.Bind(1, node.node);
         upsert_node_.Bind(2, std::string_view(NodeAdminStateName(node.state)));
         upsert_node_.Bind(3, node.reason);
@@ -836,6 +975,20 @@ Result<Event> SqliteStore::SetNodeState(NodeAdmin node) {
         return Run(wdb_, upsert_node_, "write a node state");
       },
       internal::NodeEvent(node));
+}
+
+Status SqliteStore::SaveQueueUsage(std::vector<QueueUsage> usage) {
+  return Execute([&](std::uint64_t&) {
+    if (Status st = Exec(wdb_, "DELETE FROM queue_usage", "clear the queues' usage"); !st.ok())
+      return st;
+    for (const QueueUsage& u : usage) {
+      insert_usage_.Bind(1, u.queue);
+      insert_usage_.Bind(2, u.usage);
+      insert_usage_.Bind(3, u.time);
+      if (Status st = Run(wdb_, insert_usage_, "write a queue's usage"); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
 }
 
 // ---- Reads ----
@@ -870,54 +1023,69 @@ Result<std::optional<StoredJob>> SqliteStore::GetJob(JobId id) {
   return job;
 }
 
-Status SqliteStore::ReadJobs(const std::string& sql, std::vector<StoredJob>& jobs) {
-  // Decoding the JSON is most of the work: rows are read (and their texts copied) a chunk at a
-  // time on this thread, then decoded by every core.
-  constexpr std::size_t kChunk = 16384;
+Status SqliteStore::ReadJobs(const std::string& sql, const LoadOptions& options,
+                             std::vector<StoredJob>& jobs) {
+  // A pipeline of batches: while a helper thread steps the rows of the next batch (their columns
+  // read, their binary records copied), this thread decodes the records of the current batch on
+  // every core and hands it on (options.each_batch, or appended to `jobs`).
+  constexpr std::size_t kBatch = 8192;
   const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-  struct Texts {
-    std::size_t spec_begin, spec_end, alloc_end;  // offsets into `arena`
+  struct Batch {
+    std::vector<StoredJob> jobs;
+    std::string arena;  // the records, back to back
+    struct Records {
+      std::size_t spec_begin, spec_end, alloc_end;  // offsets into `arena`
+    };
+    std::vector<Records> records;
+    bool last = false;
+    Status status;
   };
-  std::string arena;
-  std::vector<Texts> texts;
-  std::vector<Status> errors(workers);
   Stmt s;
   if (s.Prepare(rdb_, sql) != SQLITE_OK) return DbError(rdb_, fmt::format("prepare \"{}\"", sql));
-  for (bool more = true; more;) {
-    arena.clear();
-    texts.clear();
-    const std::size_t first = jobs.size();
-    while (texts.size() < kChunk) {
+  auto read = [&](Batch& b) {
+    b.jobs.clear();
+    b.arena.clear();
+    b.records.clear();
+    b.jobs.reserve(kBatch);
+    while (b.jobs.size() < kBatch) {
       const int rc = s.Step();
       if (rc == SQLITE_DONE) {
-        more = false;
-        break;
+        b.last = true;
+        return;
       }
-      if (rc != SQLITE_ROW) return DbError(rdb_, "read jobs");
-      if (Status st = ReadJobColumns(s, jobs.emplace_back()); !st.ok()) return st;
-      Texts& t = texts.emplace_back();
-      t.spec_begin = arena.size();
-      arena.append(s.Text(1));
-      t.spec_end = arena.size();
-      arena.append(s.Text(4));
-      t.alloc_end = arena.size();
+      if (rc != SQLITE_ROW) {
+        b.status = DbError(rdb_, "read jobs");
+        return;
+      }
+      if (Status st = ReadJobColumns(s, b.jobs.emplace_back()); !st.ok()) {
+        b.status = std::move(st);
+        return;
+      }
+      Batch::Records& r = b.records.emplace_back();
+      r.spec_begin = b.arena.size();
+      b.arena.append(s.Blob(1));
+      r.spec_end = b.arena.size();
+      b.arena.append(s.Blob(4));
+      r.alloc_end = b.arena.size();
     }
-    const std::string_view all(arena);
+  };
+  std::vector<Status> errors(workers);
+  auto process = [&](Batch& b) -> Status {
+    const std::string_view all(b.arena);
     auto decode = [&](std::size_t w) {
       // Worker w takes a contiguous share; the first error of the share is kept.
-      const std::size_t n = texts.size();
+      const std::size_t n = b.records.size();
       for (std::size_t i = n * w / workers; i < n * (w + 1) / workers; ++i) {
-        const Texts& t = texts[i];
-        Status st =
-            DecodeJobTexts(all.substr(t.spec_begin, t.spec_end - t.spec_begin),
-                           all.substr(t.spec_end, t.alloc_end - t.spec_end), jobs[first + i]);
+        const Batch::Records& r = b.records[i];
+        Status st = DecodeJobRecords(all.substr(r.spec_begin, r.spec_end - r.spec_begin),
+                                     all.substr(r.spec_end, r.alloc_end - r.spec_end), b.jobs[i]);
         if (!st.ok()) {
           errors[w] = std::move(st);
           return;
         }
       }
     };
-    if (workers == 1 || texts.size() < 1024) {
+    if (workers == 1 || b.records.size() < 1024) {
       for (std::size_t w = 0; w < workers; ++w) decode(w);
     } else {
       std::vector<std::thread> helpers;
@@ -928,8 +1096,23 @@ Status SqliteStore::ReadJobs(const std::string& sql, std::vector<StoredJob>& job
     for (const Status& e : errors) {
       if (!e.ok()) return e;
     }
+    if (options.each_batch) return options.each_batch(b.jobs);
+    for (StoredJob& job : b.jobs) jobs.push_back(std::move(job));
+    return Status::Ok();
+  };
+
+  Batch current, next;
+  read(current);
+  for (;;) {
+    if (!current.status.ok()) return current.status;
+    std::thread reader;
+    if (!current.last) reader = std::thread([&] { read(next); });
+    const Status st = process(current);
+    if (reader.joinable()) reader.join();
+    if (!st.ok()) return st;
+    if (current.last) return Status::Ok();
+    std::swap(current, next);
   }
-  return Status::Ok();
 }
 
 Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
@@ -960,16 +1143,18 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                 "ORDER BY id",
                 kJobColumns);
   // Reserve first: moving a million records as the vector grows costs as much as reading them.
-  Status s =
-      each_row(options.include_finished
+  Status s = Status::Ok();
+  if (!options.each_batch) {
+    s = each_row(options.include_finished
                    ? "SELECT count(*) FROM jobs"
                    : "SELECT count(*) FROM jobs WHERE state IN ('pending', 'held', 'running')",
                [&](const Stmt& row) {
                  snap.jobs.reserve(static_cast<std::size_t>(row.Int(0)));
                  return Status::Ok();
                });
+  }
   if (!s.ok()) return s;
-  s = ReadJobs(jobs, snap.jobs);
+  s = ReadJobs(jobs, options, snap.jobs);
   if (!s.ok()) return s;
   s = each_row("SELECT queue, quota, time, actor FROM queue_quotas ORDER BY queue",
                [&](const Stmt& row) {
@@ -985,11 +1170,18 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                  return Status::Ok();
                });
   if (!s.ok()) return s;
+  s = each_row("SELECT queue, usage, time FROM queue_usage ORDER BY queue", [&](const Stmt& row) {
+    snap.queue_usage.push_back({std::string(row.Text(0)), row.Double(1), row.Int(2)});
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
   s = each_row("SELECT node, state, reason, time, actor FROM node_states ORDER BY node",
                [&](const Stmt& row) {
                  NodeAdmin n;
                  n.node = std::string(row.Text(0));
-                 if (row.Text(1) == "cordoned") {
+                 if (row.Text(1) == "schedulable") {
+                   n.state = NodeAdminState::kSchedulable;
+                 } else if (row.Text(1) == "cordoned") {
                    n.state = NodeAdminState::kCordoned;
                  } else if (row.Text(1) == "draining") {
                    n.state = NodeAdminState::kDraining;

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "arbiter/store.h"
+#include "store/binary.h"
 #include "testing/builders.h"
 
 namespace arbiter::store {
@@ -100,6 +102,67 @@ TEST(StoreCodec, JobSpecRoundTrip) {
     EXPECT_TRUE(*back == spec) << text;
     EXPECT_EQ(EncodeJobSpec(*back), text);
   }
+}
+
+TEST(StoreBinaryCodec, JobSpecAndAllocationRoundTrip) {
+  JobSpec unconstrained = MinimalSpec();
+  unconstrained.topology_mode = ConstraintMode::kUnconstrained;
+  unconstrained.submit_time = -5;  // signed numbers survive too
+  unconstrained.argv = {"python", "train.py", "--lr=3e-4"};
+  for (const JobSpec& spec : {FullSpec(), MinimalSpec(), unconstrained}) {
+    const std::string bytes = EncodeJobSpecBinary(spec);
+    EXPECT_EQ(static_cast<std::uint8_t>(bytes[0]), kBinaryFormat);
+    JobSpec back;
+    Status st = DecodeJobSpecBinary(bytes, back);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(back == spec);
+    EXPECT_EQ(EncodeJobSpecBinary(back), bytes);
+    EXPECT_LT(bytes.size(), EncodeJobSpec(spec).size());
+  }
+  for (const StoredAllocation& a : {SomeAllocation(), StoredAllocation{}}) {
+    StoredAllocation back;
+    Status st = DecodeAllocationBinary(EncodeAllocationBinary(a), back);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(back == a);
+  }
+}
+
+TEST(StoreBinaryCodec, DamagedRecordsAreErrorsNamingTheField) {
+  const std::string bytes = EncodeJobSpecBinary(FullSpec());
+  auto error = [](std::string_view record) {
+    JobSpec out;
+    Status st = DecodeJobSpecBinary(record, out, "spec");
+    EXPECT_FALSE(st.ok());
+    return st.ok() ? std::string() : st.message();
+  };
+  // Cut anywhere: always an error, never a read past the end.
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_NE(error(std::string_view(bytes).substr(0, n)), "") << n;
+  }
+  EXPECT_EQ(error(""), "spec: record cut short at byte 1");
+  EXPECT_EQ(error(bytes.substr(0, 1)), "spec.name: record cut short at byte 2");
+  // The name's length (9, "llama-70b") runs past the end of a record cut after 5 bytes.
+  EXPECT_EQ(error(bytes.substr(0, 5)), "spec.name: text longer than the record at byte 3");
+  EXPECT_EQ(error(bytes + "x"), "spec: unexpected bytes after the record at byte " +
+                                    std::to_string(bytes.size() + 1));
+  std::string other = bytes;
+  other[0] = 9;
+  EXPECT_EQ(error(other), "spec: unknown record format 9 (this build reads 1) at byte 2");
+  // The first group's name: after the format, 4 texts and the group count.
+  std::size_t at = 1;
+  for (const char* text : {"llama-70b", "alice", "training", "P1"}) at += 1 + std::strlen(text);
+  std::string group = bytes;
+  group[at] = 0x7F;  // 127 groups: more than the record could hold
+  EXPECT_EQ(error(group),
+            "spec.groups: list longer than the record at byte " + std::to_string(at + 2));
+
+  StoredAllocation a;
+  std::string alloc = EncodeAllocationBinary(SomeAllocation());
+  Status st = DecodeAllocationBinary(alloc.substr(0, alloc.size() - 1), a);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(),
+            "allocation.tasks[0].devices[1].gpu_memory_mib: record cut short at byte " +
+                std::to_string(alloc.size()));
 }
 
 TEST(StoreCodec, MinimalSpecLeavesDefaultsOut) {

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -383,10 +384,15 @@ TEST_P(StoreTest, QueueQuotasAndNodeStates) {
   EXPECT_EQ(snap->queue_quotas[0].quota.at("H800").nominal, MilliGpu(64000));
   EXPECT_EQ(snap->queue_quotas[0].quota.at("H800").borrowing_limit, MilliGpu(16000));
   EXPECT_EQ(snap->queue_quotas[0].time, 500);
-  ASSERT_EQ(snap->nodes.size(), 1u);
-  EXPECT_EQ(snap->nodes[0].node, "h800-2");
-  EXPECT_EQ(snap->nodes[0].state, NodeAdminState::kDraining);
-  EXPECT_EQ(snap->nodes[0].reason, "reboot");
+  // Each node's last state, schedulable too: an uncordon must override a configured cordon.
+  ASSERT_EQ(snap->nodes.size(), 2u);
+  EXPECT_EQ(snap->nodes[0].node, "h800-1");
+  EXPECT_EQ(snap->nodes[0].state, NodeAdminState::kSchedulable);
+  EXPECT_EQ(snap->nodes[0].time, 730);
+  EXPECT_EQ(snap->nodes[0].actor, "ops");
+  EXPECT_EQ(snap->nodes[1].node, "h800-2");
+  EXPECT_EQ(snap->nodes[1].state, NodeAdminState::kDraining);
+  EXPECT_EQ(snap->nodes[1].reason, "reboot");
   EXPECT_EQ(snap->last_seq, 7u);
 
   Result<std::vector<Event>> events = store_->EventsSince(0, 100);
@@ -418,6 +424,31 @@ TEST_P(StoreTest, LoadWithoutFinishedJobs) {
   EXPECT_EQ(active->jobs[0].status.state, JobState::kRunning);
   EXPECT_TRUE(active->jobs[0].status.allocation == On("n1"));
   EXPECT_EQ(active->last_job_id, 3u);
+}
+
+TEST_P(StoreTest, LoadHandsTheJobsOverInBatches) {
+  for (int i = 0; i < 5; ++i) MustSubmit(Spec("j" + std::to_string(i)));
+  MustAppend({Start(2, 10, "n0"), JobEvent(4, EventKind::kCancelled, 20, "alice")});
+  std::vector<StoredJob> seen;
+  Result<Snapshot> snap = store_->Load(
+      {.include_finished = false, .each_batch = [&](std::span<StoredJob> batch) {
+         for (StoredJob& job : batch) seen.push_back(std::move(job));
+         return Status::Ok();
+       }});
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  EXPECT_TRUE(snap->jobs.empty());
+  EXPECT_EQ(snap->last_job_id, 5u);
+  std::vector<JobId> ids;
+  for (const StoredJob& job : seen) ids.push_back(job.id);
+  EXPECT_EQ(ids, (std::vector<JobId>{1, 2, 3, 5}));
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_TRUE(seen[0].spec == Spec("j0"));
+  EXPECT_TRUE(seen[1].status.allocation == On("n0"));
+  // An error of the consumer ends the load with it.
+  Result<Snapshot> failed =
+      store_->Load({.each_batch = [](std::span<StoredJob>) { return Status::Error("no room"); }});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "no room");
 }
 
 TEST_P(StoreTest, WaitForEventsWakesOnCommit) {
@@ -534,6 +565,9 @@ TEST(SqliteStore, RecoversEverythingAfterReopening) {
     q.quota["gpu"] = QuotaSpec{MilliGpu(16000), std::nullopt, MilliGpu(0), MilliGpu(32000)};
     ASSERT_TRUE(store->SetQueueQuota(q).ok());
     ASSERT_TRUE(store->SetNodeState({"h800-3", NodeAdminState::kCordoned, "ecc", 70, "ops"}).ok());
+    // A failed run started again, and the queues' fair-share usage.
+    ASSERT_TRUE(store->Append({Start(6, 80, "h800-2"), JobEvent(6, EventKind::kRetried, 90)}).ok());
+    ASSERT_TRUE(store->SaveQueueUsage({{"training", 1.5e9, 95}, {"batch", 2.5, 95}}).ok());
     Result<Snapshot> snap = store->Load();
     ASSERT_TRUE(snap.ok()) << snap.status().message();
     before = *snap;
@@ -547,6 +581,12 @@ TEST(SqliteStore, RecoversEverythingAfterReopening) {
   EXPECT_EQ(after->jobs[0].status.state, JobState::kRunning);
   EXPECT_EQ(after->jobs[1].status.evictions, std::vector<Millis>{30});
   EXPECT_EQ(after->jobs[3].status.priority_class, "P0");
+  EXPECT_EQ(after->jobs[5].status.retries, 1);
+  EXPECT_EQ(after->jobs[5].status.state, JobState::kPending);
+  ASSERT_EQ(after->queue_usage.size(), 2u);
+  EXPECT_EQ(after->queue_usage[1].queue, "training");  // by name
+  EXPECT_EQ(after->queue_usage[1].usage, 1.5e9);
+  EXPECT_EQ(after->queue_usage[1].time, 95);
   EXPECT_EQ(store->LastSeq(), before.last_seq);
   Result<std::vector<Event>> events_after = store->EventsSince(0, 1000);
   ASSERT_TRUE(events_after.ok());
@@ -600,6 +640,22 @@ TEST(SqliteStore, LoadsManyJobsExactly) {
   Result<Snapshot> active = store->Load({.include_finished = false});
   ASSERT_TRUE(active.ok());
   EXPECT_EQ(active->jobs.size(), static_cast<std::size_t>(kJobs));
+  // The same jobs a batch at a time (several batches, read while the previous one is handed on).
+  std::size_t batches = 0, n = 0;
+  Result<Snapshot> batched = store->Load({.each_batch = [&](std::span<StoredJob> batch) {
+    ++batches;
+    for (StoredJob& job : batch) {
+      if (job.id != (*r)[n].id || !(job.spec == specs[n]) ||
+          !(job.status == snap->jobs[n].status)) {
+        return Status::Error("job " + std::to_string(job.id) + " differs");
+      }
+      ++n;
+    }
+    return Status::Ok();
+  }});
+  ASSERT_TRUE(batched.ok()) << batched.status().message();
+  EXPECT_EQ(n, static_cast<std::size_t>(kJobs));
+  EXPECT_GT(batches, 2u);
 }
 
 TEST(SqliteStore, AcknowledgedSubmissionsSurviveSigkill) {
@@ -684,15 +740,15 @@ void Sql(const std::string& dir, const std::string& sql) {
 TEST(SqliteStore, RefusesANewerSchema) {
   TempDir dir;
   { ASSERT_NE(OpenOrDie(dir.path()), nullptr); }
-  Sql(dir.path(), "UPDATE schema_version SET version = 2");
+  Sql(dir.path(), "UPDATE schema_version SET version = 3");
   Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir.path(), 1024});
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().message(),
             "store: " + dir.path() +
-                "/arbiter.db has schema version 2, newer than this build's 1: it was written by a "
+                "/arbiter.db has schema version 3, newer than this build's 2: it was written by a "
                 "newer Arbiter; run that version (or a newer one), or restore a backup");
-  // Nothing was changed: the version is still 2 and the store opens once it is 1 again.
-  Sql(dir.path(), "UPDATE schema_version SET version = 1");
+  // Nothing was changed: the version is still 3 and the store opens once it is 2 again.
+  Sql(dir.path(), "UPDATE schema_version SET version = 2");
   EXPECT_NE(OpenOrDie(dir.path()), nullptr);
 }
 
@@ -703,18 +759,194 @@ TEST(SqliteStore, ACorruptRowIsAnErrorNamingTheJob) {
     ASSERT_NE(store, nullptr);
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Submit(Spec("j" + std::to_string(i))).ok());
   }
-  Sql(dir.path(),
-      R"(UPDATE jobs SET spec = replace(spec, '"tasks":2', '"tasks":"x"') WHERE id = 2)");
+  // The record cut short after its format byte.
+  Sql(dir.path(), "UPDATE jobs SET spec = substr(spec, 1, 1) WHERE id = 2");
   std::unique_ptr<Store> store = OpenOrDie(dir.path());
   ASSERT_NE(store, nullptr);
   Result<Snapshot> snap = store->Load();
   ASSERT_FALSE(snap.ok());
-  EXPECT_EQ(snap.status().message(),
-            "store: job 2: spec.groups[0].tasks: must be an integer, got \"x\"");
+  EXPECT_EQ(snap.status().message(), "store: job 2: spec.name: record cut short at byte 2");
   Result<std::optional<StoredJob>> job = store->GetJob(2);
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().message(), snap.status().message());
   EXPECT_TRUE(store->GetJob(1).ok());
+}
+
+// A database as version 1 of the schema wrote it (jobs' spec and allocation as JSON text): jobs
+// 1 (pending, with an idempotency key), 2 (running on h800-0) and 3 (completed), their events,
+// node h800-3 cordoned, and ids allocated up to 7 (as if 4 to 7 had been deleted).
+void WriteVersion1Store(const std::string& dir, const std::string& job2_spec = "") {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/arbiter.db").c_str(), &db), SQLITE_OK);
+  auto exec = [&](const std::string& sql) {
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+        << (err ? err : "");
+    sqlite3_free(err);
+  };
+  exec(R"sql(
+PRAGMA journal_mode=WAL;
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version (version) VALUES (1);
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, user TEXT NOT NULL,
+  queue TEXT NOT NULL, priority_class TEXT NOT NULL, submit_time INTEGER NOT NULL,
+  idempotency_key TEXT, spec TEXT NOT NULL, state TEXT NOT NULL, allocation TEXT,
+  start_time INTEGER, first_start_time INTEGER, last_checkpoint INTEGER, stop_at INTEGER,
+  evictions TEXT NOT NULL DEFAULT '[]', end_time INTEGER, message TEXT NOT NULL DEFAULT '');
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (user, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_active ON jobs (id) WHERE state IN ('pending', 'held', 'running');
+CREATE TABLE events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, kind TEXT NOT NULL,
+  job INTEGER NOT NULL DEFAULT 0, target TEXT NOT NULL DEFAULT '', actor TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '', priority_class TEXT NOT NULL DEFAULT '', allocation TEXT,
+  stop_at INTEGER, state TEXT);
+CREATE TABLE queue_quotas (queue TEXT PRIMARY KEY, quota TEXT NOT NULL, time INTEGER NOT NULL,
+  actor TEXT NOT NULL);
+CREATE TABLE node_states (node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL,
+  time INTEGER NOT NULL, actor TEXT NOT NULL);
+)sql");
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO jobs (id, name, user, queue, priority_class, "
+                               "submit_time, idempotency_key, spec, state, allocation, start_time, "
+                               "first_start_time, evictions, end_time, message) VALUES (?1, ?2, "
+                               "'alice', 'training', 'P1', 1000, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, "
+                               "?10)",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  for (int id = 1; id <= 3; ++id) {
+    JobSpec spec = Spec("j" + std::to_string(id));
+    if (id == 1) spec.idempotency_key = "key-1";
+    std::string text = EncodeJobSpec(spec);
+    if (id == 2 && !job2_spec.empty()) text = job2_spec;
+    const std::string allocation = Dump(AllocationToJson(On("h800-0")));
+    const char* state = id == 1 ? "pending" : id == 2 ? "running" : "completed";
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, spec.name.c_str(), -1, SQLITE_TRANSIENT);
+    if (id == 1) {
+      sqlite3_bind_text(s, 3, "key-1", -1, SQLITE_STATIC);
+    } else {
+      sqlite3_bind_null(s, 3);
+    }
+    sqlite3_bind_text(s, 4, text.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 5, state, -1, SQLITE_STATIC);
+    if (id == 2) {
+      sqlite3_bind_text(s, 6, allocation.c_str(), -1, SQLITE_TRANSIENT);
+    } else {
+      sqlite3_bind_null(s, 6);
+    }
+    if (id == 1) {
+      sqlite3_bind_null(s, 7);
+    } else {
+      sqlite3_bind_int64(s, 7, 2000);
+    }
+    sqlite3_bind_text(s, 8, id == 1 ? "[1500]" : "[]", -1, SQLITE_STATIC);
+    if (id == 3) {
+      sqlite3_bind_int64(s, 9, 3000);
+      sqlite3_bind_text(s, 10, "done", -1, SQLITE_STATIC);
+    } else {
+      sqlite3_bind_null(s, 9);
+      sqlite3_bind_text(s, 10, "", -1, SQLITE_STATIC);
+    }
+    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+  }
+  sqlite3_finalize(s);
+  exec(R"sql(
+INSERT INTO events (time, kind, job, actor, state) VALUES
+  (1000, 'submitted', 1, 'alice', 'pending'), (1000, 'submitted', 2, 'alice', 'pending'),
+  (1000, 'submitted', 3, 'alice', 'pending');
+INSERT INTO node_states VALUES ('h800-3', 'cordoned', 'ecc', 900, 'ops');
+UPDATE sqlite_sequence SET seq = 7 WHERE name = 'jobs';
+)sql");
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, MigratesAVersion1Store) {
+  TempDir dir;
+  WriteVersion1Store(dir.path());
+  std::unique_ptr<Store> store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  Result<Snapshot> snap = store->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  ASSERT_EQ(snap->jobs.size(), 3u);
+  JobSpec first = Spec("j1");
+  first.idempotency_key = "key-1";
+  EXPECT_TRUE(snap->jobs[0].spec == first);
+  EXPECT_TRUE(snap->jobs[1].spec == Spec("j2"));
+  EXPECT_TRUE(snap->jobs[2].spec == Spec("j3"));
+  EXPECT_EQ(snap->jobs[0].status.state, JobState::kPending);
+  EXPECT_EQ(snap->jobs[0].status.evictions, std::vector<Millis>{1500});
+  EXPECT_EQ(snap->jobs[1].status.state, JobState::kRunning);
+  EXPECT_TRUE(snap->jobs[1].status.allocation == On("h800-0"));
+  EXPECT_EQ(snap->jobs[1].status.start_time, 2000);
+  EXPECT_EQ(snap->jobs[2].status.state, JobState::kCompleted);
+  EXPECT_TRUE(snap->jobs[2].status.allocation.empty());
+  EXPECT_EQ(snap->jobs[2].status.end_time, 3000);
+  EXPECT_EQ(snap->jobs[2].status.message, "done");
+  ASSERT_EQ(snap->nodes.size(), 1u);
+  EXPECT_EQ(snap->nodes[0].state, NodeAdminState::kCordoned);
+  EXPECT_EQ(snap->last_seq, 3u);
+  EXPECT_EQ(snap->last_job_id, 7u);
+  // The indexes are back: the active jobs, and the idempotency key.
+  Result<Snapshot> active = store->Load({.include_finished = false});
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->jobs.size(), 2u);
+  Result<Submitted> again = store->Submit(first);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->id, 1u);
+  // Ids go on after the last one ever given; the running job can finish.
+  Result<Submitted> next = store->Submit(Spec("next"));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->id, 8u);
+  EXPECT_EQ(next->seq, 4u);
+  ASSERT_TRUE(store->Append({JobEvent(2, EventKind::kCompleted, 4000)}).ok());
+  store.reset();
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/arbiter.db").c_str(), &db), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW) << sql;
+    std::string out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  };
+  EXPECT_EQ(one("SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(one("SELECT group_concat(DISTINCT typeof(spec)) FROM jobs"), "blob");
+  EXPECT_EQ(one("SELECT count(*) FROM sqlite_master WHERE name LIKE 'jobs%'"), "3");
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, AVersion1RowThatDoesNotDecodeStopsTheMigration) {
+  TempDir dir;
+  std::string bad = EncodeJobSpec(Spec("j2"));
+  bad.replace(bad.find("\"tasks\":2"), 9, "\"tasks\":\"x\"");
+  WriteVersion1Store(dir.path(), bad);
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore({dir.path(), 1024});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().message(),
+            "store: migrate " + dir.path() +
+                "/arbiter.db from version 1: job 2: spec.groups[0].tasks: must be an integer, got "
+                "\"x\"");
+  // Nothing was changed: still version 1, with its JSON.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/arbiter.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT version, (SELECT typeof(spec) FROM jobs WHERE id = 1) "
+                                   "FROM schema_version",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 1);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 1))), "text");
+  sqlite3_finalize(s);
+  sqlite3_close(db);
 }
 
 TEST(SqliteStore, RefusesAForeignDatabase) {
@@ -753,7 +985,7 @@ TEST(SqliteStore, WalModeAndSchemaVersionOnDisk) {
     return out;
   };
   EXPECT_EQ(one("PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(one("SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(one("SELECT version FROM schema_version"), "2");
   sqlite3_close(db);
 }
 
