@@ -62,6 +62,7 @@ struct Run {
   // job's id is not used: the run's own is.
   const SimJob* spec = nullptr;
   JobId id = 0;
+  QueueId queue = 0;  // spec->job.queue, at hand for the accounting of every start and stop
   std::int32_t service = -1;  // the service of an inference replica
   Phase phase = Phase::kFuture;
   std::uint32_t generation = 0;
@@ -247,6 +248,7 @@ std::uint32_t Simulation::AddRun(const SimJob* spec, std::int32_t service) {
   struct Run r;
   r.spec = spec;
   r.id = index + 1;
+  r.queue = spec->job.queue;
   r.service = service;
   r.gpus = static_cast<double>(r.spec->job.total_gpu().value()) / kMilliPerGpu;
   runs_.push_back(std::move(r));
@@ -298,7 +300,7 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   run.ran_before = true;
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, milli);
-  queue_allocated_[run.spec->job.queue].Add(now, milli);
+  queue_allocated_[run.queue].Add(now, milli);
   if (run.progress_start <= now) {
     busy_.Add(now, milli);
     run.busy = true;
@@ -321,7 +323,7 @@ void Simulation::Release(std::uint32_t r, Millis now) {
   struct Run& run = runs_[r];
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, -milli);
-  queue_allocated_[run.spec->job.queue].Add(now, -milli);
+  queue_allocated_[run.queue].Add(now, -milli);
   if (run.busy) busy_.Add(now, -milli);
   run.busy = false;
   run.allocated_gpu_ms += run.gpus * static_cast<double>(now - run.bound_at);
