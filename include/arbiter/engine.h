@@ -143,6 +143,13 @@ class Engine {
     std::shared_ptr<const engine::FragModel> model;
   };
   std::shared_ptr<ObservedModel> observed_;  // shared by copies of the engine
+  // options_ with the observed model set, made again only when the model changes (a cycle then
+  // copies no options).
+  struct CycleOptions {
+    std::mutex mutex;
+    std::shared_ptr<const EngineOptions> options;
+  };
+  std::shared_ptr<CycleOptions> cycle_options_;  // shared by copies of the engine
 };
 
 }  // namespace arbiter

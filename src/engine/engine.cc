@@ -43,6 +43,7 @@ class StageTimer {
     static constexpr const char* kNames[kCount] = {"order",   "validate", "quota",  "place",
                                                    "explain", "backfill", "preempt"};
     std::vector<StageTiming> out;
+    out.reserve(kCount);
     for (int i = 0; i < kCount; ++i) out.push_back({kNames[i], calls_[i], micros_[i]});
     return out;
   }
@@ -83,8 +84,8 @@ std::optional<std::string> Validate(const ClusterState& state, const Job& job) {
 
 // The placement-relevant shape of a job on one GPU type: jobs of equal shape fit or fail alike,
 // and within one cycle capacity only shrinks, so a shape that failed fails again.
-std::string ShapeKey(const Job& job, GpuTypeId type, bool strict) {
-  std::string key;
+// Appended to `key` (a buffer reused within the cycle: looking a shape up allocates nothing).
+void AppendShapeKey(std::string& key, const Job& job, GpuTypeId type, bool strict) {
   auto add = [&key](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   add(type);
   add(strict);
@@ -103,7 +104,6 @@ std::string ShapeKey(const Job& job, GpuTypeId type, bool strict) {
     key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) +
            static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
   }
-  return key;
 }
 
 // Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
@@ -154,6 +154,8 @@ class Cycle {
 
   Plan Run() {
     const std::vector<std::uint32_t> order = timer_.Run(StageTimer::kOrder, [&] {
+      // One job is its own order (the usual cycle of a driver that runs one per arrival).
+      if (pending_.size() == 1) return std::vector<std::uint32_t>{0};
       return engine::OrderPending(state_, pending_, now_, options_.ordering);
     });
     // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
@@ -195,7 +197,9 @@ class Cycle {
     if (!allow_borrow) {
       std::optional<std::string> invalid =
           timer_.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
-            if (!seen_.insert(job.id).second || state_.FindRunning(job.id)) {
+            // (One pending job cannot repeat an id.)
+            if ((pending_.size() > 1 && !seen_.insert(job.id).second) ||
+                state_.FindRunning(job.id)) {
               return "job id " + std::to_string(job.id) + " is already pending or running";
             }
             return Validate(state_, job);
@@ -274,11 +278,14 @@ class Cycle {
       std::optional<Allocation> best;
       engine::PlacementKey best_key;
       for (GpuTypeId t : allowed) {
-        std::string key;
-        if (cacheable) {
-          key = ShapeKey(job, t, strict) + (ends_before_reservations ? 'S' : 'L');
-          if (failed_shapes_.count(key)) continue;
-        }
+        // The shape's key, built only when there is a failed shape to look up or one to record.
+        auto shape_key = [&]() -> const std::string& {
+          key_.clear();
+          AppendShapeKey(key_, job, t, strict);
+          key_ += ends_before_reservations ? 'S' : 'L';
+          return key_;
+        };
+        if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
         if (ends_before_reservations) holds_.Release(state_);
         engine::PlacementKey rank;
@@ -291,7 +298,7 @@ class Cycle {
         }
         if (ends_before_reservations) holds_.Apply(state_);
         if (!allocation) {
-          if (cacheable) failed_shapes_.insert(std::move(key));
+          if (cacheable) failed_shapes_.insert(shape_key());
           continue;
         }
         if (!best || rank < best_key) {
@@ -312,11 +319,11 @@ class Cycle {
       }
     }
     // Explained once per shape (and quota-allowed types) per cycle, over all allowed types.
-    std::string key;
     if (cacheable) {
-      key = ShapeKey(job, kNone, false);
-      for (GpuTypeId t : allowed) key += static_cast<char>(t);
-      if (auto it = explained_.find(key); it != explained_.end()) {
+      key_.clear();
+      AppendShapeKey(key_, job, kNone, false);
+      for (GpuTypeId t : allowed) key_ += static_cast<char>(t);
+      if (auto it = explained_.find(key_); it != explained_.end()) {
         NotPlaced(index, it->second);
         return true;
       }
@@ -325,7 +332,7 @@ class Cycle {
         engine::MakeJobFilter(state_, job, allowed.front(), !has_preferences, placed_);
     Reason reason = timer_.Run(StageTimer::kExplain,
                                [&] { return engine::ExplainPlacement(state_, filter, allowed); });
-    if (cacheable) explained_.emplace(std::move(key), reason);
+    if (cacheable) explained_.emplace(key_, reason);
     NotPlaced(index, std::move(reason));
     return true;
   }
@@ -380,8 +387,9 @@ class Cycle {
       const Job& job = pending_[entry.pending_index];
       std::string key;
       if (job.affinity.empty()) {
-        key = ShapeKey(job, kNone, false) + std::to_string(job.queue) + '/' +
-              std::to_string(state_.priority_class(job.priority_class).value);
+        AppendShapeKey(key, job, kNone, false);
+        key += std::to_string(job.queue) + '/' +
+               std::to_string(state_.priority_class(job.priority_class).value);
         if (auto it = hopeless.find(key); it != hopeless.end()) {
           add_detail(entry.reason, it->second);
           continue;
@@ -471,6 +479,7 @@ class Cycle {
   Plan plan_;
   bool soft_taints_ = false;
   std::vector<PlacedJob> placed_;
+  std::string key_;  // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
   std::unordered_set<JobId> seen_;
@@ -530,7 +539,9 @@ std::size_t MaxShapes(const PlacementOptions& placement) {
 }
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), observed_(std::make_shared<ObservedModel>()) {
+    : options_(std::move(options)),
+      observed_(std::make_shared<ObservedModel>()),
+      cycle_options_(std::make_shared<CycleOptions>()) {
   PlacementOptions& p = options_.placement;
   if (UsesShapes(p.policy) && !p.shapes.empty() && !p.model)
     p.model = std::make_shared<engine::FragModel>(p.shapes, p.policy == PlacementPolicy::kFgd,
@@ -554,9 +565,18 @@ std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& sta
 
 Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
   if (UsesShapes(options_.placement.policy) && !options_.placement.model) {
-    EngineOptions options = options_;
-    options.placement.model = ModelOf(state);
-    return Cycle(state, pending, now, options).Run();
+    std::shared_ptr<const engine::FragModel> model = ModelOf(state);
+    std::shared_ptr<const EngineOptions> options;
+    {
+      std::lock_guard<std::mutex> lock(cycle_options_->mutex);
+      if (!cycle_options_->options || cycle_options_->options->placement.model != model) {
+        auto copy = std::make_shared<EngineOptions>(options_);
+        copy->placement.model = std::move(model);
+        cycle_options_->options = std::move(copy);
+      }
+      options = cycle_options_->options;
+    }
+    return Cycle(state, pending, now, *options).Run();
   }
   return Cycle(state, pending, now, options_).Run();
 }

@@ -1,9 +1,13 @@
-// The discrete-event loop. Events are kept in a binary heap ordered by (time, kind, sequence), so
-// that everything that happens at one instant is applied before the cycle of that instant, and
-// ties break in the order the events were made: the same inputs replay the same run.
+// The discrete-event loop. Events are ordered by (time, kind, sequence), so that everything that
+// happens at one instant is applied before the cycle of that instant, and ties break in the order
+// the events were made: the same inputs replay the same run. The workload's arrivals, all known at
+// the start, wait in one sorted list; the events made as the run goes (ends of runs, cycles,
+// samples...) in a binary heap, which stays about as small as the number of running jobs. The loop
+// takes the earlier of the two heads: the order is that of a single heap holding both.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <string>
@@ -54,7 +58,11 @@ enum class Phase : std::uint8_t { kFuture, kPending, kRunning, kDraining, kDone,
 
 // A job through its life: pending, running (possibly several times), done.
 struct Run {
-  SimJob spec;
+  // What it runs: a job of the workload, or a replica of a service (Simulation::replicas_). Its
+  // job's id is not used: the run's own is.
+  const SimJob* spec = nullptr;
+  JobId id = 0;
+  QueueId queue = 0;  // spec->job.queue, at hand for the accounting of every start and stop
   std::int32_t service = -1;  // the service of an inference replica
   Phase phase = Phase::kFuture;
   std::uint32_t generation = 0;
@@ -92,17 +100,17 @@ std::uint32_t RunOf(JobId id) { return static_cast<std::uint32_t>(id - 1); }
 Progress ProgressAt(const Run& r, Millis t) {
   Progress p{r.saved, r.saved, -1};
   if (t <= r.progress_start) return p;
-  const Millis remaining = r.spec.work - r.saved;
+  const Millis remaining = r.spec->work - r.saved;
   const Millis elapsed = t - r.progress_start;
-  const Millis interval = r.spec.job.checkpoint_interval;
-  if (interval <= 0 || r.spec.kind != WorkKind::kTraining) {
+  const Millis interval = r.spec->job.checkpoint_interval;
+  if (interval <= 0 || r.spec->kind != WorkKind::kTraining) {
     p.done = r.saved + std::min(elapsed, remaining);
     return p;
   }
-  const Millis period = interval + r.spec.checkpoint_cost;
+  const Millis period = interval + r.spec->checkpoint_cost;
   const Millis k = elapsed / period;
   const Millis rest = elapsed % period;
-  p.done = std::min(r.saved + k * interval + std::min(rest, interval), r.spec.work);
+  p.done = std::min(r.saved + k * interval + std::min(rest, interval), r.spec->work);
   const Millis full = std::min(k, (remaining - 1) / interval);  // checkpoints before the end
   if (full > 0) {
     p.checkpointed = r.saved + full * interval;
@@ -113,12 +121,12 @@ Progress ProgressAt(const Run& r, Millis t) {
 
 // When a run started at progress_start finishes its remaining work.
 Millis FinishTime(const Run& r) {
-  const Millis remaining = r.spec.work - r.saved;
+  const Millis remaining = r.spec->work - r.saved;
   if (remaining <= 0) return r.progress_start;
-  const Millis interval = r.spec.job.checkpoint_interval;
+  const Millis interval = r.spec->job.checkpoint_interval;
   Millis checkpoints = 0;
-  if (interval > 0 && r.spec.kind == WorkKind::kTraining) checkpoints = (remaining - 1) / interval;
-  return r.progress_start + remaining + checkpoints * r.spec.checkpoint_cost;
+  if (interval > 0 && r.spec->kind == WorkKind::kTraining) checkpoints = (remaining - 1) / interval;
+  return r.progress_start + remaining + checkpoints * r.spec->checkpoint_cost;
 }
 
 // A piecewise-constant value integrated over time.
@@ -175,7 +183,7 @@ class Simulation {
     next_cycle_ = at;
     Push(at, EventKind::kCycle);
   }
-  std::uint32_t AddRun(SimJob job, std::int32_t service);
+  std::uint32_t AddRun(const SimJob* spec, std::int32_t service);
   void MakePending(std::uint32_t r, Millis now);
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
@@ -204,8 +212,11 @@ class Simulation {
   SimOptions options_;
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Event> arrivals_;  // the workload's arrivals, in event order
+  std::size_t next_arrival_ = 0;
   std::uint64_t seq_ = 0;
   std::vector<struct Run> runs_;
+  std::deque<SimJob> replicas_;  // the jobs of the replicas started so far (they do not move)
   std::vector<ServiceRun> services_;
   std::vector<Job> pending_;
   std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
@@ -232,13 +243,14 @@ class Simulation {
   std::int64_t cycles_ = 0;
 };
 
-std::uint32_t Simulation::AddRun(SimJob job, std::int32_t service) {
+std::uint32_t Simulation::AddRun(const SimJob* spec, std::int32_t service) {
   const auto index = static_cast<std::uint32_t>(runs_.size());
   struct Run r;
-  r.spec = std::move(job);
-  r.spec.job.id = index + 1;
+  r.spec = spec;
+  r.id = index + 1;
+  r.queue = spec->job.queue;
   r.service = service;
-  r.gpus = static_cast<double>(r.spec.job.total_gpu().value()) / kMilliPerGpu;
+  r.gpus = static_cast<double>(r.spec->job.total_gpu().value()) / kMilliPerGpu;
   runs_.push_back(std::move(r));
   return index;
 }
@@ -247,7 +259,8 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   struct Run& run = runs_[r];
   run.phase = Phase::kPending;
   run.pending_since = now;
-  pending_.push_back(run.spec.job);
+  pending_.push_back(run.spec->job);
+  pending_.back().id = run.id;
   pending_runs_.push_back(r);
   changed_ = true;
   RequestCycle(now);
@@ -277,29 +290,29 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   run.bound_at = now;
   run.run_start = std::max(now, start_after);
   Millis setup = 0;
-  if (run.spec.kind == WorkKind::kInference) {
+  if (run.spec->kind == WorkKind::kInference) {
     setup = workload_.services[run.service].startup;
   } else if (run.ran_before) {
-    setup = run.spec.job.restart_overhead;
+    setup = run.spec->job.restart_overhead;
   }
   run.progress_start = run.run_start + setup;
   if (run.first_start < 0) run.first_start = run.run_start;
   run.ran_before = true;
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, milli);
-  queue_allocated_[run.spec.job.queue].Add(now, milli);
+  queue_allocated_[run.queue].Add(now, milli);
   if (run.progress_start <= now) {
     busy_.Add(now, milli);
     run.busy = true;
   } else {
     Push(run.progress_start, EventKind::kBusy, r, run.generation);
   }
-  if (run.spec.kind != WorkKind::kInference) {
+  if (run.spec->kind != WorkKind::kInference) {
     Push(FinishTime(run), EventKind::kFinish, r, run.generation);
-    if (run.spec.kind == WorkKind::kTraining && run.spec.job.checkpoint_interval > 0 &&
-        run.spec.work - run.saved > run.spec.job.checkpoint_interval) {
-      const Millis first = run.progress_start + run.spec.job.checkpoint_interval +
-                           run.spec.checkpoint_cost;
+    if (run.spec->kind == WorkKind::kTraining && run.spec->job.checkpoint_interval > 0 &&
+        run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
+      const Millis first = run.progress_start + run.spec->job.checkpoint_interval +
+                           run.spec->checkpoint_cost;
       Push(first, EventKind::kCheckpoint, r, run.generation);
     }
   }
@@ -310,7 +323,7 @@ void Simulation::Release(std::uint32_t r, Millis now) {
   struct Run& run = runs_[r];
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, -milli);
-  queue_allocated_[run.spec.job.queue].Add(now, -milli);
+  queue_allocated_[run.queue].Add(now, -milli);
   if (run.busy) busy_.Add(now, -milli);
   run.busy = false;
   run.allocated_gpu_ms += run.gpus * static_cast<double>(now - run.bound_at);
@@ -326,10 +339,10 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
     if (stop > from) s.served_ms += static_cast<double>(stop - from);
   }
   const Progress p = ProgressAt(run, stop);
-  if (requeued && run.spec.kind != WorkKind::kInference) {
+  if (requeued && run.spec->kind != WorkKind::kInference) {
     // The work since the checkpoint kept, and the overhead the restart will take.
     run.lost_gpu_ms += run.gpus * static_cast<double>(std::max<Millis>(0, p.done - saved) +
-                                                      run.spec.job.restart_overhead);
+                                                      run.spec->job.restart_overhead);
   }
   run.saved = saved;
   ++run.generation;
@@ -338,9 +351,9 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
 Status Simulation::Fail(std::uint32_t r, Millis now) {
   struct Run& run = runs_[r];
   const Progress p = ProgressAt(run, now);
-  if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+  if (Status st = state_.Unbind(run.id, now); !st.ok()) return st;
   Release(r, now);
-  EndRun(r, now, run.spec.kind == WorkKind::kBatch ? 0 : p.checkpointed, true);
+  EndRun(r, now, run.spec->kind == WorkKind::kBatch ? 0 : p.checkpointed, true);
   ++run.failures;
   if (run.service >= 0) SetServing(services_[run.service], now);
   MakePending(r, now);
@@ -412,7 +425,8 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
     job.kind = WorkKind::kInference;
     job.workload = spec.name;
     job.work = kNever / 4;
-    const std::uint32_t r = AddRun(std::move(job), static_cast<std::int32_t>(index));
+    replicas_.push_back(std::move(job));
+    const std::uint32_t r = AddRun(&replicas_.back(), static_cast<std::int32_t>(index));
     services_[index].replicas.push_back(r);
     MakePending(r, now);
     ++alive;
@@ -435,7 +449,7 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
       } else if (run.phase == Phase::kDraining) {
         --running_;  // its requeue is dropped
       } else {
-        if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+        if (Status st = state_.Unbind(run.id, now); !st.ok()) return st;
         Release(r, now);
         EndRun(r, now, 0, false);
       }
@@ -470,11 +484,11 @@ Status Simulation::Cycle(Millis now) {
     const Progress at_signal = ProgressAt(run, e.signal_at);
     const Progress at_stop = ProgressAt(run, e.stop_at);
     Millis saved = at_stop.checkpointed;
-    if (run.spec.kind == WorkKind::kTraining && run.spec.job.checkpoint_interval > 0 &&
-        run.spec.checkpoint_cost <= e.stop_at - e.signal_at && e.signal_at >= run.progress_start) {
+    if (run.spec->kind == WorkKind::kTraining && run.spec->job.checkpoint_interval > 0 &&
+        run.spec->checkpoint_cost <= e.stop_at - e.signal_at && e.signal_at >= run.progress_start) {
       saved = std::max(saved, at_signal.done);
     }
-    if (run.spec.kind == WorkKind::kBatch) saved = 0;
+    if (run.spec->kind == WorkKind::kBatch) saved = 0;
     Release(r, now);
     EndRun(r, e.signal_at, saved, true);
     ++run.evictions;
@@ -573,15 +587,21 @@ Status Simulation::Start() {
   for (NodeId n = 0; n < state_.node_count(); ++n) total_milli += NodeMilli(n);
   healthy_.Set(0, total_milli);
 
+  runs_.reserve(workload_.jobs.size());
+  arrivals_.reserve(workload_.jobs.size());
   for (const SimJob& job : workload_.jobs) {
     if (job.job.queue >= queues) return Status::Error("job " + job.job.name + ": unknown queue id");
     if (job.job.priority_class >= state_.priority_class_count()) {
       return Status::Error("job " + job.job.name + ": unknown priority class id");
     }
-    const std::uint32_t r = AddRun(job, -1);
+    const std::uint32_t r = AddRun(&job, -1);
     ++future_;
-    Push(std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, r);
+    arrivals_.push_back(
+        Event{std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, seq_++, r, 0});
   }
+  // Every event has its own sequence number: the order is total.
+  std::sort(arrivals_.begin(), arrivals_.end(),
+            [](const Event& a, const Event& b) { return b > a; });
   services_.resize(workload_.services.size());
   for (std::uint32_t s = 0; s < workload_.services.size(); ++s) {
     services_[s].spec = &workload_.services[s];
@@ -602,10 +622,18 @@ Status Simulation::Start() {
 Result<Millis> Simulation::Loop(Millis until) {
   Millis now = 0;
   Millis last_progress = 0;
-  while (!events_.empty()) {
-    const Event e = events_.top();
+  while (true) {
+    // The earlier of the next arrival and the heap's first event.
+    const bool arrival = next_arrival_ < arrivals_.size() &&
+                         (events_.empty() || events_.top() > arrivals_[next_arrival_]);
+    if (!arrival && events_.empty()) break;
+    const Event e = arrival ? arrivals_[next_arrival_] : events_.top();
     if (e.t > until) break;
-    events_.pop();
+    if (arrival) {
+      ++next_arrival_;
+    } else {
+      events_.pop();
+    }
     now = e.t;
     ++events_done_;
     switch (e.kind) {
@@ -631,9 +659,9 @@ Result<Millis> Simulation::Loop(Millis until) {
       case EventKind::kFinish: {
         struct Run& run = runs_[e.subject];
         if (run.generation != e.generation || run.phase != Phase::kRunning) break;
-        if (Status st = state_.Unbind(run.spec.job.id, now); !st.ok()) return st;
+        if (Status st = state_.Unbind(run.id, now); !st.ok()) return st;
         Release(e.subject, now);
-        run.saved = run.spec.work;
+        run.saved = run.spec->work;
         run.phase = Phase::kDone;
         run.end = now;
         changed_ = true;
@@ -643,8 +671,8 @@ Result<Millis> Simulation::Loop(Millis until) {
       case EventKind::kCheckpoint: {
         struct Run& run = runs_[e.subject];
         if (run.generation != e.generation || run.phase != Phase::kRunning) break;
-        if (Status st = state_.RecordCheckpoint(run.spec.job.id, now); !st.ok()) return st;
-        const Millis next = now + run.spec.job.checkpoint_interval + run.spec.checkpoint_cost;
+        if (Status st = state_.RecordCheckpoint(run.id, now); !st.ok()) return st;
+        const Millis next = now + run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
         if (next < FinishTime(run)) Push(next, EventKind::kCheckpoint, e.subject, e.generation);
         break;
       }
@@ -703,14 +731,14 @@ Result<Millis> Simulation::Loop(Millis until) {
 
 JobRecord Simulation::Record(const struct Run& r) const {
   JobRecord rec;
-  rec.id = r.spec.job.id;
-  rec.name = r.spec.job.name;
-  rec.queue = state_.queue(r.spec.job.queue).spec.name;
-  rec.priority_class = state_.priority_class(r.spec.job.priority_class).name;
-  rec.workload = r.spec.workload;
-  rec.kind = r.spec.kind;
+  rec.id = r.id;
+  rec.name = r.spec->job.name;
+  rec.queue = state_.queue(r.spec->job.queue).spec.name;
+  rec.priority_class = state_.priority_class(r.spec->job.priority_class).name;
+  rec.workload = r.spec->workload;
+  rec.kind = r.spec->kind;
   rec.gpus = r.gpus;
-  rec.submit = r.spec.job.submit_time;
+  rec.submit = r.spec->job.submit_time;
   rec.first_start = r.first_start;
   rec.end = r.phase == Phase::kDone ? r.end : -1;
   rec.evictions = r.evictions;
@@ -736,7 +764,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
   // Replicas are created as the run goes; look the name up among all runs.
   if (index == workload_.jobs.size()) {
     index = 0;
-    while (index < runs_.size() && runs_[index].spec.job.name != job) ++index;
+    while (index < runs_.size() && runs_[index].spec->job.name != job) ++index;
     if (index == runs_.size()) {
       return Status::Error("no job named '" + job + "' by " + std::to_string(at / 1000) + " s");
     }
@@ -748,7 +776,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
   switch (r.phase) {
     case Phase::kFuture:
       out.state = JobStatusAt::State::kNotSubmitted;
-      out.until = r.spec.job.submit_time;
+      out.until = r.spec->job.submit_time;
       break;
     case Phase::kPending: {
       out.state = JobStatusAt::State::kPending;
@@ -764,7 +792,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
         out.nodes = DescribeAllocation(state_, b.allocation);
         out.until = std::max(at, b.start_after);
         for (const Eviction& e : plan.evictions) {
-          if (e.preemptor == r.spec.job.id) out.victims.push_back(runs_[RunOf(e.job)].spec.job.name);
+          if (e.preemptor == r.id) out.victims.push_back(runs_[RunOf(e.job)].spec->job.name);
         }
       }
       break;
@@ -772,17 +800,17 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     case Phase::kRunning: {
       out.state = r.run_start > at ? JobStatusAt::State::kStarting : JobStatusAt::State::kRunning;
       out.since = r.run_start > at ? r.bound_at : r.run_start;
-      if (const RunningJob* running = state_.FindRunning(r.spec.job.id)) {
+      if (const RunningJob* running = state_.FindRunning(r.id)) {
         out.nodes = DescribeAllocation(state_, running->allocation);
       }
       if (r.run_start > at) {
         out.until = r.run_start;
         for (const struct Run& v : runs_) {
-          if (v.phase == Phase::kDraining && v.evicted_by == r.spec.job.id) {
-            out.victims.push_back(v.spec.job.name);
+          if (v.phase == Phase::kDraining && v.evicted_by == r.id) {
+            out.victims.push_back(v.spec->job.name);
           }
         }
-      } else if (r.spec.kind != WorkKind::kInference) {
+      } else if (r.spec->kind != WorkKind::kInference) {
         out.until = FinishTime(r);
         out.progress = ProgressAt(r, at).done;
         out.checkpointed = ProgressAt(r, at).checkpointed;
@@ -793,7 +821,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
       out.state = JobStatusAt::State::kDraining;
       out.since = r.evicted_at;
       out.until = r.stop_at;
-      if (r.evicted_by > 0) out.preemptor = runs_[RunOf(r.evicted_by)].spec.job.name;
+      if (r.evicted_by > 0) out.preemptor = runs_[RunOf(r.evicted_by)].spec->job.name;
       break;
     case Phase::kDone:
       out.state = JobStatusAt::State::kCompleted;
@@ -804,7 +832,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
       out.since = r.end;
       break;
   }
-  out.work = r.spec.work;
+  out.work = r.spec->work;
   return out;
 }
 
@@ -815,17 +843,17 @@ class GroupBuilder {
     ++m_.jobs_submitted;
     if (r.end >= 0 && r.phase == Phase::kDone) {
       ++m_.jobs_completed;
-      jct_.push_back(static_cast<double>(r.end - r.spec.job.submit_time) / kMillisPerSecond);
+      jct_.push_back(static_cast<double>(r.end - r.spec->job.submit_time) / kMillisPerSecond);
     }
     if (r.phase == Phase::kPending) ++m_.jobs_pending_at_end;
     if (r.phase == Phase::kRunning || r.phase == Phase::kDraining) ++m_.jobs_running_at_end;
     if (r.first_start >= 0) {
-      wait_.push_back(static_cast<double>(r.first_start - r.spec.job.submit_time) /
+      wait_.push_back(static_cast<double>(r.first_start - r.spec->job.submit_time) /
                       kMillisPerSecond);
     }
-    if (r.spec.kind == WorkKind::kTraining) {
+    if (r.spec->kind == WorkKind::kTraining) {
       const Millis done = r.phase == Phase::kDone ? r.end : end;
-      completion_.push_back(static_cast<double>(done - r.spec.job.submit_time) /
+      completion_.push_back(static_cast<double>(done - r.spec->job.submit_time) /
                             kMillisPerSecond);
     }
     Millis longest = r.longest_pending;
@@ -845,7 +873,16 @@ class GroupBuilder {
     m_.gpu_hours_useful += std::max(0.0, allocated - waste - r.lost_gpu_ms) / kMillisPerHour;
   }
 
-  GroupMetrics Build() {
+  // `all`: the metrics of every run, when built already. A group that holds every run (each run
+  // belongs to one queue, one class and one workload) added them in the same order: its
+  // distributions are those, without sorting the same values again.
+  GroupMetrics Build(const GroupMetrics* all = nullptr) {
+    if (all && m_.jobs_submitted == all->jobs_submitted) {
+      m_.jct = all->jct;
+      m_.wait = all->wait;
+      m_.training_completion = all->training_completion;
+      return m_;
+    }
     m_.jct = Summarise(jct_);
     m_.wait = Summarise(wait_);
     m_.training_completion = Summarise(completion_);
@@ -889,14 +926,15 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
 
   GroupBuilder overall;
   std::map<std::string, GroupBuilder> queues, classes, workloads;
+  out.jobs.reserve(runs_.size());
   for (const struct Run& r : runs_) {
     if (r.phase == Phase::kFuture) continue;
-    const std::string& queue = state_.queue(r.spec.job.queue).spec.name;
-    const std::string& cls = state_.priority_class(r.spec.job.priority_class).name;
+    const std::string& queue = state_.queue(r.spec->job.queue).spec.name;
+    const std::string& cls = state_.priority_class(r.spec->job.priority_class).name;
     overall.Add(r, end);
     queues[queue].Add(r, end);
     classes[cls].Add(r, end);
-    workloads[r.spec.workload].Add(r, end);
+    workloads[r.spec->workload].Add(r, end);
     out.jobs.push_back(Record(r));
   }
   out.overall = overall.Build();
@@ -904,7 +942,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     if (!state_.queue(q).children.empty()) continue;
     const std::string& qname = state_.queue(q).spec.name;
     out.queue_names.push_back(qname);
-    GroupMetrics m = queues[qname].Build();
+    GroupMetrics m = queues[qname].Build(&out.overall);
     m.guarantee_gpus = guarantee_[q] / kMilliPerGpu;
     m.mean_gpus = end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) /
                                 kMilliPerGpu
@@ -912,8 +950,8 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     m.below_guarantee_hours = below_guarantee_ms_[q] / kMillisPerHour;
     out.queues[qname] = m;
   }
-  for (auto& [k, b] : classes) out.classes[k] = b.Build();
-  for (auto& [k, b] : workloads) out.workloads[k] = b.Build();
+  for (auto& [k, b] : classes) out.classes[k] = b.Build(&out.overall);
+  for (auto& [k, b] : workloads) out.workloads[k] = b.Build(&out.overall);
   if (end > 0 && total_milli > 0) {
     const double capacity = out.total_gpus * static_cast<double>(end) / kMillisPerHour;
     out.gpu_allocation = out.overall.gpu_hours_allocated / capacity;

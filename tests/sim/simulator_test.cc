@@ -149,6 +149,56 @@ TEST(SimSingleJob, WaitsForTheMinimumCycleIntervalAfterACycle) {
   EXPECT_DOUBLE_EQ(r.overall.wait.max, 0.5);
 }
 
+TEST(SimOrder, ArrivalsComeAfterEndsOfTheirInstantAndInWorkloadOrder) {
+  // The workload lists jobs out of time order. At 1 h, "a" ends before "c" and "b" arrive (ends of
+  // runs come first within an instant), and the cycle of that instant sees all three waiting jobs:
+  // "d" has waited longest; "c" and "b", equal in all else, go in the order the workload lists them.
+  Workload w;
+  w.jobs.push_back(MakeJob("c", WorkKind::kBatch, 8, kHour, kHour));
+  w.jobs.push_back(MakeJob("a", WorkKind::kBatch, 8, 0, kHour));
+  w.jobs.push_back(MakeJob("b", WorkKind::kBatch, 8, kHour, kHour));
+  w.jobs.push_back(MakeJob("d", WorkKind::kBatch, 8, kHour / 2, kHour));
+  const RunResult r = RunSim(OneNode(8), w);
+  EXPECT_EQ(Record(r, "c").id, 1u);
+  EXPECT_EQ(Record(r, "a").first_start, 0);
+  EXPECT_EQ(Record(r, "d").first_start, kHour);
+  EXPECT_EQ(Record(r, "c").first_start, 2 * kHour);
+  EXPECT_EQ(Record(r, "b").first_start, 3 * kHour);
+  EXPECT_EQ(r.horizon, 4 * kHour);
+  // Records follow the workload's order, whatever the order of the arrivals.
+  ASSERT_EQ(r.jobs.size(), 4u);
+  EXPECT_EQ(r.jobs[0].name, "c");
+  EXPECT_EQ(r.jobs[3].name, "d");
+}
+
+TEST(SimInspect, StopsAtTheMomentWithLaterArrivalsStillToCome) {
+  Workload w;
+  w.jobs.push_back(MakeJob("late", WorkKind::kBatch, 8, 2 * kHour, kHour));
+  w.jobs.push_back(MakeJob("a", WorkKind::kBatch, 8, 0, kHour));
+  w.jobs.push_back(MakeJob("b", WorkKind::kBatch, 8, 10 * kMinute, kHour));
+  const ClusterSpec spec = OneNode(8);
+  auto inspect = [&](const std::string& job, Millis at) {
+    Result<JobStatusAt> r = Inspect(spec, EngineOptions{}, w, SimOptions{}, job, at);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : JobStatusAt{};
+  };
+  const JobStatusAt waiting = inspect("b", 30 * kMinute);
+  EXPECT_EQ(waiting.state, JobStatusAt::State::kPending);
+  EXPECT_EQ(waiting.since, 10 * kMinute);
+  ASSERT_TRUE(waiting.reason.has_value());
+  EXPECT_EQ(waiting.reason->cause, Cause::kInsufficientGpu);
+  EXPECT_FALSE(waiting.placed_now);
+  const JobStatusAt late = inspect("late", 30 * kMinute);
+  EXPECT_EQ(late.state, JobStatusAt::State::kNotSubmitted);
+  EXPECT_EQ(late.until, 2 * kHour);
+  // The events at the moment are included: "a" ends at 1 h and the cycle then starts "b".
+  const JobStatusAt started = inspect("b", kHour);
+  EXPECT_EQ(started.state, JobStatusAt::State::kRunning);
+  EXPECT_EQ(started.since, kHour);
+  EXPECT_EQ(started.until, 2 * kHour);
+  EXPECT_EQ(inspect("a", kHour).state, JobStatusAt::State::kCompleted);
+}
+
 void ExpectSameMetrics(const GroupMetrics& a, const GroupMetrics& b) {
   EXPECT_EQ(a.jobs_submitted, b.jobs_submitted);
   EXPECT_EQ(a.jobs_completed, b.jobs_completed);
