@@ -516,20 +516,21 @@ std::vector<TaskShape> ObservedShapes(const ClusterState& state) {
   return shapes;
 }
 
-// The identity of the cluster's capacity (each node's CPU and device types), which weighs the
-// shapes by the scarcity of their hosts: a model is kept for the same capacity only.
+// The identity of the cluster's capacity, which weighs the shapes by the scarcity of their hosts:
+// its numbers of nodes and devices, and of nodes of each GPU type. A cluster's nodes keep their
+// capacity, and this costs nothing per cycle (unlike reading every node, which for the fill
+// experiment's one-pod cycles costs about a quarter of the run); another cluster with the same
+// counts but other CPUs would keep the model weighed for the first.
 std::uint64_t CapacityFingerprint(const ClusterState& state) {
   std::uint64_t h = 0x13198a2e03707344ull;
   auto mix = [&h](std::uint64_t v) {
     h = (h ^ v) * 0x100000001b3ull;
     h ^= h >> 29;
   };
-  for (NodeId n = 0; n < state.node_count(); ++n) {
-    const NodeState& node = state.node(n);
-    mix(static_cast<std::uint64_t>(node.cpu.value()));
-    mix(node.devices.size());
-    for (const DeviceState& dev : node.devices) mix(dev.type);
-  }
+  mix(state.node_count());
+  mix(state.device_count());
+  mix(state.max_devices_per_node());
+  for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) mix(state.NodesOfType(t).size());
   return h;
 }
 
