@@ -570,13 +570,14 @@ std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& sta
   if (observed_->model && observed_->version == version) return observed_->model;
   const bool scarcity = WeighsScarcity(p.policy);
   // Given shapes do not change; observed ones do, and the capacity weighs them too.
-  const std::uint64_t fingerprint =
-      (p.shapes.empty() ? ObservedFingerprint(state) : 0) ^ (scarcity ? CapacityFingerprint(state) : 0);
+  const std::uint64_t fingerprint = (p.shapes.empty() ? ObservedFingerprint(state) : 0) ^
+                                    (scarcity ? CapacityFingerprint(state) : 0);
   if (!observed_->model || observed_->fingerprint != fingerprint) {
-    const std::vector<TaskShape> observed = p.shapes.empty() ? ObservedShapes(state)
-                                                             : std::vector<TaskShape>{};
+    const std::vector<TaskShape> observed =
+        p.shapes.empty() ? ObservedShapes(state) : std::vector<TaskShape>{};
     observed_->model = std::make_shared<engine::FragModel>(
-        p.shapes.empty() ? std::span<const TaskShape>(observed) : std::span<const TaskShape>(p.shapes),
+        p.shapes.empty() ? std::span<const TaskShape>(observed)
+                         : std::span<const TaskShape>(p.shapes),
         p.policy == PlacementPolicy::kFgd, MaxShapes(p), scarcity ? &state : nullptr);
     observed_->fingerprint = fingerprint;
   }

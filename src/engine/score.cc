@@ -376,11 +376,11 @@ void FragModel::WeighByScarcity(const ClusterState& cluster) {
         const double devices = static_cast<double>(c.devices);
         pool += c.nodes * devices;
         const double milli = static_cast<double>(kMilliPerGpu);
-        double tasks = s.whole ? std::floor(devices / s.count)
-                               : std::floor(devices * milli / s.per_device);
+        double tasks =
+            s.whole ? std::floor(devices / s.count) : std::floor(devices * milli / s.per_device);
         if (s.cpu > 0)
-          tasks = std::min(tasks, std::floor(static_cast<double>(c.cpu) /
-                                             static_cast<double>(s.cpu)));
+          tasks =
+              std::min(tasks, std::floor(static_cast<double>(c.cpu) / static_cast<double>(s.cpu)));
         reach += c.nodes * tasks * s.count * std::min(1.0, s.per_device / milli);
       }
       before += s.weight;
