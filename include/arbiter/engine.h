@@ -132,7 +132,8 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
  private:
-  // The fragmentation model of the running tasks' shapes, kept while they stay about the same.
+  // The fragmentation model of the given shapes, else of the running tasks' (kept while they stay
+  // about the same), weighed by the cluster's capacity where the policy does (FragModel).
   std::shared_ptr<const engine::FragModel> ModelOf(const ClusterState& state) const;
 
   EngineOptions options_;

@@ -525,6 +525,24 @@ std::vector<TaskShape> ObservedShapes(const ClusterState& state) {
   return shapes;
 }
 
+// The identity of the cluster's capacity, which weighs the shapes by the scarcity of their hosts:
+// its numbers of nodes and devices, and of nodes of each GPU type. A cluster's nodes keep their
+// capacity, and this costs nothing per cycle (unlike reading every node, which for the fill
+// experiment's one-pod cycles costs about a quarter of the run); another cluster with the same
+// counts but other CPUs would keep the model weighed for the first.
+std::uint64_t CapacityFingerprint(const ClusterState& state) {
+  std::uint64_t h = 0x13198a2e03707344ull;
+  auto mix = [&h](std::uint64_t v) {
+    h = (h ^ v) * 0x100000001b3ull;
+    h ^= h >> 29;
+  };
+  mix(state.node_count());
+  mix(state.device_count());
+  mix(state.max_devices_per_node());
+  for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) mix(state.NodesOfType(t).size());
+  return h;
+}
+
 }  // namespace
 
 // Whether the policy scores placements by expected fragmentation under a shape distribution.
@@ -538,25 +556,40 @@ std::size_t MaxShapes(const PlacementOptions& placement) {
   return placement.policy == PlacementPolicy::kArbiter ? placement.max_shapes : 0;
 }
 
+// Whether the policy weighs the shapes by the scarcity of their hosts in the cluster (FragModel),
+// which makes its model depend on the cluster: all but FGD's own measure.
+bool WeighsScarcity(PlacementPolicy policy) {
+  return UsesShapes(policy) && policy != PlacementPolicy::kFgd;
+}
+
 Engine::Engine(EngineOptions options)
     : options_(std::move(options)),
       observed_(std::make_shared<ObservedModel>()),
       cycle_options_(std::make_shared<CycleOptions>()) {
   PlacementOptions& p = options_.placement;
-  if (UsesShapes(p.policy) && !p.shapes.empty() && !p.model)
+  // A model that weighs scarcity is built by ModelOf, with the cluster.
+  if (UsesShapes(p.policy) && !WeighsScarcity(p.policy) && !p.shapes.empty() && !p.model)
     p.model = std::make_shared<engine::FragModel>(p.shapes, p.policy == PlacementPolicy::kFgd,
                                                   MaxShapes(p));
 }
 
 std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& state) const {
+  const PlacementOptions& p = options_.placement;
   const std::uint64_t version = state.running_task_shapes_version();
   std::lock_guard<std::mutex> lock(observed_->mutex);
+  // The same version is the same state or a copy of it: the same shapes on the same nodes.
   if (observed_->model && observed_->version == version) return observed_->model;
-  const std::uint64_t fingerprint = ObservedFingerprint(state);
+  const bool scarcity = WeighsScarcity(p.policy);
+  // Given shapes do not change; observed ones do, and the capacity weighs them too.
+  const std::uint64_t fingerprint = (p.shapes.empty() ? ObservedFingerprint(state) : 0) ^
+                                    (scarcity ? CapacityFingerprint(state) : 0);
   if (!observed_->model || observed_->fingerprint != fingerprint) {
-    const PlacementPolicy policy = options_.placement.policy;
+    const std::vector<TaskShape> observed =
+        p.shapes.empty() ? ObservedShapes(state) : std::vector<TaskShape>{};
     observed_->model = std::make_shared<engine::FragModel>(
-        ObservedShapes(state), policy == PlacementPolicy::kFgd, MaxShapes(options_.placement));
+        p.shapes.empty() ? std::span<const TaskShape>(observed)
+                         : std::span<const TaskShape>(p.shapes),
+        p.policy == PlacementPolicy::kFgd, MaxShapes(p), scarcity ? &state : nullptr);
     observed_->fingerprint = fingerprint;
   }
   observed_->version = version;

@@ -257,9 +257,48 @@ std::vector<TaskShape> Compress(std::vector<TaskShape> shapes, std::size_t limit
   return out;
 }
 
+// How strongly the scarcity of a shape's hosts weighs (docs/design/placement.md): its say is
+// multiplied by (accepted capacity / reachable capacity)^kScarcityExponent. With 1, the cluster's
+// 39 nodes that alone host openb's 120-core 8-GPU pods are still given away to 60-core 4-GPU pods
+// (which pack two to such a node): 96.86% at 100% with 50% multi-GPU pods, against 96.91 with 2.
+constexpr double kScarcityExponent = 2;
+
+// What each kept shape could take of the empty cluster, against what it may use: the scarcity
+// factor of FragModel. `pool`: the GPUs of the types the shape accepts; `reach`: the GPUs that
+// tasks of the shape alone could occupy, node by node, as devices and CPU allow.
+struct NodeClass {
+  std::int64_t cpu = 0;
+  GpuTypeId type = kNone;
+  std::int64_t devices = 0;
+  double nodes = 0;
+};
+std::vector<NodeClass> NodeClasses(const ClusterState& cluster) {
+  std::map<std::tuple<std::int64_t, GpuTypeId, std::int64_t>, double> classes;
+  for (NodeId n = 0; n < cluster.node_count(); ++n) {
+    const NodeState& node = cluster.node(n);
+    // Devices per type (a node may mix types; nodes rarely have more than a few devices).
+    for (std::size_t i = 0; i < node.devices.size(); ++i) {
+      const GpuTypeId type = node.devices[i].type;
+      bool seen = false;
+      for (std::size_t j = 0; j < i && !seen; ++j) seen = node.devices[j].type == type;
+      if (seen) continue;
+      std::int64_t count = 0;
+      for (const DeviceState& dev : node.devices) count += dev.type == type;
+      classes[{node.cpu.value(), type, count}] += 1;
+    }
+  }
+  std::vector<NodeClass> out;
+  for (const auto& [key, nodes] : classes) {
+    const auto& [cpu, type, devices] = key;
+    out.push_back({cpu, type, devices, nodes});
+  }
+  return out;
+}
+
 }  // namespace
 
-FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes)
+FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes,
+                     const ClusterState* cluster)
     : fgd_(fgd) {
   static const TaskShape kOneGpu{kMilliPerGpu, 0, 0, {}, 1};
   if (shapes.empty()) shapes = std::span<const TaskShape>(&kOneGpu, 1);
@@ -314,10 +353,45 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
     shape.types = s.gpu_types;
     (s.gpu_types.empty() ? any_type_ : typed_).push_back(shape);
   }
+  if (cluster && !fgd_) WeighByScarcity(*cluster);
   for (std::int64_t t : thresholds_) inverse_.push_back(1.0 / static_cast<double>(t));
   fit_.resize(thresholds_.size());
   small_.resize(thresholds_.size());
   slots_.resize(thresholds_.size());
+}
+
+// A shape whose tasks could take only a small part of the GPUs it may use (too few devices or
+// too little CPU on most nodes) loses a larger part of its room with each of its hosts that
+// another task breaks into, so its say grows, there as everywhere: the other tasks are drawn to
+// the nodes it cannot use. Scaled back so that the GPU shapes keep their total weight (the
+// shapes without GPUs, which weigh every node alike, keep theirs).
+void FragModel::WeighByScarcity(const ClusterState& cluster) {
+  const std::vector<NodeClass> classes = NodeClasses(cluster);
+  double before = 0, after = 0;
+  for (std::vector<Shape>* list : {&any_type_, &typed_}) {
+    for (Shape& s : *list) {
+      double pool = 0, reach = 0;
+      for (const NodeClass& c : classes) {
+        if (!s.types.empty() && !s.types.Accepts(c.type)) continue;
+        const double devices = static_cast<double>(c.devices);
+        pool += c.nodes * devices;
+        const double milli = static_cast<double>(kMilliPerGpu);
+        double tasks =
+            s.whole ? std::floor(devices / s.count) : std::floor(devices * milli / s.per_device);
+        if (s.cpu > 0)
+          tasks =
+              std::min(tasks, std::floor(static_cast<double>(c.cpu) / static_cast<double>(s.cpu)));
+        reach += c.nodes * tasks * s.count * std::min(1.0, s.per_device / milli);
+      }
+      before += s.weight;
+      if (reach > 0) s.weight *= std::pow(pool / reach, kScarcityExponent);
+      after += s.weight;
+    }
+  }
+  if (after <= 0) return;
+  for (std::vector<Shape>* list : {&any_type_, &typed_}) {
+    for (Shape& s : *list) s.weight *= before / after;
+  }
 }
 
 double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu,

@@ -118,11 +118,16 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what);
 // would fill that type first and starve the tasks bound to it. Memory is a filter, not part of
 // the measure. Only the most frequent shapes that cover 95% of the tasks count (FGD's "typical
 // pods"). With `fgd`, the measure is FGD's own: one task only.
+// Given the cluster (not with `fgd`), each shape's say is also weighed by how scarce its hosts
+// are: (the GPUs of the types it accepts / the GPUs its tasks could take on the empty cluster,
+// devices and CPU permitting)^2, the weights then scaled back to their sum.
 class FragModel {
  public:
   // Shapes empty: every task one GPU. `max_shapes` (0: no limit): shapes of equal GPU request
   // beyond about that many are merged (CPU averaged), which bounds the cost of Expected.
-  FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes = 0);
+  // `cluster`: the nodes whose capacity weighs the shapes by scarcity (nullptr: not weighed).
+  FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t max_shapes = 0,
+            const ClusterState* cluster = nullptr);
   // `frees`: the free milli-GPU of each device of `type` on the node; `cpu`: free there.
   double Expected(std::span<const std::int64_t> frees, std::int64_t cpu, GpuTypeId type) const;
 
@@ -140,6 +145,7 @@ class FragModel {
   };
   double AddShapes(std::span<const Shape> shapes, GpuTypeId type, bool check_type, double total,
                    std::int64_t cpu) const;
+  void WeighByScarcity(const ClusterState& cluster);
 
   bool fgd_ = false;
   std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
