@@ -160,6 +160,27 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                                  "{}",
                                  node, text));
   }
+  // Labels the agent reports join the node's, as kubelet's --node-labels do, so that node
+  // selectors can use them; the configuration's win where both name a key.
+  Labels labels;
+  for (const NodeSpec& n : base_.cluster.nodes) {
+    if (n.name == node) labels = n.labels;
+  }
+  if (body.contains("labels")) {
+    if (!body["labels"].is_object()) return Fail(400, "labels: must be an object of strings");
+    for (const auto& [key, value] : body["labels"].items()) {
+      if (!value.is_string()) return Fail(400, fmt::format("labels.{}: must be a string", key));
+      labels.emplace(key, value.get<std::string>());
+    }
+  }
+  if (labels != spec->labels) {
+    config::ClusterConfig changed = config_;
+    for (NodeSpec& n : changed.cluster.nodes) {
+      if (n.name == node) n.labels = labels;
+    }
+    if (Status st = RebuildState(changed); !st.ok()) return Fail(500, st.message());
+    config_ = std::move(changed);
+  }
   const Millis now = Now();
   a.problem.clear();
   a.registered = true;

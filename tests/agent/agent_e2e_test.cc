@@ -311,7 +311,7 @@ TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
   EXPECT_EQ(refused.body["error"]["field"], "argv") << refused.body.dump();
 }
 
-TEST_F(AgentTest, AnAgentWithOtherDevicesThanConfiguredIsRefused) {
+TEST_F(AgentTest, AnAgentIsCheckedAgainstTheConfigurationAndItsLabelsJoinTheNode) {
   agents_[0]->Stop(SIGTERM);
   Reply wrong = Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
                     R"({"devices": [{"model": "G", "memory_mib": 40960}]})");
@@ -321,6 +321,20 @@ TEST_F(AgentTest, AnAgentWithOtherDevicesThanConfiguredIsRefused) {
             "configured, 1 found");
   Reply user = Api(kAdmin, "POST", "/v1/nodes/n-9/register", "{}");
   EXPECT_EQ(user.status, 404);
+  // The labels an agent reports join the node's: node selectors find them.
+  EXPECT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+                R"({"devices": [{"model": "G"}, {"model": "G"}], "labels": {"zone": 7}})")
+                .body["error"]["field"],
+            "labels.zone");
+  ASSERT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+                R"({"devices": [{"model": "G"}, {"model": "G"}], "labels": {"zone": "a"}})")
+                .status,
+            200);
+  Json pinned = Job("pinned", "P1", 1, 1, "true");
+  pinned["node_selector"] = {{"zone", "a"}};
+  const std::uint64_t id = Submit(pinned);
+  ASSERT_TRUE(WaitFor([&] { return State(id) == "running"; })) << GetJob(id).dump();
+  EXPECT_EQ(GetJob(id)["status"]["allocation"]["tasks"][0]["node"], "n-0");
   // An agent's token may not submit jobs.
   Reply submit = Api(kAgentToken, "POST", "/v1/jobs", Job("x", "P1", 1, 1, "true").dump());
   EXPECT_EQ(submit.status, 403);
