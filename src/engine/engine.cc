@@ -141,6 +141,7 @@ class Cycle {
         timer_(options.clock_micros) {
     plan_.now = now;
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
+    if (pending.size() > 1) seen_.reserve(pending.size());
     // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
     const NodeId nodes = static_cast<NodeId>(state.node_count());
     const IndexSet& unusual = state.UnusualNodes();
