@@ -204,6 +204,12 @@ class ClusterState {
   }
   // Nodes with at least one device of `type`, in id order.
   const std::vector<NodeId>& NodesOfType(GpuTypeId type) const { return nodes_of_type_[type]; }
+  // The least and the most memory of a device of `type` in the cluster (devices never change;
+  // a type without devices: the least is the largest value, the most 0).
+  GpuMemMiB TypeMinMemory(GpuTypeId type) const { return type_min_memory_[type]; }
+  GpuMemMiB TypeMaxMemory(GpuTypeId type) const { return type_max_memory_[type]; }
+  // Whether some node has devices of more than one GPU type.
+  bool has_mixed_type_nodes() const { return mixed_type_nodes_; }
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
   // can fail for a reason other than its GPU type and the free capacity.
   const IndexSet& UnusualNodes() const { return unusual_; }
@@ -319,6 +325,9 @@ class ClusterState {
   std::vector<std::uint32_t> node_free_devices_;
   std::vector<std::uint32_t> node_devices_;
   std::vector<std::vector<NodeId>> nodes_of_type_;
+  std::vector<GpuMemMiB> type_min_memory_;
+  std::vector<GpuMemMiB> type_max_memory_;
+  bool mixed_type_nodes_ = false;
   std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
   std::vector<NodesBySinceSet> by_since_;
   IndexSet unusual_;

@@ -121,12 +121,19 @@ bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, st
 }
 
 // The GPU types a job may run on ({kNone} for a job without GPUs), in the cluster's order.
-std::vector<GpuTypeId> AcceptedTypes(const ClusterState& state, const Job& job) {
-  if (job.total_gpu().value() == 0) return {kNone};
-  std::vector<GpuTypeId> types;
+void AcceptedTypes(const ClusterState& state, const Job& job, std::vector<GpuTypeId>& types) {
+  types.clear();
+  if (job.total_gpu().value() == 0) {
+    types.push_back(kNone);
+    return;
+  }
   for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
     if (job.gpu_types.Accepts(t)) types.push_back(t);
   }
+}
+std::vector<GpuTypeId> AcceptedTypes(const ClusterState& state, const Job& job) {
+  std::vector<GpuTypeId> types;
+  AcceptedTypes(state, job, types);
   return types;
 }
 
@@ -141,6 +148,16 @@ class Cycle {
         timer_(options.clock_micros) {
     plan_.now = now;
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
+    // A job id repeated in the pending list is refused after its first occurrence in order; the
+    // set of ids seen is kept only when some id repeats (usually none does: one sort tells).
+    if (pending.size() > 1) {
+      std::vector<JobId> ids;
+      ids.reserve(pending.size());
+      for (const Job& job : pending) ids.push_back(job.id);
+      std::sort(ids.begin(), ids.end());
+      repeated_ids_ = std::adjacent_find(ids.begin(), ids.end()) != ids.end();
+      if (repeated_ids_) seen_.reserve(pending.size());
+    }
     // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
     const NodeId nodes = static_cast<NodeId>(state.node_count());
     const IndexSet& unusual = state.UnusualNodes();
@@ -198,7 +215,7 @@ class Cycle {
       std::optional<std::string> invalid =
           timer_.Run(StageTimer::kValidate, [&]() -> std::optional<std::string> {
             // (One pending job cannot repeat an id.)
-            if ((pending_.size() > 1 && !seen_.insert(job.id).second) ||
+            if ((repeated_ids_ && !seen_.insert(job.id).second) ||
                 state_.FindRunning(job.id)) {
               return "job id " + std::to_string(job.id) + " is already pending or running";
             }
@@ -219,7 +236,9 @@ class Cycle {
                               "queue " + state_.queue(job.queue).spec.name + " is strict FIFO"});
       return true;
     }
-    const std::vector<GpuTypeId> types = AcceptedTypes(state_, job);
+    // (Buffers the cycle reuses: one job is scheduled at a time.)
+    std::vector<GpuTypeId>& types = types_;
+    AcceptedTypes(state_, job, types);
     if (types.empty()) {
       NotPlaced(index, Reason{Stage::kFilter,
                               Verdict::kNever,
@@ -232,7 +251,8 @@ class Cycle {
 
     // Quota: the GPU types the queue may take this request of.
     const std::int64_t milli = job.total_gpu().value();
-    std::vector<GpuTypeId> allowed;
+    std::vector<GpuTypeId>& allowed = allowed_;
+    allowed.clear();
     engine::QuotaCheck first_refusal;
     bool borrow_needed = false;
     timer_.Run(StageTimer::kQuota, [&] {
@@ -480,9 +500,11 @@ class Cycle {
   bool soft_taints_ = false;
   std::vector<PlacedJob> placed_;
   std::string key_;  // the shape key being looked up (a buffer)
+  std::vector<GpuTypeId> types_, allowed_;  // one job's accepted and quota-allowed types (buffers)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
-  std::unordered_set<JobId> seen_;
+  bool repeated_ids_ = false;        // some job id occurs more than once in the pending list
+  std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;            // devices reserved for blocked jobs (backfill)
   std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
   std::size_t placed_directly_ = 0;

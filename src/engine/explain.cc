@@ -55,6 +55,68 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
   const NodeId nodes = static_cast<NodeId>(state.node_count());
   if (types.empty() || types.front() == kNone || !job.node_selector.empty()) {
     for (NodeId n = 0; n < nodes; ++n) evaluate(n);
+  } else if (filter.terms.empty() && !state.has_mixed_type_nodes() &&
+             std::all_of(types.begin(), types.end(), [&](GpuTypeId t) {
+               return task.gpu_memory <= state.TypeMinMemory(t) ||
+                      task.gpu_memory > state.TypeMaxMemory(t);
+             })) {
+    // Every node has one GPU type, and the task's device memory floor is met by every device of
+    // an accepted type or by none. A usual node (healthy, uncordoned, untainted) of an accepted
+    // type then fails for its type's devices (kGpuMemory: none has the memory) or for their free
+    // capacity (kInsufficientGpu) unless the free-capacity indexes list it: enough fully free
+    // devices, or a partly used device with at least the task's share free. Only those, and the
+    // unusual nodes, are evaluated; the others are counted in bulk.
+    std::vector<bool> seen(nodes, false);
+    auto memory_ok = [&](GpuTypeId t) { return task.gpu_memory <= state.TypeMinMemory(t); };
+    std::int64_t unusual_count = 0, unusual_accepted = 0, unusual_memory_ok = 0;
+    const IndexSet& unusual = state.UnusualNodes();
+    for (NodeId n = unusual.Next(0, nodes); n < nodes; n = unusual.Next(n + 1, nodes)) {
+      seen[n] = true;
+      ++unusual_count;
+      for (GpuTypeId t : types) {
+        if (!state.node(n).gpu_types.Contains(t)) continue;
+        ++unusual_accepted;
+        unusual_memory_ok += memory_ok(t);
+        break;  // (one type per node)
+      }
+      evaluate(n);
+    }
+    std::int64_t of_types = 0, of_memory_ok_types = 0, candidates = 0;
+    auto candidate = [&](NodeId n) {
+      if (seen[n]) return;
+      seen[n] = true;
+      ++candidates;
+      evaluate(n);
+    };
+    const std::uint32_t max_devices = state.max_devices_per_node();
+    for (GpuTypeId t : types) {
+      if (t == kNone || t >= state.gpu_type_count()) continue;
+      const auto count = static_cast<std::int64_t>(state.NodesOfType(t).size());
+      of_types += count;
+      if (!memory_ok(t)) continue;
+      of_memory_ok_types += count;
+      const std::int64_t least = task.shared() ? 1 : std::max<std::int64_t>(1, task.whole_gpus());
+      for (std::int64_t c = least; c <= max_devices; ++c) {
+        const IndexSet& set = state.NodesWithFreeDevices(t, static_cast<std::uint32_t>(c));
+        for (NodeId n = set.Next(0, nodes); n < nodes; n = set.Next(n + 1, nodes)) candidate(n);
+      }
+      if (task.shared()) {
+        const auto devices = static_cast<std::uint32_t>(state.device_count());
+        for (int b = ClusterState::ShareBucket(task.gpu.value()); b < ClusterState::kShareBuckets;
+             ++b) {
+          const IndexSet& set = state.DevicesWithFreeShare(t, b);
+          for (std::uint32_t d = set.Next(0, devices); d < devices; d = set.Next(d + 1, devices))
+            candidate(state.DeviceNode(d));
+        }
+      }
+    }
+    counts[static_cast<std::size_t>(Cause::kInsufficientGpu)] +=
+        static_cast<std::int32_t>(of_memory_ok_types - unusual_memory_ok - candidates);
+    counts[static_cast<std::size_t>(Cause::kGpuMemory)] += static_cast<std::int32_t>(
+        (of_types - unusual_accepted) - (of_memory_ok_types - unusual_memory_ok));
+    counts[static_cast<std::size_t>(Cause::kGpuType)] +=
+        static_cast<std::int32_t>(static_cast<std::int64_t>(nodes) - unusual_count -
+                                  (of_types - unusual_accepted));
   } else {
     // Without a node selector, a healthy, uncordoned, untainted node without any accepted GPU
     // type fails for its type: count those in bulk and look only at the others.
@@ -101,6 +163,11 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
   if (level == topo.node_level()) slots = state.node_count();
   if (level >= 0 && level < topo.node_level()) slots = state.domain_count();
   std::vector<std::int64_t> capacity;
+  std::vector<NodeId> all_nodes;
+  if (std::find(types.begin(), types.end(), kNone) != types.end()) {
+    all_nodes.resize(state.node_count());
+    for (NodeId n = 0; n < all_nodes.size(); ++n) all_nodes[n] = n;
+  }
   for (GpuTypeId t : types) {
     // Once one type has a domain that holds the gang, the verdict is kWait and the largest domain
     // is not reported: the rest of the scan cannot change the reason.
@@ -108,7 +175,11 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
     capacity.assign(slots, 0);
     bool ever_t = false;
     std::int64_t largest = 0;
-    for (NodeId n = 0; n < state.node_count() && !big_enough; ++n) {
+    // A node without devices of `t` never hosts the task on `t`: with a type, only its nodes (in
+    // id order, like the scan of every node for a task without GPUs).
+    const std::vector<NodeId>& scan = t == kNone ? all_nodes : state.NodesOfType(t);
+    for (std::size_t i = 0; i < scan.size() && !big_enough; ++i) {
+      const NodeId n = scan[i];
       if (FilterNodeEver(state, n, task, job, t)) continue;
       ever_t = true;
       const NodeState& node = state.node(n);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -240,6 +241,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
   s.nodes_of_type_.assign(types, {});
+  s.type_min_memory_.assign(types, GpuMemMiB(std::numeric_limits<std::int64_t>::max()));
+  s.type_max_memory_.assign(types, GpuMemMiB(0));
   s.node_since_.assign(s.nodes_.size(), kNoSince);
   s.by_since_.assign(types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
@@ -252,7 +255,11 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     for (GpuTypeId t = 0; t < types; ++t) {
       if (s.nodes_[n].gpu_types.Contains(t)) s.nodes_of_type_[t].push_back(n);
     }
+    if ((s.nodes_[n].gpu_types.bits() & (s.nodes_[n].gpu_types.bits() - 1)) != 0)
+      s.mixed_type_nodes_ = true;
     for (const DeviceState& d : s.nodes_[n].devices) {
+      s.type_min_memory_[d.type] = std::min(s.type_min_memory_[d.type], d.memory);
+      s.type_max_memory_[d.type] = std::max(s.type_max_memory_[d.type], d.memory);
       ++s.node_devices_[n * types + d.type];
       ++s.node_free_devices_[n * types + d.type];
       for (DomainId dom : s.nodes_[n].domains) {
