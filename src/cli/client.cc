@@ -157,16 +157,20 @@ std::string Scalar(const YAML::Node& node, const std::string& field) {
   return node.Scalar();
 }
 
+long long Integer(const YAML::Node& node, const std::string& field) {
+  const std::string t = Scalar(node, field);
+  try {
+    std::size_t end = 0;
+    const long long v = std::stoll(t, &end);
+    if (end == t.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw UsageError{field + ": expected an integer, got '" + t + "'"};
+}
+
 // The per-task fields of a group (or of the job itself) into the API's group object.
 void TaskFields(const YAML::Node& m, const std::string& path, Json& group) {
-  if (m["tasks"]) {
-    const std::string t = Scalar(m["tasks"], path + "tasks");
-    try {
-      group["tasks"] = std::stoll(t);
-    } catch (const std::exception&) {
-      throw UsageError{path + "tasks: expected an integer, got '" + t + "'"};
-    }
-  }
+  if (m["tasks"]) group["tasks"] = Integer(m["tasks"], path + "tasks");
   if (m["gpus"]) {
     group["gpu_milli"] = Check(config::ParseGpus(Scalar(m["gpus"], path + "gpus"), path + "gpus"))
                              .value();
@@ -219,14 +223,7 @@ Json JobFromYaml(const YAML::Node& m, const std::string& path) {
     if (!e.IsMap()) throw UsageError{p + "env: expected a mapping of variables"};
     for (const auto& kv : e) job["env"][kv.first.as<std::string>()] = kv.second.as<std::string>();
   }
-  if (m["max_retries"]) {
-    const std::string t = Scalar(m["max_retries"], p + "max_retries");
-    try {
-      job["max_retries"] = std::stoll(t);
-    } catch (const std::exception&) {
-      throw UsageError{p + "max_retries: expected an integer, got '" + t + "'"};
-    }
-  }
+  if (m["max_retries"]) job["max_retries"] = Integer(m["max_retries"], p + "max_retries");
   if (const YAML::Node t = m["topology"]) {
     if (t.IsScalar()) {
       job["topology"] = {{"level", t.Scalar()}};
