@@ -174,7 +174,7 @@ Status Core::Recover() {
       store_->Load({.include_finished = false, .each_batch = each_batch});
   if (!snapshot.ok()) return snapshot.status();
   inbox.unlock();
-  usage_ = std::move(snapshot->queue_usage);
+  const std::vector<store::QueueUsage> usage = std::move(snapshot->queue_usage);
   for (const store::QueueQuotaOverride& q : snapshot->queue_quotas) {
     auto it = std::find_if(config_.cluster.queues.begin(), config_.cluster.queues.end(),
                            [&](const QueueSpec& s) { return s.name == q.queue; });
@@ -199,12 +199,11 @@ Status Core::Recover() {
   }
   if (Status st = RebuildState(config_); !st.ok()) return st;
   // The queues' fair-share usage as last saved (decayed from then by the next cycle).
-  for (const store::QueueUsage& u : usage_) {
+  for (const store::QueueUsage& u : usage) {
     if (std::optional<QueueId> q = state_->FindQueue(u.queue)) {
       state_->RestoreRecentUsage(*q, u.usage, u.time);
     }
   }
-  usage_.clear();
   last_usage_save_ = Now();
   return Status::Ok();
 }

@@ -212,7 +212,6 @@ class Core {
   std::uint64_t assignments_version_ = 1;        // GUARDED_BY(mu_)
   Millis agents_grace_until_ = 0;                // GUARDED_BY(mu_): no node lost before
   Millis last_usage_save_ = 0;                   // GUARDED_BY(mu_)
-  std::vector<store::QueueUsage> usage_;         // GUARDED_BY(mu_): read by Recover
 
   std::condition_variable assignments_cv_;       // with mu_
   bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
