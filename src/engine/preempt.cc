@@ -367,11 +367,25 @@ class Search {
               [&](const Victim* a, const Victim* b) { return key(a) < key(b); });
   }
 
+  // Free milli-GPU of the preemptor's type on the nodes [begin, end): the sums the state keeps for
+  // each domain inside the range (the outermost one at each step), node by node elsewhere. A
+  // scope's check costs its number of domains, not of devices.
   std::int64_t FreeMilliIn(NodeId begin, NodeId end) const {
+    if (filter_.type == kNone) return 0;
     std::int64_t milli = 0;
-    for (NodeId n = begin; n < end; ++n) {
-      for (const DeviceState& d : state_.node(n).devices)
+    for (NodeId n = begin; n < end;) {
+      const NodeState& node = state_.node(n);
+      auto whole = std::find_if(node.domains.begin(), node.domains.end(), [&](DomainId d) {
+        return state_.domain(d).first_node == n && state_.domain(d).end_node <= end;
+      });
+      if (whole != node.domains.end()) {
+        milli += state_.DomainFreeMilli(*whole, filter_.type);
+        n = state_.domain(*whole).end_node;
+        continue;
+      }
+      for (const DeviceState& d : node.devices)
         milli += d.type == filter_.type ? d.free.value() : 0;
+      ++n;
     }
     return milli;
   }
