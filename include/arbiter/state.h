@@ -195,6 +195,15 @@ class ClusterState {
   }
   // Node owning a global device index.
   NodeId DeviceNode(std::uint32_t global_device) const { return device_node_[global_device]; }
+  // The free milli-GPU of a device (global index) and whether a node has `cpu` and `memory` free:
+  // the same as the node's own fields, kept in arrays of their own so that a search can pass over
+  // many devices and nodes without reading each node.
+  std::int64_t DeviceFreeMilli(std::uint32_t global_device) const {
+    return device_free_[global_device];
+  }
+  bool NodeHasRoom(NodeId n, MilliCpu cpu, MemMiB memory) const {
+    return node_room_[n].cpu >= cpu.value() && node_room_[n].memory >= memory.value();
+  }
   // Fully free devices and free milli-GPU of `type` within a domain.
   std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const {
     return domain_free_devices_[d * gpu_types_.size() + type];
@@ -333,6 +342,12 @@ class ClusterState {
   IndexSet unusual_;
   IndexSet no_free_gpu_;
   std::vector<std::int64_t> node_free_milli_;  // per node, every type
+  std::vector<std::int16_t> device_free_;      // per global device: DeviceState::free
+  struct NodeRoom {
+    std::int64_t cpu = 0;     // NodeState::cpu_free
+    std::int64_t memory = 0;  // NodeState::memory_free
+  };
+  std::vector<NodeRoom> node_room_;
 
   std::vector<QuotaLimits> limits_;
   std::vector<std::int64_t> usage_;

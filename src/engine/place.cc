@@ -223,7 +223,14 @@ class Placer {
   // Every task on one node (and, per_group, inside one NVLink group of it).
   bool PlaceInOneNode(bool per_group) {
     const std::int64_t devices = WholeDevices();
+    MilliCpu cpu(0);
+    MemMiB memory(0);
+    for (const Task& t : tasks_) {
+      cpu += t.request->cpu;
+      memory += t.request->memory;
+    }
     auto try_node = [&](NodeId n) {
+      if (!state_.NodeHasRoom(n, cpu, memory)) return false;  // not for every task
       const NodeState& node = state_.node(n);
       if (FilterNode(state_, n, *tasks_.front().request, filter_)) return false;
       const std::uint32_t groups = per_group ? node.nvlink_groups : 1;
@@ -379,10 +386,18 @@ class Placer {
     PlacementKey best_key;
     std::vector<DeviceShare> devices;
     double score = 0;
-    // Scores node n; true when it can host the task.
+    // Scores node n; true when it can host the task. A node met again (through another of its
+    // devices, or in another bucket) is not scored again: the answer would be the same.
+    considered_.clear();
     auto consider = [&](NodeId n) {
-      if (FilterNode(state_, n, req, filter_)) return false;
-      if (!scorer.Score(n, allow_span, devices, score)) return false;
+      if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return false;  // FilterNode would say so
+      for (const auto& [node, fits] : considered_) {
+        if (node == n) return fits;
+      }
+      const bool fits = !FilterNode(state_, n, req, filter_) &&
+                        scorer.Score(n, allow_span, devices, score);
+      considered_.emplace_back(n, fits);
+      if (!fits) return false;
       const PlacementKey key{score, n};
       if (!found || key < best_key) {
         found = true;
@@ -420,6 +435,9 @@ class Placer {
         for (std::uint32_t g = set.Next(first, last);
              g < last && taken < limit && (seen < scan_limit || !found);
              g = set.Next(g + 1, last), ++seen) {
+          // (The bucket's first members may hold less than the task: passed over without reading
+          // their node.)
+          if (state_.DeviceFreeMilli(g) < req.gpu.value()) continue;
           const NodeId n = state_.DeviceNode(g);
           const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
           if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory)
@@ -474,6 +492,7 @@ class Placer {
   Allocation allocation_;
   PlacementKey key_;  // scoring policies: the rank of the first task's node
   bool keyed_ = false;
+  std::vector<std::pair<NodeId, bool>> considered_;  // ChooseNode: nodes scored, and whether they fit
 };
 
 }  // namespace

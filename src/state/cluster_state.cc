@@ -248,7 +248,10 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.unusual_ = IndexSet(s.nodes_.size());
   s.no_free_gpu_ = IndexSet(s.nodes_.size());
   s.node_free_milli_.assign(s.nodes_.size(), 0);
+  s.device_free_.assign(s.device_count_, static_cast<std::int16_t>(kMilliPerGpu));
+  s.node_room_.resize(s.nodes_.size());
   for (NodeId n = 0; n < s.nodes_.size(); ++n) {
+    s.node_room_[n] = {s.nodes_[n].cpu.value(), s.nodes_[n].memory.value()};
     s.UpdateUnusual(n);
     s.node_free_milli_[n] = static_cast<std::int64_t>(s.nodes_[n].devices.size()) * kMilliPerGpu;
     if (s.nodes_[n].devices.empty()) s.no_free_gpu_.Insert(n);
@@ -326,6 +329,7 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
   if (node_free == 0) no_free_gpu_.Insert(n);
 
   const std::uint32_t global = node.first_device + d;
+  device_free_[global] = static_cast<std::int16_t>(new_free);
   if (old_free > 0 && old_free < kMilliPerGpu)
     share_index_[dev.type * kShareBuckets + ShareBucket(old_free)].Erase(global);
   if (new_free > 0 && new_free < kMilliPerGpu)
@@ -350,6 +354,7 @@ void ClusterState::TakeTask(const TaskAllocation& task) {
   node.cpu_free -= task.cpu;
   node.memory_free -= task.memory;
   assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
+  node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
   ++node.tasks;
   for (const DeviceShare& share : task.devices) {
     AdjustFree(task.node, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
@@ -360,6 +365,7 @@ void ClusterState::GiveTask(const TaskAllocation& task) {
   NodeState& node = nodes_[task.node];
   node.cpu_free += task.cpu;
   node.memory_free += task.memory;
+  node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
   --node.tasks;
   for (const DeviceShare& share : task.devices)
     AdjustFree(task.node, share.device, share.gpu, share.memory);
@@ -685,6 +691,13 @@ Status ClusterState::CheckInvariants() const {
     if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0)
       return Status::Error(where + "memory over-allocated or miscounted");
     if (node.tasks != tasks[n]) return Status::Error(where + "task count");
+    if (node_room_[n].cpu != node.cpu_free.value() ||
+        node_room_[n].memory != node.memory_free.value())
+      return Status::Error(where + "free CPU or memory array out of date");
+    for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
+      if (device_free_[node.first_device + d] != node.devices[d].free.value())
+        return Status::Error(where + "device free array out of date");
+    }
     std::vector<JobId> listed;
     for (const Resident& r : node.residents) listed.push_back(r.job->job.id);
     std::sort(listed.begin(), listed.end());
