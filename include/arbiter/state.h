@@ -54,22 +54,23 @@ struct DeviceState {
   GpuMemMiB memory_free{0};
 };
 
-struct NodeState {
-  std::string name;
-  Labels labels;
-  std::vector<Taint> taints;
-  MilliCpu cpu{0};
+// The fields a placement reads of every candidate node come first, in one cache line.
+struct alignas(64) NodeState {
   MilliCpu cpu_free{0};
-  MemMiB memory{0};
   MemMiB memory_free{0};
+  std::vector<DeviceState> devices;
+  std::vector<Taint> taints;
+  GpuTypeSet gpu_types;
+  std::uint32_t first_device = 0;   // global index of devices[0]
+  std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
   bool cordoned = false;
   bool healthy = true;
-  std::vector<DeviceState> devices;
-  std::uint32_t first_device = 0;  // global index of devices[0]
-  std::vector<DomainId> domains;   // the node's domain at each level above "node"
-  GpuTypeSet gpu_types;
-  std::uint32_t nvlink_groups = 0;  // groups are numbered 0 .. nvlink_groups-1
-  std::uint32_t tasks = 0;          // tasks running here
+  std::uint32_t tasks = 0;  // tasks running here
+  std::string name;
+  Labels labels;
+  MilliCpu cpu{0};
+  MemMiB memory{0};
+  std::vector<DomainId> domains;  // the node's domain at each level above "node"
   // Running jobs with a task here, each once, with what the victim search reads of them.
   std::vector<struct Resident> residents;
   // The queues of the residents, as bits (queue id modulo 64): a search for victims of some
@@ -217,6 +218,8 @@ class ClusterState {
   // a type without devices: the least is the largest value, the most 0).
   GpuMemMiB TypeMinMemory(GpuTypeId type) const { return type_min_memory_[type]; }
   GpuMemMiB TypeMaxMemory(GpuTypeId type) const { return type_max_memory_[type]; }
+  // The most devices of `type` one NVLink group of a node has (devices never change).
+  std::uint32_t TypeLargestNvlinkGroup(GpuTypeId type) const { return type_max_group_[type]; }
   // Whether some node has devices of more than one GPU type.
   bool has_mixed_type_nodes() const { return mixed_type_nodes_; }
   // Nodes that are unhealthy, cordoned or tainted: the only ones a job without a node selector
@@ -336,6 +339,7 @@ class ClusterState {
   std::vector<std::vector<NodeId>> nodes_of_type_;
   std::vector<GpuMemMiB> type_min_memory_;
   std::vector<GpuMemMiB> type_max_memory_;
+  std::vector<std::uint32_t> type_max_group_;
   bool mixed_type_nodes_ = false;
   std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
   std::vector<NodesBySinceSet> by_since_;

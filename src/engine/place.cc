@@ -223,6 +223,10 @@ class Placer {
   // Every task on one node (and, per_group, inside one NVLink group of it).
   bool PlaceInOneNode(bool per_group) {
     const std::int64_t devices = WholeDevices();
+    // No NVLink group of the type is that large: no node needs to be looked at.
+    if (per_group && allocation_.gpu_type != kNone &&
+        devices > state_.TypeLargestNvlinkGroup(allocation_.gpu_type))
+      return false;
     MilliCpu cpu(0);
     MemMiB memory(0);
     for (const Task& t : tasks_) {

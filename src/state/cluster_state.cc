@@ -243,6 +243,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.nodes_of_type_.assign(types, {});
   s.type_min_memory_.assign(types, GpuMemMiB(std::numeric_limits<std::int64_t>::max()));
   s.type_max_memory_.assign(types, GpuMemMiB(0));
+  s.type_max_group_.assign(types, 0);
   s.node_since_.assign(s.nodes_.size(), kNoSince);
   s.by_since_.assign(types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
@@ -260,7 +261,11 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     }
     if ((s.nodes_[n].gpu_types.bits() & (s.nodes_[n].gpu_types.bits() - 1)) != 0)
       s.mixed_type_nodes_ = true;
+    std::map<std::pair<std::uint32_t, GpuTypeId>, std::uint32_t> group_devices;
     for (const DeviceState& d : s.nodes_[n].devices) {
+      std::uint32_t& in_group = group_devices[{d.nvlink_group, d.type}];
+      ++in_group;
+      s.type_max_group_[d.type] = std::max(s.type_max_group_[d.type], in_group);
       s.type_min_memory_[d.type] = std::min(s.type_min_memory_[d.type], d.memory);
       s.type_max_memory_[d.type] = std::max(s.type_max_memory_[d.type], d.memory);
       ++s.node_devices_[n * types + d.type];
