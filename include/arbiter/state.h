@@ -205,6 +205,10 @@ class ClusterState {
   bool NodeHasRoom(NodeId n, MilliCpu cpu, MemMiB memory) const {
     return node_room_[n].cpu >= cpu.value() && node_room_[n].memory >= memory.value();
   }
+  // A value that changes whenever the node's free capacity does; with id(), which no other state
+  // has, a key under which what was computed from that capacity may be remembered.
+  std::uint64_t NodeStamp(NodeId n) const { return node_stamp_[n]; }
+  std::uint64_t id() const { return id_; }
   // Fully free devices and free milli-GPU of `type` within a domain.
   std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const {
     return domain_free_devices_[d * gpu_types_.size() + type];
@@ -352,6 +356,9 @@ class ClusterState {
     std::int64_t memory = 0;  // NodeState::memory_free
   };
   std::vector<NodeRoom> node_room_;
+  std::vector<std::uint64_t> node_stamp_;  // per node: how many times its free capacity changed
+  std::uint64_t id_ = NextStateId();
+  static std::uint64_t NextStateId();
 
   std::vector<QuotaLimits> limits_;
   std::vector<std::int64_t> usage_;

@@ -421,6 +421,17 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
          AddShapes(typed_, type, true, all, cpu);
 }
 
+double FragModel::ExpectedNow(const ClusterState& state, NodeId n,
+                              std::span<const std::int64_t> frees, std::int64_t cpu,
+                              GpuTypeId type) const {
+  if (remembered_.size() <= n) remembered_.resize(state.node_count());
+  Remembered& r = remembered_[n];
+  if (r.state != state.id() || r.stamp != state.NodeStamp(n) || r.type != type) {
+    r = {state.id(), state.NodeStamp(n), type, Expected(frees, cpu, type)};
+  }
+  return r.value;
+}
+
 namespace {
 // The integer part of a non-negative quotient computed with an inverse (+1e-9: exact when the
 // quotient is an integer).
@@ -474,7 +485,7 @@ bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devi
   devices.clear();
   score = 0;
   const NodeState& node = state_.node(n);
-  if (frag_) return ScoreFrag(node, allow_span, devices, score);
+  if (frag_) return ScoreFrag(n, node, allow_span, devices, score);
   // Devices.
   if (req_.gpu.value() > 0) {
     if (req_.shared()) {
@@ -534,7 +545,7 @@ double FragRank(PlacementPolicy policy, double growth) {
 }  // namespace
 
 // The devices that least increase the node's expected fragmentation, and the node's score.
-bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
+bool NodeScorer::ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
                            std::vector<DeviceShare>& devices, double& score) {
   frees_.clear();
   index_.clear();
@@ -548,7 +559,7 @@ bool NodeScorer::ScoreFrag(const NodeState& node, bool allow_span,
                               : node.devices.empty() ? kNone
                                                      : node.devices.front().type;
   const std::int64_t cpu = node.cpu_free.value();
-  const double before = frag_->Expected(frees_, cpu, node_type);
+  const double before = frag_->ExpectedNow(state_, n, frees_, cpu, node_type);
   const std::int64_t cpu_after = cpu - req_.cpu.value();
   const PlacementPolicy policy = options_.policy;
   if (req_.gpu.value() == 0) {

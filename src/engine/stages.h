@@ -121,6 +121,7 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what);
 // Given the cluster (not with `fgd`), each shape's say is also weighed by how scarce its hosts
 // are: (the GPUs of the types it accepts / the GPUs its tasks could take on the empty cluster,
 // devices and CPU permitting)^2, the weights then scaled back to their sum.
+// A model keeps scratch space and remembered measures: one engine cycle uses it at a time.
 class FragModel {
  public:
   // Shapes empty: every task one GPU. `max_shapes` (0: no limit): shapes of equal GPU request
@@ -130,6 +131,11 @@ class FragModel {
             const ClusterState* cluster = nullptr);
   // `frees`: the free milli-GPU of each device of `type` on the node; `cpu`: free there.
   double Expected(std::span<const std::int64_t> frees, std::int64_t cpu, GpuTypeId type) const;
+  // The same for node n of `state` as it is now (`frees` and `cpu` read from it), remembered
+  // until the node's capacity changes: the nodes a placement looks at are mostly the ones the
+  // placements before it looked at.
+  double ExpectedNow(const ClusterState& state, NodeId n, std::span<const std::int64_t> frees,
+                     std::int64_t cpu, GpuTypeId type) const;
 
  private:
   struct Shape {
@@ -155,6 +161,14 @@ class FragModel {
   double always_ = 0;                     // weight of the shapes without GPUs
   // Scratch, per threshold.
   mutable std::vector<double> fit_, small_, slots_;
+  // ExpectedNow's memory, per node id.
+  struct Remembered {
+    std::uint64_t state = 0;  // ClusterState::id() (0: none)
+    std::uint64_t stamp = 0;  // ClusterState::NodeStamp()
+    GpuTypeId type = kNone;
+    double value = 0;
+  };
+  mutable std::vector<Remembered> remembered_;
 };
 
 // Scores nodes for one task under `options.policy`: the devices of the node the policy gives the
@@ -168,8 +182,8 @@ class NodeScorer {
   bool Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices, double& score);
 
  private:
-  bool ScoreFrag(const NodeState& node, bool allow_span, std::vector<DeviceShare>& devices,
-                 double& score);
+  bool ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
+                 std::vector<DeviceShare>& devices, double& score);
 
   const ClusterState& state_;
   const Job& job_;

@@ -251,6 +251,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.node_free_milli_.assign(s.nodes_.size(), 0);
   s.device_free_.assign(s.device_count_, static_cast<std::int16_t>(kMilliPerGpu));
   s.node_room_.resize(s.nodes_.size());
+  s.node_stamp_.assign(s.nodes_.size(), 0);
   for (NodeId n = 0; n < s.nodes_.size(); ++n) {
     s.node_room_[n] = {s.nodes_[n].cpu.value(), s.nodes_[n].memory.value()};
     s.UpdateUnusual(n);
@@ -360,6 +361,7 @@ void ClusterState::TakeTask(const TaskAllocation& task) {
   node.memory_free -= task.memory;
   assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
   node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
+  ++node_stamp_[task.node];
   ++node.tasks;
   for (const DeviceShare& share : task.devices) {
     AdjustFree(task.node, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
@@ -371,6 +373,7 @@ void ClusterState::GiveTask(const TaskAllocation& task) {
   node.cpu_free += task.cpu;
   node.memory_free += task.memory;
   node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
+  ++node_stamp_[task.node];
   --node.tasks;
   for (const DeviceShare& share : task.devices)
     AdjustFree(task.node, share.device, share.gpu, share.memory);
@@ -536,6 +539,11 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   CountShapes(it->second.job, -1);
   running_.erase(it);
   return Status::Ok();
+}
+
+std::uint64_t ClusterState::NextStateId() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::uint64_t ClusterState::NextShapesVersion() {
