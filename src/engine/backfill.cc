@@ -48,8 +48,11 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
   auto heap_end = releases.end();  // [begin, heap_end) is the heap; the released follow in order
 
   const std::int64_t demand = filter.job->total_gpu().value();
+  // The free GPU of the type: the sums of the outermost domains, which hold every node.
   std::int64_t free = 0;
-  if (type != kNone) {
+  if (type != kNone && state.topology().node_level() > 0) {
+    for (DomainId d : state.domains_at(0)) free += state.DomainFreeMilli(d, type);
+  } else if (type != kNone) {
     for (NodeId n : state.NodesOfType(type)) {
       for (const DeviceState& d : state.node(n).devices)
         free += d.type == type ? d.free.value() : 0;
