@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <cstdio>
 #include <cassert>
 #include <cmath>
@@ -392,35 +393,50 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
       (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
     return Status::Error("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
   }
+  // Each task once: a usual job's few tasks are compared with the earlier ones, a large gang's
+  // looked up in a set.
+  const std::span<const TaskAllocation> tasks = allocation.tasks;
+  constexpr std::size_t kFewTasks = 16;
   std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
-  for (const TaskAllocation& t : allocation.tasks) {
-    const std::string where = "job " + std::to_string(job.id) + " task " + std::to_string(t.group) +
-                              "/" + std::to_string(t.index);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const TaskAllocation& t = tasks[i];
+    // Built only for an error.
+    auto where = [&] {
+      return "job " + std::to_string(job.id) + " task " + std::to_string(t.group) + "/" +
+             std::to_string(t.index);
+    };
+    const bool repeated =
+        tasks.size() <= kFewTasks
+            ? std::any_of(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(i),
+                          [&](const TaskAllocation& e) {
+                            return e.group == t.group && e.index == t.index;
+                          })
+            : !seen.emplace(t.group, t.index).second;
     if (t.group >= job.groups.size() ||
-        t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) ||
-        !seen.emplace(t.group, t.index).second) {
-      return Status::Error(where + ": no such task, or placed twice");
+        t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || repeated) {
+      return Status::Error(where() + ": no such task, or placed twice");
     }
     const TaskRequest& req = job.groups[t.group].request;
-    if (t.node >= nodes_.size()) return Status::Error(where + ": unknown node");
+    if (t.node >= nodes_.size()) return Status::Error(where() + ": unknown node");
     if (t.cpu != req.cpu || t.memory != req.memory)
-      return Status::Error(where + ": cpu or memory differs from the request");
+      return Status::Error(where() + ": cpu or memory differs from the request");
     const std::int64_t want_devices = req.shared() ? 1 : req.whole_gpus();
     if (static_cast<std::int64_t>(t.devices.size()) != want_devices)
-      return Status::Error(where + ": wrong number of devices");
-    std::set<std::uint32_t> devices;
+      return Status::Error(where() + ": wrong number of devices");
+    std::bitset<kMaxDevicesPerNode> devices;  // those of the task so far
     for (const DeviceShare& share : t.devices) {
-      if (share.device >= nodes_[t.node].devices.size() || !devices.insert(share.device).second)
-        return Status::Error(where + ": bad device index");
+      if (share.device >= nodes_[t.node].devices.size() || devices.test(share.device))
+        return Status::Error(where() + ": bad device index");
+      devices.set(share.device);
       const DeviceState& dev = nodes_[t.node].devices[share.device];
       if (dev.type != allocation.gpu_type)
-        return Status::Error(where + ": device of another GPU type");
+        return Status::Error(where() + ": device of another GPU type");
       if (req.shared()) {
         if (share.gpu != req.gpu || share.memory != req.gpu_memory)
-          return Status::Error(where + ": share differs from the request");
+          return Status::Error(where() + ": share differs from the request");
       } else if (share.gpu != kWholeGpu || share.memory != dev.memory ||
                  dev.memory < req.gpu_memory) {
-        return Status::Error(where + ": a whole device must be taken whole, with enough memory");
+        return Status::Error(where() + ": a whole device must be taken whole, with enough memory");
       }
     }
   }
@@ -555,8 +571,15 @@ void ClusterState::UpdateResidents(NodeId n) {
   if (since == old) return;
   for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
     if (!nodes_[n].gpu_types.Contains(t)) continue;
-    if (old != kNoSince) by_since_[t].erase({old, n});
-    if (since != kNoSince) by_since_[t].insert({since, n});
+    if (old == kNoSince) {
+      by_since_[t].insert({since, n});
+    } else if (since == kNoSince) {
+      by_since_[t].erase({old, n});
+    } else {  // the node moves: its entry is reused rather than freed and made again
+      NodesBySinceSet::node_type entry = by_since_[t].extract({old, n});
+      entry.value().first = since;
+      by_since_[t].insert(std::move(entry));
+    }
   }
   node_since_[n] = since;
 }
