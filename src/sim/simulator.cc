@@ -599,9 +599,11 @@ Status Simulation::Start() {
     arrivals_.push_back(
         Event{std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, seq_++, r, 0});
   }
-  // Every event has its own sequence number: the order is total.
-  std::sort(arrivals_.begin(), arrivals_.end(),
-            [](const Event& a, const Event& b) { return b > a; });
+  // Every event has its own sequence number: the order is total. Workloads usually list their
+  // jobs by submit time, and their arrivals are then in order already.
+  auto earlier = [](const Event& a, const Event& b) { return b > a; };
+  if (!std::is_sorted(arrivals_.begin(), arrivals_.end(), earlier))
+    std::sort(arrivals_.begin(), arrivals_.end(), earlier);
   services_.resize(workload_.services.size());
   for (std::uint32_t s = 0; s < workload_.services.size(); ++s) {
     services_[s].spec = &workload_.services[s];
