@@ -475,7 +475,7 @@ Status Simulation::Cycle(Millis now) {
   ++cycles_;
   if (pending_.empty()) return Status::Ok();
   state_.AccrueUsage(now);
-  const Plan plan = engine_.Schedule(state_, pending_, now);
+  Plan plan = engine_.Schedule(state_, pending_, now);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
     struct Run& run = runs_[r];
@@ -501,9 +501,11 @@ Status Simulation::Cycle(Millis now) {
     Push(e.stop_at, EventKind::kRequeue, r, run.generation);
     if (run.service >= 0) SetServing(services_[run.service], now);
   }
-  if (Status st = state_.Apply(plan, pending_); !st.ok()) return st;
-  if (!plan.binds.empty()) {
-    for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  const bool bound = !plan.binds.empty();
+  for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  // The jobs bound and their allocations move to the state; the pending list drops the jobs next.
+  if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
+  if (bound) {
     CompactPending();
     for (ServiceRun& s : services_) SetServing(s, now);
   }

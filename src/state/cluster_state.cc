@@ -443,7 +443,7 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
   return Status::Ok();
 }
 
-Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis now) {
+Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
   if (Status st = CheckFits(job, allocation); !st.ok()) return st;
   // Take task by task, checking against what is left; undo on the first misfit.
   std::size_t taken = 0;
@@ -469,38 +469,64 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
   CountShapes(job, +1);
+  const JobId id = job.id;
   RunningJob& running =
-      running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
-  if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
-  const PriorityClassSpec& pc = classes_[job.priority_class];
-  const bool evictable = pc.preemptible && queues_[job.queue].spec.preemptable &&
+      running_.try_emplace(id, std::move(job), std::move(allocation), now, now).first->second;
+  const Job& started = running.job;
+  const Allocation& held = running.allocation;
+  if (auto it = evictions_.find(id); it != evictions_.end()) running.evictions = it->second;
+  const PriorityClassSpec& pc = classes_[started.priority_class];
+  const bool evictable = pc.preemptible && queues_[started.queue].spec.preemptable &&
                          pc.min_runtime == 0 && running.evictions.empty();
-  for (const TaskAllocation& t : allocation.tasks) {
+  for (const TaskAllocation& t : held.tasks) {
     std::vector<Resident>& residents = nodes_[t.node].residents;
     auto it = std::find_if(residents.begin(), residents.end(),
                            [&](const Resident& r) { return r.job == &running; });
     if (it == residents.end()) {
-      residents.push_back({&running, job.queue, pc.value, allocation.gpu_type,
-                           job.total_gpu().value(), 0, now, job.restart_overhead, pc.preemptible,
-                           queues_[job.queue].spec.preemptable, evictable});
+      residents.push_back({&running, started.queue, pc.value, held.gpu_type,
+                           started.total_gpu().value(), 0, now, started.restart_overhead,
+                           pc.preemptible, queues_[started.queue].spec.preemptable, evictable});
       it = residents.end() - 1;
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
   }
-  for (const TaskAllocation& t : allocation.tasks) UpdateResidents(t.node);
+  for (const TaskAllocation& t : held.tasks) UpdateResidents(t.node);
   return Status::Ok();
 }
+
+namespace {
+
+Status CheckBindOfPending(const Bind& bind, std::span<const Job> pending) {
+  if (bind.pending_index >= pending.size() || pending[bind.pending_index].id != bind.job) {
+    return Status::Error("plan bind of job " + std::to_string(bind.job) +
+                         " does not match the pending list");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status ClusterState::Apply(const Plan& plan, std::span<const Job> pending) {
   for (const Eviction& e : plan.evictions) {
     if (Status st = Evict(e.job, plan.now); !st.ok()) return st;
   }
   for (const struct Bind& b : plan.binds) {
-    if (b.pending_index >= pending.size() || pending[b.pending_index].id != b.job) {
-      return Status::Error("plan bind of job " + std::to_string(b.job) +
-                           " does not match the pending list");
-    }
+    if (Status st = CheckBindOfPending(b, pending); !st.ok()) return st;
     if (Status st = Bind(pending[b.pending_index], b.allocation, std::max(plan.now, b.start_after));
+        !st.ok())
+      return st;
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::Apply(Plan&& plan, std::span<Job> pending) {
+  for (const Eviction& e : plan.evictions) {
+    if (Status st = Evict(e.job, plan.now); !st.ok()) return st;
+  }
+  for (struct Bind& b : plan.binds) {
+    if (Status st = CheckBindOfPending(b, pending); !st.ok()) return st;
+    if (Status st = Bind(std::move(pending[b.pending_index]), std::move(b.allocation),
+                         std::max(plan.now, b.start_after));
         !st.ok())
       return st;
   }
