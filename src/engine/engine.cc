@@ -195,7 +195,8 @@ class Cycle {
     }
     holds_.Release(state_);  // reservations hold devices from this cycle's later jobs only
     placed_directly_ = plan_.binds.size();
-    if (options_.preemption.enabled) Preempt();
+    // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
+    if (options_.preemption.enabled && !plan_.unplaced.empty()) Preempt();
     GiveBack();
     plan_.timings = timer_.Timings();
     return std::move(plan_);
