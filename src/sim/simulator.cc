@@ -843,6 +843,8 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
 // Metrics of a group of runs.
 class GroupBuilder {
  public:
+  bool empty() const { return m_.jobs_submitted == 0; }  // no run added
+
   void Add(const struct Run& r, Millis end) {
     ++m_.jobs_submitted;
     if (r.end >= 0 && r.phase == Phase::kDone) {
@@ -929,16 +931,23 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.total_gpus = total_milli / kMilliPerGpu;
 
   GroupBuilder overall;
-  std::map<std::string, GroupBuilder> queues, classes, workloads;
+  // Queues and classes by id (their names are unique); workloads by name, the last one at hand
+  // (runs of one workload usually follow each other).
+  std::vector<GroupBuilder> queues(state_.queue_count()), classes(state_.priority_class_count());
+  std::map<std::string, GroupBuilder> workloads;
+  GroupBuilder* workload = nullptr;
+  const std::string* workload_name = nullptr;
   out.jobs.reserve(runs_.size());
   for (const struct Run& r : runs_) {
     if (r.phase == Phase::kFuture) continue;
-    const std::string& queue = state_.queue(r.spec->job.queue).spec.name;
-    const std::string& cls = state_.priority_class(r.spec->job.priority_class).name;
     overall.Add(r, end);
-    queues[queue].Add(r, end);
-    classes[cls].Add(r, end);
-    workloads[r.spec->workload].Add(r, end);
+    queues[r.spec->job.queue].Add(r, end);
+    classes[r.spec->job.priority_class].Add(r, end);
+    if (!workload_name || *workload_name != r.spec->workload) {
+      workload = &workloads[r.spec->workload];
+      workload_name = &r.spec->workload;
+    }
+    workload->Add(r, end);
     out.jobs.push_back(Record(r));
   }
   out.overall = overall.Build();
@@ -946,7 +955,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     if (!state_.queue(q).children.empty()) continue;
     const std::string& qname = state_.queue(q).spec.name;
     out.queue_names.push_back(qname);
-    GroupMetrics m = queues[qname].Build(&out.overall);
+    GroupMetrics m = queues[q].Build(&out.overall);
     m.guarantee_gpus = guarantee_[q] / kMilliPerGpu;
     m.mean_gpus = end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) /
                                 kMilliPerGpu
@@ -954,7 +963,10 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     m.below_guarantee_hours = below_guarantee_ms_[q] / kMillisPerHour;
     out.queues[qname] = m;
   }
-  for (auto& [k, b] : classes) out.classes[k] = b.Build(&out.overall);
+  for (PriorityClassId c = 0; c < classes.size(); ++c) {
+    if (!classes[c].empty())
+      out.classes[state_.priority_class(c).name] = classes[c].Build(&out.overall);
+  }
   for (auto& [k, b] : workloads) out.workloads[k] = b.Build(&out.overall);
   if (end > 0 && total_milli > 0) {
     const double capacity = out.total_gpus * static_cast<double>(end) / kMillisPerHour;
