@@ -334,6 +334,9 @@ class ClusterState {
   bool mixed_type_nodes_ = false;
   std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
   std::vector<NodesBySinceSet> by_since_;
+  // Each node's entry in by_since_ of each of its GPU types (node x type), while it has one: the
+  // node moves without a search for it (set iterators stay valid as the state moves).
+  std::vector<NodesBySinceSet::iterator> by_since_entry_;
   IndexSet unusual_;
   IndexSet no_free_gpu_;
   std::vector<std::int64_t> node_free_milli_;  // per node, every type

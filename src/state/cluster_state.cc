@@ -246,6 +246,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.type_max_memory_.assign(types, GpuMemMiB(0));
   s.node_since_.assign(s.nodes_.size(), kNoSince);
   s.by_since_.assign(types, {});
+  s.by_since_entry_.assign(s.nodes_.size() * types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
   s.no_free_gpu_ = IndexSet(s.nodes_.size());
   s.node_free_milli_.assign(s.nodes_.size(), 0);
@@ -597,14 +598,19 @@ void ClusterState::UpdateResidents(NodeId n) {
   if (since == old) return;
   for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
     if (!nodes_[n].gpu_types.Contains(t)) continue;
+    NodesBySinceSet& order = by_since_[t];
+    NodesBySinceSet::iterator& entry = by_since_entry_[n * gpu_types_.size() + t];
     if (old == kNoSince) {
-      by_since_[t].insert({since, n});
+      entry = order.insert({since, n}).first;
     } else if (since == kNoSince) {
-      by_since_[t].erase({old, n});
-    } else {  // the node moves: its entry is reused rather than freed and made again
-      NodesBySinceSet::node_type entry = by_since_[t].extract({old, n});
-      entry.value().first = since;
-      by_since_[t].insert(std::move(entry));
+      order.erase(entry);
+    } else {
+      // The node moves: its entry is reused rather than freed and made again. A job that starts
+      // usually makes its node the latest, the first of the order.
+      NodesBySinceSet::node_type moved = order.extract(entry);
+      moved.value().first = since;
+      entry = since > old ? order.insert(order.begin(), std::move(moved))
+                          : order.insert(std::move(moved)).position;
     }
   }
   node_since_[n] = since;
@@ -750,7 +756,8 @@ Status ClusterState::CheckInvariants() const {
       return Status::Error(where + "latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       const bool listed_since = by_since_[t].count({since, n}) > 0;
-      if (node.gpu_types.Contains(t) && since != kNoSince && !listed_since)
+      if (node.gpu_types.Contains(t) && since != kNoSince &&
+          (!listed_since || *by_since_entry_[n * types + t] != std::make_pair(since, n)))
         return Status::Error(where + "not in the checkpoint order");
     }
     std::vector<std::uint32_t> whole(types, 0);
