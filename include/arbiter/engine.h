@@ -139,9 +139,15 @@ class Engine {
   EngineOptions options_;
   struct ObservedModel {
     std::mutex mutex;
-    std::uint64_t version = 0;      // ClusterState::running_task_shapes_version it was checked at
-    std::uint64_t fingerprint = 0;  // of the rounded counts it was built from
-    std::shared_ptr<const engine::FragModel> model;
+    std::uint64_t version = 0;  // ClusterState::running_task_shapes_version it was checked at
+    // The models built last, the one in use first, each with the fingerprint of the rounded
+    // counts it was built from: as jobs start and end, a shape's count often goes back and forth
+    // across a rounding step, and the model of either side is then kept rather than built again.
+    struct Built {
+      std::uint64_t fingerprint = 0;
+      std::shared_ptr<const engine::FragModel> model;
+    };
+    std::vector<Built> recent;
   };
   std::shared_ptr<ObservedModel> observed_;  // shared by copies of the engine
   // options_ with the observed model set, made again only when the model changes (a cycle then

@@ -274,11 +274,15 @@ class ClusterState {
 
   // ---- Mutation ----
   // Starts a job on the given allocation: checks that the allocation matches the job's request
-  // and fits the free capacity, then takes it. On error nothing changes.
-  Status Bind(const Job& job, const Allocation& allocation, Millis now);
+  // and fits the free capacity, then takes it. On error nothing changes. The running job keeps
+  // the job and allocation given (a caller done with them moves them in).
+  Status Bind(Job job, Allocation allocation, Millis now);
   // Applies a plan made for `pending`: its evictions, then its binds (each job starting at its
   // start_after); stops at the first error.
   Status Apply(const Plan& plan, std::span<const Job> pending);
+  // The same, moving the jobs bound out of `pending` and their allocations out of the plan, for a
+  // driver that drops both next (the plan's other fields stay as they were).
+  Status Apply(Plan&& plan, std::span<Job> pending);
   // Ends a running job (finished, failed), freeing its allocation.
   Status Unbind(JobId job, Millis now);
   // Ends a running job because it was evicted, and records the eviction for the anti-thrash
@@ -347,6 +351,9 @@ class ClusterState {
   bool mixed_type_nodes_ = false;
   std::vector<Millis> node_since_;  // latest `since` of the node's residents; kNoSince if none
   std::vector<NodesBySinceSet> by_since_;
+  // Each node's entry in by_since_ of each of its GPU types (node x type), while it has one: the
+  // node moves without a search for it (set iterators stay valid as the state moves).
+  std::vector<NodesBySinceSet::iterator> by_since_entry_;
   IndexSet unusual_;
   IndexSet no_free_gpu_;
   std::vector<std::int64_t> node_free_milli_;  // per node, every type

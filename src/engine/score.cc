@@ -276,15 +276,10 @@ std::vector<NodeClass> NodeClasses(const ClusterState& cluster) {
   std::map<std::tuple<std::int64_t, GpuTypeId, std::int64_t>, double> classes;
   for (NodeId n = 0; n < cluster.node_count(); ++n) {
     const NodeState& node = cluster.node(n);
-    // Devices per type (a node may mix types; nodes rarely have more than a few devices).
-    for (std::size_t i = 0; i < node.devices.size(); ++i) {
-      const GpuTypeId type = node.devices[i].type;
-      bool seen = false;
-      for (std::size_t j = 0; j < i && !seen; ++j) seen = node.devices[j].type == type;
-      if (seen) continue;
-      std::int64_t count = 0;
-      for (const DeviceState& dev : node.devices) count += dev.type == type;
-      classes[{node.cpu.value(), type, count}] += 1;
+    // (A node may mix types.)
+    for (GpuTypeId type = 0; type < cluster.gpu_type_count(); ++type) {
+      if (!node.gpu_types.Contains(type)) continue;
+      classes[{node.cpu.value(), type, cluster.NodeDevices(n, type)}] += 1;
     }
   }
   std::vector<NodeClass> out;

@@ -475,7 +475,7 @@ Status Simulation::Cycle(Millis now) {
   ++cycles_;
   if (pending_.empty()) return Status::Ok();
   state_.AccrueUsage(now);
-  const Plan plan = engine_.Schedule(state_, pending_, now);
+  Plan plan = engine_.Schedule(state_, pending_, now);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
     struct Run& run = runs_[r];
@@ -501,9 +501,11 @@ Status Simulation::Cycle(Millis now) {
     Push(e.stop_at, EventKind::kRequeue, r, run.generation);
     if (run.service >= 0) SetServing(services_[run.service], now);
   }
-  if (Status st = state_.Apply(plan, pending_); !st.ok()) return st;
-  if (!plan.binds.empty()) {
-    for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  const bool bound = !plan.binds.empty();
+  for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  // The jobs bound and their allocations move to the state; the pending list drops the jobs next.
+  if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
+  if (bound) {
     CompactPending();
     for (ServiceRun& s : services_) SetServing(s, now);
   }
@@ -599,9 +601,11 @@ Status Simulation::Start() {
     arrivals_.push_back(
         Event{std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, seq_++, r, 0});
   }
-  // Every event has its own sequence number: the order is total.
-  std::sort(arrivals_.begin(), arrivals_.end(),
-            [](const Event& a, const Event& b) { return b > a; });
+  // Every event has its own sequence number: the order is total. Workloads usually list their
+  // jobs by submit time, and their arrivals are then in order already.
+  auto earlier = [](const Event& a, const Event& b) { return b > a; };
+  if (!std::is_sorted(arrivals_.begin(), arrivals_.end(), earlier))
+    std::sort(arrivals_.begin(), arrivals_.end(), earlier);
   services_.resize(workload_.services.size());
   for (std::uint32_t s = 0; s < workload_.services.size(); ++s) {
     services_[s].spec = &workload_.services[s];
@@ -839,6 +843,8 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
 // Metrics of a group of runs.
 class GroupBuilder {
  public:
+  bool empty() const { return m_.jobs_submitted == 0; }  // no run added
+
   void Add(const struct Run& r, Millis end) {
     ++m_.jobs_submitted;
     if (r.end >= 0 && r.phase == Phase::kDone) {
@@ -925,16 +931,23 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.total_gpus = total_milli / kMilliPerGpu;
 
   GroupBuilder overall;
-  std::map<std::string, GroupBuilder> queues, classes, workloads;
+  // Queues and classes by id (their names are unique); workloads by name, the last one at hand
+  // (runs of one workload usually follow each other).
+  std::vector<GroupBuilder> queues(state_.queue_count()), classes(state_.priority_class_count());
+  std::map<std::string, GroupBuilder> workloads;
+  GroupBuilder* workload = nullptr;
+  const std::string* workload_name = nullptr;
   out.jobs.reserve(runs_.size());
   for (const struct Run& r : runs_) {
     if (r.phase == Phase::kFuture) continue;
-    const std::string& queue = state_.queue(r.spec->job.queue).spec.name;
-    const std::string& cls = state_.priority_class(r.spec->job.priority_class).name;
     overall.Add(r, end);
-    queues[queue].Add(r, end);
-    classes[cls].Add(r, end);
-    workloads[r.spec->workload].Add(r, end);
+    queues[r.spec->job.queue].Add(r, end);
+    classes[r.spec->job.priority_class].Add(r, end);
+    if (!workload_name || *workload_name != r.spec->workload) {
+      workload = &workloads[r.spec->workload];
+      workload_name = &r.spec->workload;
+    }
+    workload->Add(r, end);
     out.jobs.push_back(Record(r));
   }
   out.overall = overall.Build();
@@ -942,7 +955,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     if (!state_.queue(q).children.empty()) continue;
     const std::string& qname = state_.queue(q).spec.name;
     out.queue_names.push_back(qname);
-    GroupMetrics m = queues[qname].Build(&out.overall);
+    GroupMetrics m = queues[q].Build(&out.overall);
     m.guarantee_gpus = guarantee_[q] / kMilliPerGpu;
     m.mean_gpus = end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) /
                                 kMilliPerGpu
@@ -950,7 +963,10 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     m.below_guarantee_hours = below_guarantee_ms_[q] / kMillisPerHour;
     out.queues[qname] = m;
   }
-  for (auto& [k, b] : classes) out.classes[k] = b.Build(&out.overall);
+  for (PriorityClassId c = 0; c < classes.size(); ++c) {
+    if (!classes[c].empty())
+      out.classes[state_.priority_class(c).name] = classes[c].Build(&out.overall);
+  }
   for (auto& [k, b] : workloads) out.workloads[k] = b.Build(&out.overall);
   if (end > 0 && total_milli > 0) {
     const double capacity = out.total_gpus * static_cast<double>(end) / kMillisPerHour;

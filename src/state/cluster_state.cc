@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <cstdio>
 #include <cassert>
 #include <cmath>
@@ -246,6 +247,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.type_max_group_.assign(types, 0);
   s.node_since_.assign(s.nodes_.size(), kNoSince);
   s.by_since_.assign(types, {});
+  s.by_since_entry_.assign(s.nodes_.size() * types, {});
   s.unusual_ = IndexSet(s.nodes_.size());
   s.no_free_gpu_ = IndexSet(s.nodes_.size());
   s.node_free_milli_.assign(s.nodes_.size(), 0);
@@ -406,42 +408,57 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
       (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
     return Status::Error("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
   }
+  // Each task once: a usual job's few tasks are compared with the earlier ones, a large gang's
+  // looked up in a set.
+  const std::span<const TaskAllocation> tasks = allocation.tasks;
+  constexpr std::size_t kFewTasks = 16;
   std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
-  for (const TaskAllocation& t : allocation.tasks) {
-    const std::string where = "job " + std::to_string(job.id) + " task " + std::to_string(t.group) +
-                              "/" + std::to_string(t.index);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const TaskAllocation& t = tasks[i];
+    // Built only for an error.
+    auto where = [&] {
+      return "job " + std::to_string(job.id) + " task " + std::to_string(t.group) + "/" +
+             std::to_string(t.index);
+    };
+    const bool repeated =
+        tasks.size() <= kFewTasks
+            ? std::any_of(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(i),
+                          [&](const TaskAllocation& e) {
+                            return e.group == t.group && e.index == t.index;
+                          })
+            : !seen.emplace(t.group, t.index).second;
     if (t.group >= job.groups.size() ||
-        t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) ||
-        !seen.emplace(t.group, t.index).second) {
-      return Status::Error(where + ": no such task, or placed twice");
+        t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || repeated) {
+      return Status::Error(where() + ": no such task, or placed twice");
     }
     const TaskRequest& req = job.groups[t.group].request;
-    if (t.node >= nodes_.size()) return Status::Error(where + ": unknown node");
+    if (t.node >= nodes_.size()) return Status::Error(where() + ": unknown node");
     if (t.cpu != req.cpu || t.memory != req.memory)
-      return Status::Error(where + ": cpu or memory differs from the request");
+      return Status::Error(where() + ": cpu or memory differs from the request");
     const std::int64_t want_devices = req.shared() ? 1 : req.whole_gpus();
     if (static_cast<std::int64_t>(t.devices.size()) != want_devices)
-      return Status::Error(where + ": wrong number of devices");
-    std::set<std::uint32_t> devices;
+      return Status::Error(where() + ": wrong number of devices");
+    std::bitset<kMaxDevicesPerNode> devices;  // those of the task so far
     for (const DeviceShare& share : t.devices) {
-      if (share.device >= nodes_[t.node].devices.size() || !devices.insert(share.device).second)
-        return Status::Error(where + ": bad device index");
+      if (share.device >= nodes_[t.node].devices.size() || devices.test(share.device))
+        return Status::Error(where() + ": bad device index");
+      devices.set(share.device);
       const DeviceState& dev = nodes_[t.node].devices[share.device];
       if (dev.type != allocation.gpu_type)
-        return Status::Error(where + ": device of another GPU type");
+        return Status::Error(where() + ": device of another GPU type");
       if (req.shared()) {
         if (share.gpu != req.gpu || share.memory != req.gpu_memory)
-          return Status::Error(where + ": share differs from the request");
+          return Status::Error(where() + ": share differs from the request");
       } else if (share.gpu != kWholeGpu || share.memory != dev.memory ||
                  dev.memory < req.gpu_memory) {
-        return Status::Error(where + ": a whole device must be taken whole, with enough memory");
+        return Status::Error(where() + ": a whole device must be taken whole, with enough memory");
       }
     }
   }
   return Status::Ok();
 }
 
-Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis now) {
+Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
   if (Status st = CheckFits(job, allocation); !st.ok()) return st;
   // Take task by task, checking against what is left; undo on the first misfit.
   std::size_t taken = 0;
@@ -467,38 +484,64 @@ Status ClusterState::Bind(const Job& job, const Allocation& allocation, Millis n
   }
   Charge(job.queue, allocation.gpu_type, job.total_gpu().value());
   CountShapes(job, +1);
+  const JobId id = job.id;
   RunningJob& running =
-      running_.emplace(job.id, RunningJob{job, allocation, now, now, {}}).first->second;
-  if (auto it = evictions_.find(job.id); it != evictions_.end()) running.evictions = it->second;
-  const PriorityClassSpec& pc = classes_[job.priority_class];
-  const bool evictable = pc.preemptible && queues_[job.queue].spec.preemptable &&
+      running_.try_emplace(id, std::move(job), std::move(allocation), now, now).first->second;
+  const Job& started = running.job;
+  const Allocation& held = running.allocation;
+  if (auto it = evictions_.find(id); it != evictions_.end()) running.evictions = it->second;
+  const PriorityClassSpec& pc = classes_[started.priority_class];
+  const bool evictable = pc.preemptible && queues_[started.queue].spec.preemptable &&
                          pc.min_runtime == 0 && running.evictions.empty();
-  for (const TaskAllocation& t : allocation.tasks) {
+  for (const TaskAllocation& t : held.tasks) {
     std::vector<Resident>& residents = nodes_[t.node].residents;
     auto it = std::find_if(residents.begin(), residents.end(),
                            [&](const Resident& r) { return r.job == &running; });
     if (it == residents.end()) {
-      residents.push_back({&running, job.queue, pc.value, allocation.gpu_type,
-                           job.total_gpu().value(), 0, now, job.restart_overhead, pc.preemptible,
-                           queues_[job.queue].spec.preemptable, evictable});
+      residents.push_back({&running, started.queue, pc.value, held.gpu_type,
+                           started.total_gpu().value(), 0, now, started.restart_overhead,
+                           pc.preemptible, queues_[started.queue].spec.preemptable, evictable});
       it = residents.end() - 1;
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();
   }
-  for (const TaskAllocation& t : allocation.tasks) UpdateResidents(t.node);
+  for (const TaskAllocation& t : held.tasks) UpdateResidents(t.node);
   return Status::Ok();
 }
+
+namespace {
+
+Status CheckBindOfPending(const Bind& bind, std::span<const Job> pending) {
+  if (bind.pending_index >= pending.size() || pending[bind.pending_index].id != bind.job) {
+    return Status::Error("plan bind of job " + std::to_string(bind.job) +
+                         " does not match the pending list");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status ClusterState::Apply(const Plan& plan, std::span<const Job> pending) {
   for (const Eviction& e : plan.evictions) {
     if (Status st = Evict(e.job, plan.now); !st.ok()) return st;
   }
   for (const struct Bind& b : plan.binds) {
-    if (b.pending_index >= pending.size() || pending[b.pending_index].id != b.job) {
-      return Status::Error("plan bind of job " + std::to_string(b.job) +
-                           " does not match the pending list");
-    }
+    if (Status st = CheckBindOfPending(b, pending); !st.ok()) return st;
     if (Status st = Bind(pending[b.pending_index], b.allocation, std::max(plan.now, b.start_after));
+        !st.ok())
+      return st;
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::Apply(Plan&& plan, std::span<Job> pending) {
+  for (const Eviction& e : plan.evictions) {
+    if (Status st = Evict(e.job, plan.now); !st.ok()) return st;
+  }
+  for (struct Bind& b : plan.binds) {
+    if (Status st = CheckBindOfPending(b, pending); !st.ok()) return st;
+    if (Status st = Bind(std::move(pending[b.pending_index]), std::move(b.allocation),
+                         std::max(plan.now, b.start_after));
         !st.ok())
       return st;
   }
@@ -574,8 +617,20 @@ void ClusterState::UpdateResidents(NodeId n) {
   if (since == old) return;
   for (GpuTypeId t = 0; t < gpu_types_.size(); ++t) {
     if (!nodes_[n].gpu_types.Contains(t)) continue;
-    if (old != kNoSince) by_since_[t].erase({old, n});
-    if (since != kNoSince) by_since_[t].insert({since, n});
+    NodesBySinceSet& order = by_since_[t];
+    NodesBySinceSet::iterator& entry = by_since_entry_[n * gpu_types_.size() + t];
+    if (old == kNoSince) {
+      entry = order.insert({since, n}).first;
+    } else if (since == kNoSince) {
+      order.erase(entry);
+    } else {
+      // The node moves: its entry is reused rather than freed and made again. A job that starts
+      // usually makes its node the latest, the first of the order.
+      NodesBySinceSet::node_type moved = order.extract(entry);
+      moved.value().first = since;
+      entry = since > old ? order.insert(order.begin(), std::move(moved))
+                          : order.insert(std::move(moved)).position;
+    }
   }
   node_since_[n] = since;
 }
@@ -727,7 +782,8 @@ Status ClusterState::CheckInvariants() const {
       return Status::Error(where + "latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       const bool listed_since = by_since_[t].count({since, n}) > 0;
-      if (node.gpu_types.Contains(t) && since != kNoSince && !listed_since)
+      if (node.gpu_types.Contains(t) && since != kNoSince &&
+          (!listed_since || *by_since_entry_[n * types + t] != std::make_pair(since, n)))
         return Status::Error(where + "not in the checkpoint order");
     }
     std::vector<std::uint32_t> whole(types, 0);

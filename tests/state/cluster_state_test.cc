@@ -139,6 +139,39 @@ TEST(ClusterState, BindRejectsAllocationsThatDoNotMatchTheJob) {
   EXPECT_TRUE(state.CheckInvariants().ok());
 }
 
+// Each task of a job is placed once: a small job's tasks and a large gang's (checked in two ways).
+TEST(ClusterState, BindRejectsATaskPlacedTwice) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 8, "H800", 8));
+  ClusterState state = MakeState(spec);
+  for (std::int32_t tasks : {3, 40}) {
+    Job job = GpuJob(1, tasks, 1000);
+    Allocation a;
+    a.gpu_type = 0;
+    for (std::int32_t i = 0; i < tasks; ++i) {
+      TaskAllocation t;
+      t.index = static_cast<std::uint32_t>(i);
+      t.node = static_cast<NodeId>(i / 8);
+      t.cpu = job.groups[0].request.cpu;
+      t.memory = job.groups[0].request.memory;
+      t.devices.push_back({static_cast<std::uint32_t>(i % 8), kWholeGpu, GpuMemMiB(81920)});
+      a.tasks.push_back(t);
+    }
+    Allocation repeated = a;
+    repeated.tasks.back().index = 1;
+    Status st = state.Bind(job, repeated, 0);
+    EXPECT_FALSE(st.ok()) << tasks;
+    EXPECT_NE(st.message().find("task 0/1: no such task, or placed twice"), std::string::npos)
+        << st.message();
+    Allocation beyond = a;
+    beyond.tasks.back().index = static_cast<std::uint32_t>(tasks);
+    EXPECT_FALSE(state.Bind(job, beyond, 0).ok()) << tasks;
+    EXPECT_TRUE(state.CheckInvariants().ok());
+    ASSERT_TRUE(state.Bind(job, a, 0).ok()) << tasks;
+    ASSERT_TRUE(state.Unbind(1, 0).ok());
+  }
+}
+
 TEST(ClusterState, ShareBucketsCoverOneToNineHundredNinetyNine) {
   EXPECT_EQ(ClusterState::ShareBucket(1), 0);
   EXPECT_EQ(ClusterState::ShareBucket(62), 0);
