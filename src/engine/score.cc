@@ -6,6 +6,7 @@
 // the first node of a seeded order, so that Arbiter's numbers for them compare with the published
 // ones (docs/placement.md).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -118,7 +119,8 @@ std::uint32_t RandomShareDevice(const NodeState& node, const TaskRequest& req, G
 bool WholeDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type, bool allow_span,
                   std::vector<DeviceShare>& out) {
   const std::int64_t want = req.whole_gpus();
-  std::vector<std::uint32_t> free_in_group(node.nvlink_groups, 0);
+  std::array<std::uint32_t, kMaxDevicesPerNode> free_in_group;  // groups number at most devices
+  std::fill_n(free_in_group.begin(), node.nvlink_groups, 0u);
   for (const DeviceState& dev : node.devices) {
     if (Usable(dev, req, type) && dev.free == kWholeGpu) ++free_in_group[dev.nvlink_group];
   }
@@ -470,6 +472,8 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what) {
 NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req,
                        GpuTypeId type, const PlacementOptions& options)
     : state_(state), job_(job), req_(req), type_(type), options_(options) {
+  frees_.reserve(state.max_devices_per_node());
+  index_.reserve(state.max_devices_per_node());
   if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
       options.policy == PlacementPolicy::kFgd)
     frag_ = options.model.get();
