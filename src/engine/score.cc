@@ -351,7 +351,12 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
     (s.gpu_types.empty() ? any_type_ : typed_).push_back(shape);
   }
   if (cluster && !fgd_) WeighByScarcity(*cluster);
-  for (std::int64_t t : thresholds_) inverse_.push_back(1.0 / static_cast<double>(t));
+  for (std::int64_t t : thresholds_) {
+    inverse_.push_back(1.0 / static_cast<double>(t));
+    // (Computed as Expected computes a partly used device's slots.)
+    whole_slots_.push_back(static_cast<std::int64_t>(
+        static_cast<double>(kMilliPerGpu) * inverse_.back() + 1e-9));
+  }
   fit_.resize(thresholds_.size());
   small_.resize(thresholds_.size());
   slots_.resize(thresholds_.size());
@@ -393,14 +398,26 @@ void FragModel::WeighByScarcity(const ClusterState& cluster) {
 
 double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu,
                            GpuTypeId type) const {
-  std::int64_t total = 0;
-  for (std::int64_t f : frees) total += f;
+  // Devices with nothing free count for no threshold, and fully free ones for every threshold
+  // alike: only the partly used ones are looked at per threshold.
+  std::int64_t total = 0, whole = 0;
+  std::array<std::int64_t, kMaxDevicesPerNode> partial;
+  std::size_t partials = 0;
+  for (std::int64_t f : frees) {
+    total += f;
+    if (f == kMilliPerGpu) {
+      ++whole;
+    } else if (f > 0) {
+      partial[partials++] = f;
+    }
+  }
   if (total == 0) return 0;
   for (std::size_t j = 0; j < thresholds_.size(); ++j) {
     const std::int64_t t = thresholds_[j];
     const double inverse = inverse_[j];
-    std::int64_t fit = 0, small = 0, slots = 0;
-    for (std::int64_t f : frees) {
+    std::int64_t fit = whole, small = 0, slots = fgd_ ? 0 : whole * whole_slots_[j];
+    for (std::size_t k = 0; k < partials; ++k) {
+      const std::int64_t f = partial[k];
       if (f >= t) {
         ++fit;
         // f / t without a division: exact, as f / t is an integer or at least 1 / t from one.

@@ -156,6 +156,7 @@ class FragModel {
   bool fgd_ = false;
   std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
   std::vector<double> inverse_;           // 1 / thresholds_
+  std::vector<std::int64_t> whole_slots_;  // tasks of each threshold's share one free device holds
   std::vector<Shape> any_type_;           // shapes with GPUs that accept every type
   std::vector<Shape> typed_;              // shapes with GPUs that name types
   double always_ = 0;                     // weight of the shapes without GPUs
