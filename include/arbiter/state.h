@@ -281,7 +281,8 @@ class ClusterState {
   // start_after); stops at the first error.
   Status Apply(const Plan& plan, std::span<const Job> pending);
   // The same, moving the jobs bound out of `pending` and their allocations out of the plan, for a
-  // driver that drops both next (the plan's other fields stay as they were).
+  // driver that drops both next (the plan's other fields stay as they were; on an error, the job
+  // that failed has been moved from too).
   Status Apply(Plan&& plan, std::span<Job> pending);
   // Ends a running job (finished, failed), freeing its allocation.
   Status Unbind(JobId job, Millis now);

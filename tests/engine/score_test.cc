@@ -78,5 +78,19 @@ TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
   EXPECT_TRUE(state.CheckInvariants().ok());
 }
 
+TEST(Placement, AGangLargerThanEveryNvlinkGroupStillTakesOneNode) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("a", 2, "A100", 8, /*group_size=*/4));
+  ClusterState state = MakeState(spec);
+  const GpuTypeId type = state.node(0).devices[0].type;
+  EXPECT_EQ(state.TypeLargestNvlinkGroup(type), 4u);
+  const Job gang = testing::GpuJob(1, 8, 1000);
+  Engine engine{EngineOptions{}};
+  const Plan plan = engine.Schedule(state, std::span<const Job>(&gang, 1), 0);
+  ASSERT_EQ(plan.binds.size(), 1u);
+  const Allocation& a = plan.binds[0].allocation;
+  for (const TaskAllocation& t : a.tasks) EXPECT_EQ(t.node, a.tasks.front().node);
+}
+
 }  // namespace
 }  // namespace arbiter
