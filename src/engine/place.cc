@@ -32,6 +32,7 @@ std::vector<Task> ExpandTasks(const Job& job) {
     for (std::int32_t i = 0; i < job.groups[g].count; ++i)
       tasks.push_back({g, static_cast<std::uint32_t>(i), &job.groups[g].request});
   }
+  if (job.groups.size() < 2) return tasks;  // one request: already in order (and no buffer)
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
     const TaskRequest& x = *a.request;
     const TaskRequest& y = *b.request;
