@@ -46,12 +46,13 @@ class IndexSet {
   std::vector<std::uint64_t> summary_;  // bit w: words_[w] is not zero
 };
 
+// (The 8-byte fields first: 32 bytes, no padding, two devices to a cache line.)
 struct DeviceState {
-  GpuTypeId type = 0;
-  GpuMemMiB memory{0};
-  std::uint32_t nvlink_group = 0;
   MilliGpu free{kMilliPerGpu};
   GpuMemMiB memory_free{0};
+  GpuMemMiB memory{0};
+  GpuTypeId type = 0;
+  std::uint32_t nvlink_group = 0;
 };
 
 // The fields a placement reads of every candidate node come first, in one cache line.
