@@ -335,7 +335,7 @@ class Placer {
     const PlacementOptions& policy = options_.placement;
     bool found = false;
     PlacementKey best_key;
-    std::vector<DeviceShare> devices;
+    std::vector<DeviceShare>& devices = scored_devices_;
     double score = 0;
     NodeScorer scorer(state_, job_, req, type, policy);
     auto consider = [&](NodeId n) {
@@ -389,7 +389,7 @@ class Placer {
     NodeScorer scorer(state_, job_, req, type, options_.placement);
     bool found = false;
     PlacementKey best_key;
-    std::vector<DeviceShare> devices;
+    std::vector<DeviceShare>& devices = scored_devices_;
     double score = 0;
     // Scores node n; true when it can host the task. A node met again (through another of its
     // devices, or in another bucket) is not scored again: the answer would be the same.
@@ -498,6 +498,7 @@ class Placer {
   PlacementKey key_;  // scoring policies: the rank of the first task's node
   bool keyed_ = false;
   std::vector<std::pair<NodeId, bool>> considered_;  // ChooseNode: nodes scored, and whether they fit
+  std::vector<DeviceShare> scored_devices_;  // ChooseNode: the devices of the node being scored
 };
 
 }  // namespace

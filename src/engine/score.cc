@@ -7,6 +7,7 @@
 // ones (docs/placement.md).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -446,6 +447,21 @@ double FragModel::ExpectedNow(const ClusterState& state, NodeId n,
   return r.value;
 }
 
+const FragModel::Scored* FragModel::Recall(const ClusterState& state, NodeId n,
+                                           const ScoreRequest& request) const {
+  if (kept_.size() <= n) return nullptr;
+  const Kept& k = kept_[n];
+  if (k.state != state.id() || k.stamp != state.NodeStamp(n) || !(k.request == request))
+    return nullptr;
+  return &k.scored;
+}
+
+void FragModel::Keep(const ClusterState& state, NodeId n, const ScoreRequest& request,
+                     const Scored& scored) const {
+  if (kept_.size() <= n) kept_.resize(state.node_count());
+  kept_[n] = {state.id(), state.NodeStamp(n), request, scored};
+}
+
 namespace {
 // The integer part of a non-negative quotient computed with an inverse (+1e-9: exact when the
 // quotient is an integer).
@@ -489,11 +505,11 @@ std::uint64_t RandomDraw(std::uint64_t seed, JobId job, std::uint64_t what) {
 NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req,
                        GpuTypeId type, const PlacementOptions& options)
     : state_(state), job_(job), req_(req), type_(type), options_(options) {
-  frees_.reserve(state.max_devices_per_node());
-  index_.reserve(state.max_devices_per_node());
   if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
       options.policy == PlacementPolicy::kFgd)
     frag_ = options.model.get();
+  request_ = {req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type, options.policy,
+              false};
 }
 
 bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices,
@@ -560,36 +576,65 @@ double FragRank(PlacementPolicy policy, double growth) {
 
 }  // namespace
 
-// The devices that least increase the node's expected fragmentation, and the node's score.
+// MeasureFrag's answer, kept by the model until the node changes (nodes of at most 64 devices).
 bool NodeScorer::ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
                            std::vector<DeviceShare>& devices, double& score) {
-  frees_.clear();
-  index_.clear();
+  if (node.devices.size() > 64) return MeasureFrag(n, node, allow_span, devices, score);
+  request_.allow_span = allow_span;
+  if (const FragModel::Scored* kept = frag_->Recall(state_, n, request_)) {
+    if (!kept->fits) return false;
+    score = kept->score;
+    for (std::uint64_t bits = kept->devices; bits != 0; bits &= bits - 1) {
+      const auto d = static_cast<std::uint32_t>(std::countr_zero(bits));
+      if (req_.shared()) {
+        devices.push_back({d, req_.gpu, req_.gpu_memory});
+      } else {
+        devices.push_back({d, kWholeGpu, node.devices[d].memory});
+      }
+    }
+    return true;
+  }
+  FragModel::Scored scored;
+  scored.fits = MeasureFrag(n, node, allow_span, devices, score);
+  if (scored.fits) {
+    scored.score = score;
+    for (const DeviceShare& d : devices) scored.devices |= std::uint64_t{1} << d.device;
+  }
+  frag_->Keep(state_, n, request_, scored);
+  return scored.fits;
+}
+
+// The devices that least increase the node's expected fragmentation, and the node's score.
+bool NodeScorer::MeasureFrag(NodeId n, const NodeState& node, bool allow_span,
+                             std::vector<DeviceShare>& devices, double& score) {
+  count_ = 0;
   for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
     const DeviceState& dev = node.devices[d];
     if (type_ != kNone && dev.type != type_) continue;
-    frees_.push_back(dev.free.value());
-    index_.push_back(d);
+    frees_[count_] = dev.free.value();
+    index_[count_] = d;
+    ++count_;
   }
+  const std::span<const std::int64_t> frees(frees_.data(), count_);
   const GpuTypeId node_type = type_ != kNone         ? type_
                               : node.devices.empty() ? kNone
                                                      : node.devices.front().type;
   const std::int64_t cpu = node.cpu_free.value();
-  const double before = frag_->ExpectedNow(state_, n, frees_, cpu, node_type);
+  const double before = frag_->ExpectedNow(state_, n, frees, cpu, node_type);
   const std::int64_t cpu_after = cpu - req_.cpu.value();
   const PlacementPolicy policy = options_.policy;
   if (req_.gpu.value() == 0) {
-    score = FragRank(policy, frag_->Expected(frees_, cpu_after, node_type) - before);
+    score = FragRank(policy, frag_->Expected(frees, cpu_after, node_type) - before);
     return true;
   }
   if (!req_.shared()) {
     if (!WholeDevices(node, req_, type_, allow_span, devices)) return false;
     for (const DeviceShare& d : devices) {
-      for (std::size_t i = 0; i < index_.size(); ++i) {
+      for (std::size_t i = 0; i < count_; ++i) {
         if (index_[i] == d.device) frees_[i] = 0;
       }
     }
-    score = FragRank(policy, frag_->Expected(frees_, cpu_after, node_type) - before);
+    score = FragRank(policy, frag_->Expected(frees, cpu_after, node_type) - before);
     return true;
   }
   // A share: each device that holds it (devices with equal free shares give the same result:
@@ -598,7 +643,7 @@ bool NodeScorer::ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
   bool found = false;
   double best = 0;
   std::uint32_t best_device = kNone;
-  for (std::size_t i = 0; i < index_.size(); ++i) {
+  for (std::size_t i = 0; i < count_; ++i) {
     const DeviceState& dev = node.devices[index_[i]];
     if (!Usable(dev, req_, type_) || dev.free < req_.gpu || dev.memory_free < req_.gpu_memory)
       continue;
@@ -611,7 +656,7 @@ bool NodeScorer::ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
     if (seen) continue;
     const std::int64_t keep = frees_[i];
     frees_[i] -= req_.gpu.value();
-    double growth = frag_->Expected(frees_, cpu_after, node_type) - before;
+    double growth = frag_->Expected(frees, cpu_after, node_type) - before;
     frees_[i] = keep;
     if (policy == PlacementPolicy::kFgd) growth = FragRank(policy, growth);
     if (!found || growth < best - 1e-9 ||

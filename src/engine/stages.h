@@ -4,6 +4,7 @@
 // copy of the cycle (ClusterState::TakeTask / GiveTask), which the engine undoes before it returns.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -137,6 +138,28 @@ class FragModel {
   double ExpectedNow(const ClusterState& state, NodeId n, std::span<const std::int64_t> frees,
                      std::int64_t cpu, GpuTypeId type) const;
 
+  // NodeScorer's last score of a node, for one request, kept until the node's capacity changes:
+  // a placement scores mostly the nodes the placements before it scored, and a workload's tasks
+  // come in few shapes. What the score depends on besides the node:
+  struct ScoreRequest {
+    std::int64_t gpu = 0;
+    std::int64_t cpu = 0;
+    std::int64_t gpu_memory = 0;
+    GpuTypeId type = kNone;
+    PlacementPolicy policy = PlacementPolicy::kArbiter;
+    bool allow_span = false;
+    bool operator==(const ScoreRequest&) const = default;
+  };
+  struct Scored {
+    bool fits = false;
+    double score = 0;
+    std::uint64_t devices = 0;  // bit d: the task gets device d (nodes of at most 64 devices)
+  };
+  // The score kept for node n of `state` as it is now and `request`, or nullptr.
+  const Scored* Recall(const ClusterState& state, NodeId n, const ScoreRequest& request) const;
+  void Keep(const ClusterState& state, NodeId n, const ScoreRequest& request,
+            const Scored& scored) const;
+
  private:
   struct Shape {
     std::uint32_t threshold = 0;  // index into thresholds_ of the free share one device needs
@@ -170,6 +193,14 @@ class FragModel {
     double value = 0;
   };
   mutable std::vector<Remembered> remembered_;
+  // Recall's memory, per node id.
+  struct Kept {
+    std::uint64_t state = 0;  // ClusterState::id() (0: none)
+    std::uint64_t stamp = 0;
+    ScoreRequest request;
+    Scored scored;
+  };
+  mutable std::vector<Kept> kept_;
 };
 
 // Scores nodes for one task under `options.policy`: the devices of the node the policy gives the
@@ -185,6 +216,8 @@ class NodeScorer {
  private:
   bool ScoreFrag(NodeId n, const NodeState& node, bool allow_span,
                  std::vector<DeviceShare>& devices, double& score);
+  bool MeasureFrag(NodeId n, const NodeState& node, bool allow_span,
+                   std::vector<DeviceShare>& devices, double& score);
 
   const ClusterState& state_;
   const Job& job_;
@@ -192,8 +225,11 @@ class NodeScorer {
   GpuTypeId type_;
   const PlacementOptions& options_;
   const FragModel* frag_ = nullptr;  // the fragmentation-aware policies
-  std::vector<std::int64_t> frees_;
-  std::vector<std::uint32_t> index_;
+  FragModel::ScoreRequest request_;
+  // The node's devices of the task's type: free milli-GPU and index (MeasureFrag).
+  std::array<std::int64_t, kMaxDevicesPerNode> frees_;
+  std::array<std::uint32_t, kMaxDevicesPerNode> index_;
+  std::size_t count_ = 0;
 };
 
 // ---- explain ----

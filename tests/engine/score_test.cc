@@ -1,8 +1,10 @@
-// The shortcuts placement takes must not change what it computes: a node's remembered measure is
-// the measure of the node as it is now, and the arrays the state keeps for quick checks follow
+// The shortcuts placement takes must not change what it computes: a node's remembered measure and
+// kept score are those of the node as it is now, and the arrays the state keeps for quick checks follow
 // every change of the nodes.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <tuple>
 #include <vector>
 
 #include "engine/stages.h"
@@ -57,6 +59,57 @@ TEST(FragModel, ARememberedMeasureIsTheMeasureOfTheNodeAsItIsNow) {
   EXPECT_EQ(now(state, 1), fresh(state, 1));
   state.GiveTask(half);
   EXPECT_EQ(now(state, 1), fresh(state, 1));
+}
+
+// A node's kept score is the score the node has now, for the request asked.
+TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("a", 2, "A100", 8, /*group_size=*/4));
+  ClusterState state = MakeState(spec);
+  const std::vector<TaskShape> shapes = {
+      {500, 4000, 0, {}, 3}, {1000, 8000, 0, {}, 2}, {4000, 32000, 0, {}, 1}};
+  PlacementOptions kept;
+  kept.model = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
+  const GpuTypeId type = state.node(0).devices[0].type;
+  const Job share = testing::GpuJob(1, 1, 300);
+  const Job two = testing::GpuJob(2, 1, 2000);    // one task of two GPUs
+  const Job four = testing::GpuJob(3, 1, 4000);  // one task of four
+  // Scores node n for the job's task with the kept model, and with a new model (nothing kept).
+  auto score = [&](const Job& job, NodeId n, bool allow_span, const PlacementOptions& options) {
+    const TaskRequest& req = job.groups[0].request;
+    engine::NodeScorer scorer(state, job, req, type, options);
+    std::vector<DeviceShare> devices;
+    double value = 0;
+    const bool fits = scorer.Score(n, allow_span, devices, value);
+    std::vector<std::uint32_t> ids;
+    for (const DeviceShare& d : devices) ids.push_back(d.device);
+    return std::make_tuple(fits, fits ? value : 0, ids);
+  };
+  auto both = [&](const Job& job, NodeId n, bool allow_span) {
+    PlacementOptions fresh;
+    fresh.model = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
+    const auto expected = score(job, n, allow_span, fresh);
+    EXPECT_EQ(score(job, n, allow_span, kept), expected);  // kept, or measured and kept
+    EXPECT_EQ(score(job, n, allow_span, kept), expected);  // kept
+  };
+  both(share, 1, false);
+  both(two, 1, false);
+  // Three tasks break into both NVLink groups: four devices fit only across them.
+  const TaskAllocation a = Task(state, 1, 0, 1000, 1000);
+  const TaskAllocation b = Task(state, 1, 5, 500, 1000);
+  const TaskAllocation c = Task(state, 1, 6, 1000, 1000);
+  for (const TaskAllocation* t : {&a, &b, &c}) {
+    state.TakeTask(*t);
+    both(share, 1, false);
+    both(two, 1, false);
+  }
+  both(four, 1, false);
+  both(four, 1, true);
+  EXPECT_FALSE(std::get<0>(score(four, 1, false, kept)));
+  EXPECT_TRUE(std::get<0>(score(four, 1, true, kept)));
+  state.GiveTask(b);
+  both(share, 1, false);
+  both(share, 0, false);
 }
 
 TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
