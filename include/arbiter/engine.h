@@ -139,7 +139,6 @@ class Engine {
   EngineOptions options_;
   struct ObservedModel {
     std::mutex mutex;
-    std::uint64_t version = 0;  // ClusterState::running_task_shapes_version it was checked at
     // The models built last, the one in use first, each with the fingerprint of the rounded
     // counts it was built from: as jobs start and end, a shape's count often goes back and forth
     // across a rounding step, and the model of either side is then kept rather than built again.

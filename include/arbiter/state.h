@@ -4,6 +4,7 @@
 // events (cordon, health); CheckInvariants() verifies that every count matches the allocations.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +41,32 @@ class IndexSet {
   bool Contains(std::uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1u; }
   // The smallest member in [from, end), or `end` when there is none.
   std::uint32_t Next(std::uint32_t from, std::uint32_t end) const;
+  // Calls visit(i) for the members i in [from, end) in order, until it returns false. Cheaper per
+  // member than Next (the bits of a word are read once). The set must not change meanwhile.
+  template <typename Visit>
+  void ForEach(std::uint32_t from, std::uint32_t end, Visit&& visit) const {
+    if (from >= end) return;
+    const std::size_t last_word = (end - 1) >> 6;
+    std::size_t w = from >> 6;
+    std::uint64_t word = words_[w] & (~std::uint64_t{0} << (from & 63));
+    while (true) {
+      for (; word != 0; word &= word - 1) {
+        const auto i = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+        if (i >= end || !visit(i)) return;
+      }
+      // The next non-zero word, through the summary.
+      if (++w > last_word) return;
+      std::size_t s = w >> 6;
+      std::uint64_t bits = summary_[s] & (~std::uint64_t{0} << (w & 63));
+      while (bits == 0) {
+        if (++s > last_word >> 6) return;
+        bits = summary_[s];
+      }
+      w = s * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      if (w > last_word) return;
+      word = words_[w];
+    }
+  }
 
  private:
   std::vector<std::uint64_t> words_;
@@ -247,6 +274,11 @@ class ClusterState {
   std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const {
     return node_free_devices_[n * gpu_types_.size() + type];
   }
+  // The most fully free devices of `type` within one NVLink group of a node: a task of more whole
+  // GPUs must span groups there.
+  std::uint32_t NodeFreeInOneGroup(NodeId n, GpuTypeId type) const {
+    return node_group_free_[n * gpu_types_.size() + type];
+  }
 
   // ---- Queues ----
   // Quota resources: 0 is "all GPUs", 1 + t is GPU type t.
@@ -269,9 +301,14 @@ class ClusterState {
   const std::map<TaskShapeKey, std::int64_t>& running_task_shapes() const {
     return running_shapes_;
   }
-  // Changes whenever running_task_shapes() does, to a value no other change of any state has had
-  // (copies of a state share it while they hold the same shapes): a cache key.
-  std::uint64_t running_task_shapes_version() const { return running_shapes_version_; }
+  // A count rounded down to its three leading bits (exact up to 15, then steps of at most an
+  // eighth): how the observed distribution of shapes is read, so that it changes only when some
+  // shape's count moves by about a tenth.
+  static std::int64_t RoundedShapeCount(std::int64_t count);
+  // A digest of running_task_shapes() with each count rounded (RoundedShapeCount), kept as tasks
+  // start and end: states whose rounded distributions are equal have the same digest, and
+  // others, but for a 2^-64 chance, not.
+  std::uint64_t running_task_shapes_digest() const { return running_shapes_digest_; }
 
   // ---- Mutation ----
   // Starts a job on the given allocation: checks that the allocation matches the job's request
@@ -345,6 +382,8 @@ class ClusterState {
   std::vector<std::int64_t> domain_free_devices_;
   std::vector<std::int64_t> domain_free_milli_;
   std::vector<std::uint32_t> node_free_devices_;
+  std::vector<std::uint32_t> node_group_free_;  // per node and type: NodeFreeInOneGroup
+  std::uint32_t CountFreeInOneGroup(NodeId n, GpuTypeId type) const;
   std::vector<std::uint32_t> node_devices_;
   std::vector<std::vector<NodeId>> nodes_of_type_;
   std::vector<GpuMemMiB> type_min_memory_;
@@ -377,8 +416,7 @@ class ClusterState {
 
   std::unordered_map<JobId, RunningJob> running_;
   std::map<TaskShapeKey, std::int64_t> running_shapes_;
-  std::uint64_t running_shapes_version_ = NextShapesVersion();
-  static std::uint64_t NextShapesVersion();
+  std::uint64_t running_shapes_digest_ = 0;  // a sum of ShapeDigest over running_shapes_
   std::unordered_map<JobId, std::vector<Millis>> evictions_;
 };
 

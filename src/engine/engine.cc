@@ -512,30 +512,6 @@ class Cycle {
   std::vector<Preemption> preemptions_;
 };
 
-// A count rounded down to its three leading bits (exact up to 15; then steps of at most 1/8), so
-// that the observed distribution changes, and its model is rebuilt, only when some shape's count
-// moves by about a tenth.
-std::int64_t Rounded(std::int64_t count) {
-  std::int64_t mask = ~std::int64_t{0};
-  for (std::int64_t c = count; c >= 16; c >>= 1) mask <<= 1;
-  return count & mask;
-}
-
-// The identity of the observed distribution: the running shapes with their rounded counts.
-std::uint64_t ObservedFingerprint(const ClusterState& state) {
-  std::uint64_t h = 0x243f6a8885a308d3ull;
-  auto mix = [&h](std::uint64_t v) {
-    h = (h ^ v) * 0x100000001b3ull;
-    h ^= h >> 29;
-  };
-  for (const auto& [key, count] : state.running_task_shapes()) {
-    for (std::int64_t v : {key.gpu, key.cpu, key.memory, Rounded(count)})
-      mix(static_cast<std::uint64_t>(v));
-    mix(key.gpu_types);
-  }
-  return h;
-}
-
 // The shapes of the running tasks, each weighted by its rounded count: the distribution the
 // fragmentation-aware policies assume when they are given none.
 std::vector<TaskShape> ObservedShapes(const ClusterState& state) {
@@ -543,7 +519,7 @@ std::vector<TaskShape> ObservedShapes(const ClusterState& state) {
   shapes.reserve(state.running_task_shapes().size());
   for (const auto& [key, count] : state.running_task_shapes()) {
     shapes.push_back({key.gpu, key.cpu, key.memory, GpuTypeSet(key.gpu_types),
-                      static_cast<double>(Rounded(count))});
+                      static_cast<double>(ClusterState::RoundedShapeCount(count))});
   }
   return shapes;
 }
@@ -602,15 +578,15 @@ Engine::Engine(EngineOptions options)
 
 std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& state) const {
   const PlacementOptions& p = options_.placement;
-  const std::uint64_t version = state.running_task_shapes_version();
+  const bool scarcity = WeighsScarcity(p.policy);
+  // Given shapes do not change; observed ones do (the state keeps their digest), and the capacity
+  // weighs them too.
+  const std::uint64_t fingerprint =
+      (p.shapes.empty() ? state.running_task_shapes_digest() : 0) ^
+      (scarcity ? CapacityFingerprint(state) : 0);
   std::lock_guard<std::mutex> lock(observed_->mutex);
   std::vector<ObservedModel::Built>& recent = observed_->recent;
-  // The same version is the same state or a copy of it: the same shapes on the same nodes.
-  if (!recent.empty() && observed_->version == version) return recent.front().model;
-  const bool scarcity = WeighsScarcity(p.policy);
-  // Given shapes do not change; observed ones do, and the capacity weighs them too.
-  const std::uint64_t fingerprint = (p.shapes.empty() ? ObservedFingerprint(state) : 0) ^
-                                    (scarcity ? CapacityFingerprint(state) : 0);
+  if (!recent.empty() && recent.front().fingerprint == fingerprint) return recent.front().model;
   auto it = std::find_if(recent.begin(), recent.end(), [&](const ObservedModel::Built& b) {
     return b.fingerprint == fingerprint;
   });
@@ -626,7 +602,6 @@ std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& sta
     if (recent.size() == kRecentModels) recent.pop_back();
     recent.insert(recent.begin(), {fingerprint, std::move(model)});
   }
-  observed_->version = version;
   return recent.front().model;
 }
 

@@ -418,14 +418,21 @@ class Placer {
     // scanned to its end for every task. Until a candidate is found the scan goes on, so a task
     // that fits somewhere is placed.
     const int scan_limit = 32 * limit;
+    // A task of whole GPUs that may not span NVLink groups passes over the nodes where no group
+    // holds it without reading them (the scorer would refuse them).
+    const std::uint32_t in_one_group =
+        req.gpu.value() > 0 && !req.shared() && !allow_span
+            ? static_cast<std::uint32_t>(req.whole_gpus())
+            : 0;
     auto scan_whole = [&](GpuTypeId ty, std::uint32_t from) {
       for (std::uint32_t c = from; c <= state_.max_devices_per_node(); ++c) {
-        const IndexSet& set = state_.NodesWithFreeDevices(ty, c);
         int taken = 0, seen = 0;
-        for (NodeId n = set.Next(begin, end);
-             n < end && taken < limit && (seen < scan_limit || !found);
-             n = set.Next(n + 1, end), ++seen)
-          taken += consider(n);
+        state_.NodesWithFreeDevices(ty, c).ForEach(begin, end, [&](NodeId n) {
+          if (taken >= limit || (seen >= scan_limit && found)) return false;
+          ++seen;
+          if (state_.NodeFreeInOneGroup(n, ty) >= in_one_group) taken += consider(n);
+          return true;
+        });
       }
     };
     // Nodes of partly used devices of `ty` with a free share in bucket `from` or above.
@@ -435,20 +442,23 @@ class Placer {
                                      ? state_.node(end).first_device
                                      : static_cast<std::uint32_t>(state_.device_count());
       for (int b = from; b < ClusterState::kShareBuckets; ++b) {
-        const IndexSet& set = state_.DevicesWithFreeShare(ty, b);
         int taken = 0, seen = 0;
-        for (std::uint32_t g = set.Next(first, last);
-             g < last && taken < limit && (seen < scan_limit || !found);
-             g = set.Next(g + 1, last), ++seen) {
-          // (The bucket's first members may hold less than the task: passed over without reading
-          // their node.)
-          if (state_.DeviceFreeMilli(g) < req.gpu.value()) continue;
+        state_.DevicesWithFreeShare(ty, b).ForEach(first, last, [&](std::uint32_t g) {
+          if (taken >= limit || (seen >= scan_limit && found)) return false;
+          ++seen;
+          // (The bucket's first members may hold less than the task, and on a full cluster most
+          // nodes lack the CPU: both passed over without reading the node, whose devices are
+          // read only when the task asks for GPU memory.)
+          if (state_.DeviceFreeMilli(g) < req.gpu.value()) return true;
           const NodeId n = state_.DeviceNode(g);
-          const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
-          if (dev.free < req.gpu || dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory)
-            continue;
+          if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return true;  // consider(n) says so
+          if (req.gpu_memory.value() > 0) {
+            const DeviceState& dev = state_.node(n).devices[g - state_.node(n).first_device];
+            if (dev.memory_free < req.gpu_memory || dev.memory < req.gpu_memory) return true;
+          }
           taken += consider(n);
-        }
+          return true;
+        });
       }
     };
 
@@ -482,6 +492,8 @@ class Placer {
       }
       return Keyed(found, best_key);
     }
+    // No device of the type has the memory the task asks (the filter would refuse every node).
+    if (req.gpu_memory > state_.TypeMaxMemory(type)) return Keyed(false, best_key);
     if (req.shared()) scan_shares(type, ClusterState::ShareBucket(req.gpu.value()));
     scan_whole(type, static_cast<std::uint32_t>(std::max<std::int64_t>(1, req.whole_gpus())));
     return Keyed(found, best_key);

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <atomic>
 #include <bitset>
 #include <cstdio>
@@ -238,6 +240,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.whole_index_.assign(types * (s.max_devices_ + 1), IndexSet(s.nodes_.size()));
   s.share_index_.assign(types * kShareBuckets, IndexSet(s.device_count_));
   s.node_free_devices_.assign(s.nodes_.size() * types, 0);
+  s.node_group_free_.assign(s.nodes_.size() * types, 0);
   s.node_devices_.assign(s.nodes_.size() * types, 0);
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
@@ -281,9 +284,22 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     for (GpuTypeId t = 0; t < types; ++t) {
       const std::uint32_t count = s.node_free_devices_[n * types + t];
       if (count > 0) s.whole_index_[t * (s.max_devices_ + 1) + count].Insert(n);
+      s.node_group_free_[n * types + t] = s.CountFreeInOneGroup(n, t);
     }
   }
   return s;
+}
+
+std::uint32_t ClusterState::CountFreeInOneGroup(NodeId n, GpuTypeId type) const {
+  const NodeState& node = nodes_[n];
+  std::array<std::uint32_t, kMaxDevicesPerNode> free_in_group;  // groups number at most devices
+  std::fill_n(free_in_group.begin(), node.nvlink_groups, 0u);
+  std::uint32_t most = 0;
+  for (const DeviceState& dev : node.devices) {
+    if (dev.type == type && dev.free == kWholeGpu)
+      most = std::max(most, ++free_in_group[dev.nvlink_group]);
+  }
+  return most;
 }
 
 std::optional<GpuTypeId> ClusterState::FindGpuType(const std::string& name) const {
@@ -350,6 +366,7 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
     if (count > 0) buckets[count].Erase(n);
     count = static_cast<std::uint32_t>(static_cast<int>(count) + whole_delta);
     if (count > 0) buckets[count].Insert(n);
+    node_group_free_[n * types + dev.type] = CountFreeInOneGroup(n, dev.type);
   }
   for (DomainId dom : node.domains) {
     domain_free_devices_[dom * types + dev.type] += whole_delta;
@@ -589,19 +606,43 @@ std::uint64_t ClusterState::NextStateId() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::uint64_t ClusterState::NextShapesVersion() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
+std::int64_t ClusterState::RoundedShapeCount(std::int64_t count) {
+  if (count < 16) return count;
+  const auto drop = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(count))) - 4;
+  return count >> drop << drop;
 }
 
+namespace {
+
+// One shape with its rounded count, well mixed: the digest is the sum of these (a multiset hash,
+// which a change of one count updates in place).
+std::uint64_t ShapeDigest(const TaskShapeKey& key, std::int64_t count) {
+  std::uint64_t x = static_cast<std::uint64_t>(key.gpu) * 0x9e3779b97f4a7c15ull +
+                    static_cast<std::uint64_t>(key.cpu) * 0xc2b2ae3d27d4eb4full +
+                    static_cast<std::uint64_t>(key.memory) * 0x165667b19e3779f9ull +
+                    key.gpu_types * 0xd6e8feb86659fd93ull +
+                    static_cast<std::uint64_t>(ClusterState::RoundedShapeCount(count)) *
+                        0xff51afd7ed558ccdull;
+  // SplitMix64's finaliser.
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 void ClusterState::CountShapes(const Job& job, int sign) {
-  running_shapes_version_ = NextShapesVersion();
   for (const TaskGroup& g : job.groups) {
     const TaskShapeKey key{g.request.gpu.value(), g.request.cpu.value(), g.request.memory.value(),
                            job.gpu_types.bits()};
     auto it = running_shapes_.try_emplace(key, 0).first;
+    if (it->second != 0) running_shapes_digest_ -= ShapeDigest(key, it->second);
     it->second += sign * g.count;
-    if (it->second == 0) running_shapes_.erase(it);
+    if (it->second == 0) {
+      running_shapes_.erase(it);
+    } else {
+      running_shapes_digest_ += ShapeDigest(key, it->second);
+    }
   }
 }
 
@@ -749,6 +790,10 @@ Status ClusterState::CheckInvariants() const {
   }
   if (usage != usage_)
     return Status::Error("invariant: queue usage does not match the running jobs");
+  std::uint64_t digest = 0;
+  for (const auto& [key, count] : running_shapes_) digest += ShapeDigest(key, count);
+  if (digest != running_shapes_digest_)
+    return Status::Error("invariant: the digest of the running shapes does not match them");
   std::vector<std::int64_t> dom_devices(domains_.size() * types, 0),
       dom_milli(domains_.size() * types, 0);
   for (NodeId n = 0; n < nodes_.size(); ++n) {
@@ -816,6 +861,8 @@ Status ClusterState::CheckInvariants() const {
     for (GpuTypeId t = 0; t < types; ++t) {
       if (node_free_devices_[n * types + t] != whole[t])
         return Status::Error(where + "free device count out of date");
+      if (node_group_free_[n * types + t] != CountFreeInOneGroup(n, t))
+        return Status::Error(where + "free devices in one NVLink group out of date");
       for (std::uint32_t c = 1; c <= max_devices_; ++c) {
         if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c))
           return Status::Error(where + "free device index out of date");

@@ -103,6 +103,7 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
     both(share, 1, false);
     both(two, 1, false);
   }
+  EXPECT_EQ(state.NodeFreeInOneGroup(1, type), 3u);  // devices 1-3; 4 and 7 in the other group
   both(four, 1, false);
   both(four, 1, true);
   EXPECT_FALSE(std::get<0>(score(four, 1, false, kept)));
@@ -125,7 +126,10 @@ TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
   EXPECT_FALSE(state.NodeHasRoom(n, MilliCpu(4001), MemMiB(0)));
   EXPECT_NE(state.NodeStamp(n), stamp);
   EXPECT_TRUE(state.NodeHasRoom(0, MilliCpu(64000), MemMiB(512 * 1024)));
+  const GpuTypeId type = state.node(n).devices[0].type;
+  EXPECT_EQ(state.NodeFreeInOneGroup(n, type), 7u);  // one NVLink group of 8
   state.GiveTask(t);
+  EXPECT_EQ(state.NodeFreeInOneGroup(n, type), 8u);
   EXPECT_EQ(state.DeviceFreeMilli(state.node(n).first_device + 3), 1000);
   EXPECT_TRUE(state.NodeHasRoom(n, MilliCpu(64000), MemMiB(512 * 1024)));
   EXPECT_TRUE(state.CheckInvariants().ok());
@@ -143,6 +147,29 @@ TEST(Placement, AGangLargerThanEveryNvlinkGroupStillTakesOneNode) {
   ASSERT_EQ(plan.binds.size(), 1u);
   const Allocation& a = plan.binds[0].allocation;
   for (const TaskAllocation& t : a.tasks) EXPECT_EQ(t.node, a.tasks.front().node);
+}
+
+TEST(Placement, ATaskAskingMoreGpuMemoryThanATypeHasGoesToATypeThatHasIt) {
+  ClusterSpec spec = Cluster();
+  std::vector<NodeSpec> small = Nodes("l", 3, "L40S", 8);
+  for (NodeSpec& n : small) {
+    for (DeviceSpec& d : n.devices) d.memory = GpuMemMiB(48 * 1024);
+  }
+  Add(spec, small);
+  Add(spec, Nodes("h", 1, "H800", 8));  // 80 GiB devices
+  ClusterState state = MakeState(spec);
+  Job job = testing::GpuJob(1, 1, 2000);
+  job.groups[0].request.gpu_memory = GpuMemMiB(64 * 1024);
+  Engine engine{EngineOptions{}};
+  const Plan plan = engine.Schedule(state, std::span<const Job>(&job, 1), 0);
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_EQ(state.gpu_type_name(plan.binds[0].allocation.gpu_type), "H800");
+  job.gpu_types = GpuTypeSet::Of(state.node(0).devices[0].type);  // L40S only: never fits
+  const Plan refused = engine.Schedule(state, std::span<const Job>(&job, 1), 0);
+  EXPECT_TRUE(refused.binds.empty());
+  ASSERT_EQ(refused.unplaced.size(), 1u);
+  EXPECT_EQ(refused.unplaced[0].reason.cause, Cause::kGpuMemory)
+      << refused.unplaced[0].reason.Describe();
 }
 
 }  // namespace

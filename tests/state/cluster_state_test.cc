@@ -1,6 +1,9 @@
 // Cluster state: construction checks, domains, indexes, binds and the invariant checker.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "testing/builders.h"
 
 namespace arbiter {
@@ -191,6 +194,69 @@ TEST(IndexSet, NextFindsMembersInOrderWithinARange) {
   set.Erase(299);
   EXPECT_EQ(set.Next(200, 300), 300u);
   EXPECT_EQ(set.Next(5, 5), 5u);
+}
+
+TEST(IndexSet, ForEachVisitsWhatNextFindsAndStopsWhenAsked) {
+  IndexSet set(10000);
+  std::vector<std::uint32_t> members;
+  for (std::uint32_t i = 0; i < 10000; i += 1 + (i * 7919) % 613) {
+    set.Insert(i);
+    members.push_back(i);
+  }
+  for (const auto& [from, end] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+           {0, 10000}, {1, 64}, {63, 4097}, {4095, 4096}, {5000, 9999}, {7, 7}}) {
+    std::vector<std::uint32_t> next, each;
+    for (std::uint32_t i = set.Next(from, end); i < end; i = set.Next(i + 1, end))
+      next.push_back(i);
+    set.ForEach(from, end, [&](std::uint32_t i) {
+      each.push_back(i);
+      return true;
+    });
+    EXPECT_EQ(each, next) << "[" << from << ", " << end << ")";
+  }
+  std::vector<std::uint32_t> first;
+  set.ForEach(0, 10000, [&](std::uint32_t i) {
+    first.push_back(i);
+    return first.size() < 3;
+  });
+  EXPECT_EQ(first, std::vector<std::uint32_t>(members.begin(), members.begin() + 3));
+}
+
+// The digest of the running shapes is a function of their rounded counts alone.
+TEST(ClusterState, TheShapeDigestFollowsTheRoundedCounts) {
+  EXPECT_EQ(ClusterState::RoundedShapeCount(15), 15);
+  EXPECT_EQ(ClusterState::RoundedShapeCount(17), 16);
+  EXPECT_EQ(ClusterState::RoundedShapeCount(18), 18);
+  EXPECT_EQ(ClusterState::RoundedShapeCount(100), 96);
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 4, "H800", 8));
+  // A state running `jobs` one-GPU jobs (one task each).
+  auto running = [&](int jobs) {
+    ClusterState state = MakeState(spec);
+    for (int j = 0; j < jobs; ++j) {
+      const Job job = GpuJob(static_cast<JobId>(j + 1), 1, 1000);
+      Allocation a;
+      a.gpu_type = 0;
+      TaskAllocation t;
+      t.node = static_cast<NodeId>(j / 8);
+      t.cpu = job.groups[0].request.cpu;
+      t.memory = job.groups[0].request.memory;
+      const auto d = static_cast<std::uint32_t>(j % 8);
+      t.devices.push_back({d, kWholeGpu, state.node(t.node).devices[d].memory});
+      a.tasks.push_back(t);
+      const Status st = state.Bind(job, a, 0);
+      EXPECT_TRUE(st.ok()) << st.message();
+    }
+    EXPECT_TRUE(state.CheckInvariants().ok());  // which checks the digest against the shapes
+    return state;
+  };
+  const std::uint64_t none = running(0).running_task_shapes_digest();
+  ClusterState sixteen = running(16);
+  EXPECT_NE(sixteen.running_task_shapes_digest(), none);
+  EXPECT_EQ(running(17).running_task_shapes_digest(), sixteen.running_task_shapes_digest());
+  EXPECT_NE(running(18).running_task_shapes_digest(), sixteen.running_task_shapes_digest());
+  for (JobId id = 1; id <= 16; ++id) ASSERT_TRUE(sixteen.Unbind(id, 0).ok());
+  EXPECT_EQ(sixteen.running_task_shapes_digest(), none);
 }
 
 }  // namespace
