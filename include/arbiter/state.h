@@ -274,11 +274,6 @@ class ClusterState {
   std::uint32_t NodeFreeDevices(NodeId n, GpuTypeId type) const {
     return node_free_devices_[n * gpu_types_.size() + type];
   }
-  // The most fully free devices of `type` within one NVLink group of a node: a task of more whole
-  // GPUs must span groups there.
-  std::uint32_t NodeFreeInOneGroup(NodeId n, GpuTypeId type) const {
-    return node_group_free_[n * gpu_types_.size() + type];
-  }
 
   // ---- Queues ----
   // Quota resources: 0 is "all GPUs", 1 + t is GPU type t.
@@ -382,8 +377,6 @@ class ClusterState {
   std::vector<std::int64_t> domain_free_devices_;
   std::vector<std::int64_t> domain_free_milli_;
   std::vector<std::uint32_t> node_free_devices_;
-  std::vector<std::uint32_t> node_group_free_;  // per node and type: NodeFreeInOneGroup
-  std::uint32_t CountFreeInOneGroup(NodeId n, GpuTypeId type) const;
   std::vector<std::uint32_t> node_devices_;
   std::vector<std::vector<NodeId>> nodes_of_type_;
   std::vector<GpuMemMiB> type_min_memory_;

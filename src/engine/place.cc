@@ -418,19 +418,13 @@ class Placer {
     // scanned to its end for every task. Until a candidate is found the scan goes on, so a task
     // that fits somewhere is placed.
     const int scan_limit = 32 * limit;
-    // A task of whole GPUs that may not span NVLink groups passes over the nodes where no group
-    // holds it without reading them (the scorer would refuse them).
-    const std::uint32_t in_one_group =
-        req.gpu.value() > 0 && !req.shared() && !allow_span
-            ? static_cast<std::uint32_t>(req.whole_gpus())
-            : 0;
     auto scan_whole = [&](GpuTypeId ty, std::uint32_t from) {
       for (std::uint32_t c = from; c <= state_.max_devices_per_node(); ++c) {
         int taken = 0, seen = 0;
         state_.NodesWithFreeDevices(ty, c).ForEach(begin, end, [&](NodeId n) {
           if (taken >= limit || (seen >= scan_limit && found)) return false;
           ++seen;
-          if (state_.NodeFreeInOneGroup(n, ty) >= in_one_group) taken += consider(n);
+          taken += consider(n);
           return true;
         });
       }

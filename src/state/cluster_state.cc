@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <atomic>
 #include <bitset>
@@ -240,7 +239,6 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.whole_index_.assign(types * (s.max_devices_ + 1), IndexSet(s.nodes_.size()));
   s.share_index_.assign(types * kShareBuckets, IndexSet(s.device_count_));
   s.node_free_devices_.assign(s.nodes_.size() * types, 0);
-  s.node_group_free_.assign(s.nodes_.size() * types, 0);
   s.node_devices_.assign(s.nodes_.size() * types, 0);
   s.domain_free_devices_.assign(s.domains_.size() * types, 0);
   s.domain_free_milli_.assign(s.domains_.size() * types, 0);
@@ -284,22 +282,9 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     for (GpuTypeId t = 0; t < types; ++t) {
       const std::uint32_t count = s.node_free_devices_[n * types + t];
       if (count > 0) s.whole_index_[t * (s.max_devices_ + 1) + count].Insert(n);
-      s.node_group_free_[n * types + t] = s.CountFreeInOneGroup(n, t);
     }
   }
   return s;
-}
-
-std::uint32_t ClusterState::CountFreeInOneGroup(NodeId n, GpuTypeId type) const {
-  const NodeState& node = nodes_[n];
-  std::array<std::uint32_t, kMaxDevicesPerNode> free_in_group;  // groups number at most devices
-  std::fill_n(free_in_group.begin(), node.nvlink_groups, 0u);
-  std::uint32_t most = 0;
-  for (const DeviceState& dev : node.devices) {
-    if (dev.type == type && dev.free == kWholeGpu)
-      most = std::max(most, ++free_in_group[dev.nvlink_group]);
-  }
-  return most;
 }
 
 std::optional<GpuTypeId> ClusterState::FindGpuType(const std::string& name) const {
@@ -366,7 +351,6 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
     if (count > 0) buckets[count].Erase(n);
     count = static_cast<std::uint32_t>(static_cast<int>(count) + whole_delta);
     if (count > 0) buckets[count].Insert(n);
-    node_group_free_[n * types + dev.type] = CountFreeInOneGroup(n, dev.type);
   }
   for (DomainId dom : node.domains) {
     domain_free_devices_[dom * types + dev.type] += whole_delta;
@@ -861,8 +845,6 @@ Status ClusterState::CheckInvariants() const {
     for (GpuTypeId t = 0; t < types; ++t) {
       if (node_free_devices_[n * types + t] != whole[t])
         return Status::Error(where + "free device count out of date");
-      if (node_group_free_[n * types + t] != CountFreeInOneGroup(n, t))
-        return Status::Error(where + "free devices in one NVLink group out of date");
       for (std::uint32_t c = 1; c <= max_devices_; ++c) {
         if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c))
           return Status::Error(where + "free device index out of date");

@@ -103,7 +103,6 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
     both(share, 1, false);
     both(two, 1, false);
   }
-  EXPECT_EQ(state.NodeFreeInOneGroup(1, type), 3u);  // devices 1-3; 4 and 7 in the other group
   both(four, 1, false);
   both(four, 1, true);
   EXPECT_FALSE(std::get<0>(score(four, 1, false, kept)));
@@ -126,10 +125,7 @@ TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
   EXPECT_FALSE(state.NodeHasRoom(n, MilliCpu(4001), MemMiB(0)));
   EXPECT_NE(state.NodeStamp(n), stamp);
   EXPECT_TRUE(state.NodeHasRoom(0, MilliCpu(64000), MemMiB(512 * 1024)));
-  const GpuTypeId type = state.node(n).devices[0].type;
-  EXPECT_EQ(state.NodeFreeInOneGroup(n, type), 7u);  // one NVLink group of 8
   state.GiveTask(t);
-  EXPECT_EQ(state.NodeFreeInOneGroup(n, type), 8u);
   EXPECT_EQ(state.DeviceFreeMilli(state.node(n).first_device + 3), 1000);
   EXPECT_TRUE(state.NodeHasRoom(n, MilliCpu(64000), MemMiB(512 * 1024)));
   EXPECT_TRUE(state.CheckInvariants().ok());
