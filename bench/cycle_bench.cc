@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
     ran = true;
   }
   if (opt.only.empty() || opt.only == "incremental") {
-    RunIncrementalBench(10'000, 90, opt.reps > 0 ? opt.reps : 500, opt.seed, "");
+    RunIncrementalBench(10'000, 90, opt.reps > 0 ? opt.reps : 2000, opt.seed, "");
     ran = true;
   }
   if (opt.only.empty() || opt.only == "preempt") {

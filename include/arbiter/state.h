@@ -27,50 +27,67 @@ class IndexSet {
  public:
   IndexSet() = default;
   explicit IndexSet(std::size_t size)
-      : words_((size + 63) / 64, 0), summary_((words_.size() + 63) / 64, 0) {}
+      : words_((size + 63) / 64, 0),
+        summary_((words_.size() + 63) / 64, 0),
+        top_((summary_.size() + 63) / 64, 0) {}
 
   void Insert(std::uint32_t i) {
-    words_[i >> 6] |= std::uint64_t{1} << (i & 63);
-    summary_[i >> 12] |= std::uint64_t{1} << ((i >> 6) & 63);
+    std::uint64_t& w = words_[i >> 6];
+    const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+    if (w & bit) return;
+    if (w == 0) {
+      summary_[i >> 12] |= std::uint64_t{1} << ((i >> 6) & 63);
+      top_[i >> 18] |= std::uint64_t{1} << ((i >> 12) & 63);
+    }
+    w |= bit;
+    ++size_;
   }
   void Erase(std::uint32_t i) {
     std::uint64_t& w = words_[i >> 6];
-    w &= ~(std::uint64_t{1} << (i & 63));
-    if (w == 0) summary_[i >> 12] &= ~(std::uint64_t{1} << ((i >> 6) & 63));
+    const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+    if (!(w & bit)) return;
+    w &= ~bit;
+    --size_;
+    if (w != 0) return;
+    std::uint64_t& s = summary_[i >> 12];
+    s &= ~(std::uint64_t{1} << ((i >> 6) & 63));
+    if (s == 0) top_[i >> 18] &= ~(std::uint64_t{1} << ((i >> 12) & 63));
   }
   bool Contains(std::uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1u; }
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
   // The smallest member in [from, end), or `end` when there is none.
   std::uint32_t Next(std::uint32_t from, std::uint32_t end) const;
   // Calls visit(i) for the members i in [from, end) in order, until it returns false. Cheaper per
   // member than Next (the bits of a word are read once). The set must not change meanwhile.
   template <typename Visit>
   void ForEach(std::uint32_t from, std::uint32_t end, Visit&& visit) const {
-    if (from >= end) return;
+    if (from >= end || size_ == 0) return;
     const std::size_t last_word = (end - 1) >> 6;
     std::size_t w = from >> 6;
     std::uint64_t word = words_[w] & (~std::uint64_t{0} << (from & 63));
     while (true) {
       for (; word != 0; word &= word - 1) {
-        const auto i = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+        const auto i =
+            static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
         if (i >= end || !visit(i)) return;
       }
-      // The next non-zero word, through the summary.
-      if (++w > last_word) return;
-      std::size_t s = w >> 6;
-      std::uint64_t bits = summary_[s] & (~std::uint64_t{0} << (w & 63));
-      while (bits == 0) {
-        if (++s > last_word >> 6) return;
-        bits = summary_[s];
-      }
-      w = s * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      w = NextWord(w + 1, last_word);
       if (w > last_word) return;
       word = words_[w];
     }
   }
 
  private:
+  // The first non-zero word at or after w and not after `last`; a value above `last` if none.
+  std::size_t NextWord(std::size_t w, std::size_t last) const;
+
+  // Three levels: a bit per member; a bit per non-zero word; a bit per non-zero summary word. An
+  // empty or sparse set is passed over in a few reads.
   std::vector<std::uint64_t> words_;
-  std::vector<std::uint64_t> summary_;  // bit w: words_[w] is not zero
+  std::vector<std::uint64_t> summary_;
+  std::vector<std::uint64_t> top_;
+  std::size_t size_ = 0;
 };
 
 // (The 8-byte fields first: 32 bytes, no padding, two devices to a cache line.)

@@ -394,6 +394,7 @@ class Placer {
     // Scores node n; true when it can host the task. A node met again (through another of its
     // devices, or in another bucket) is not scored again: the answer would be the same.
     considered_.clear();
+    considered_.reserve(32);  // (once per placement: the list is short, and grows from there)
     auto consider = [&](NodeId n) {
       if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return false;  // FilterNode would say so
       for (const auto& [node, fits] : considered_) {

@@ -4,23 +4,34 @@
 
 namespace arbiter {
 
+std::size_t IndexSet::NextWord(std::size_t w, std::size_t last) const {
+  if (w > last) return last + 1;
+  std::size_t s = w >> 6;
+  std::uint64_t bits = summary_[s] & (~std::uint64_t{0} << (w & 63));
+  if (bits == 0) {
+    // The next non-zero summary word after s, through the top level.
+    const std::size_t last_summary = last >> 6;
+    if (++s > last_summary) return last + 1;
+    std::size_t t = s >> 6;
+    std::uint64_t top = top_[t] & (~std::uint64_t{0} << (s & 63));
+    while (top == 0) {
+      if (++t > last_summary >> 6) return last + 1;
+      top = top_[t];
+    }
+    s = t * 64 + static_cast<std::size_t>(std::countr_zero(top));
+    if (s > last_summary) return last + 1;
+    bits = summary_[s];
+  }
+  return s * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+}
+
 std::uint32_t IndexSet::Next(std::uint32_t from, std::uint32_t end) const {
-  if (from >= end) return end;
+  if (from >= end || size_ == 0) return end;
   std::size_t w = from >> 6;
   std::uint64_t word = words_[w] & (~std::uint64_t{0} << (from & 63));
   if (word == 0) {
-    // The next non-zero word after w, through the summary.
     const std::size_t last_word = (end - 1) >> 6;
-    std::size_t next = w + 1;
-    if (next > last_word) return end;
-    std::size_t s = next >> 6;
-    std::uint64_t bits = summary_[s] & (~std::uint64_t{0} << (next & 63));
-    const std::size_t last_summary = last_word >> 6;
-    while (bits == 0) {
-      if (++s > last_summary) return end;
-      bits = summary_[s];
-    }
-    w = s * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+    w = NextWord(w + 1, last_word);
     if (w > last_word) return end;
     word = words_[w];
   }

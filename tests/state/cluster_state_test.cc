@@ -214,6 +214,32 @@ TEST(IndexSet, ForEachVisitsWhatNextFindsAndStopsWhenAsked) {
     });
     EXPECT_EQ(each, next) << "[" << from << ", " << end << ")";
   }
+  // A large sparse set (members across several words of each level), and an empty one.
+  IndexSet large(600000);
+  std::vector<std::uint32_t> sparse = {5, 4095, 4096, 262143, 262144, 300000, 599999};
+  for (std::uint32_t i : sparse) large.Insert(i);
+  large.Insert(300000);  // again: no change
+  EXPECT_EQ(large.size(), sparse.size());
+  std::vector<std::uint32_t> seen;
+  for (std::uint32_t i = large.Next(0, 600000); i < 600000; i = large.Next(i + 1, 600000))
+    seen.push_back(i);
+  EXPECT_EQ(seen, sparse);
+  seen.clear();
+  large.ForEach(6, 600000, [&](std::uint32_t i) {
+    seen.push_back(i);
+    return true;
+  });
+  EXPECT_EQ(seen, std::vector<std::uint32_t>(sparse.begin() + 1, sparse.end()));
+  EXPECT_EQ(large.Next(262145, 299999), 299999u);
+  large.Erase(262143);
+  large.Erase(262144);
+  large.Erase(262144);  // again: no change
+  EXPECT_EQ(large.Next(4097, 600000), 300000u);
+  EXPECT_EQ(large.size(), sparse.size() - 2);
+  const IndexSet empty(600000);
+  EXPECT_EQ(empty.Next(0, 600000), 600000u);
+  EXPECT_TRUE(empty.empty());
+
   std::vector<std::uint32_t> first;
   set.ForEach(0, 10000, [&](std::uint32_t i) {
     first.push_back(i);
