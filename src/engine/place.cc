@@ -436,6 +436,9 @@ class Placer {
       const std::uint32_t last = end < state_.node_count()
                                      ? state_.node(end).first_device
                                      : static_cast<std::uint32_t>(state_.device_count());
+      // Only the bucket of the task's own share may hold devices with less free than it asks
+      // (the buckets above hold more): its members' free share is read, the others' is not.
+      const int mixed = req.gpu.value() > 0 ? ClusterState::ShareBucket(req.gpu.value()) : -1;
       for (int b = from; b < ClusterState::kShareBuckets; ++b) {
         int taken = 0, seen = 0;
         state_.DevicesWithFreeShare(ty, b).ForEach(first, last, [&](std::uint32_t g) {
@@ -444,7 +447,7 @@ class Placer {
           // (The bucket's first members may hold less than the task, and on a full cluster most
           // nodes lack the CPU: both passed over without reading the node, whose devices are
           // read only when the task asks for GPU memory.)
-          if (state_.DeviceFreeMilli(g) < req.gpu.value()) return true;
+          if (b == mixed && state_.DeviceFreeMilli(g) < req.gpu.value()) return true;
           const NodeId n = state_.DeviceNode(g);
           if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return true;  // consider(n) says so
           if (req.gpu_memory.value() > 0) {
