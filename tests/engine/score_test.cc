@@ -1,6 +1,6 @@
 // The shortcuts placement takes must not change what it computes: a node's remembered measure and
-// kept score are those of the node as it is now, and the arrays the state keeps for quick checks follow
-// every change of the nodes.
+// kept score are those of the node as it is now, and the arrays the state keeps for quick checks
+// follow every change of the nodes.
 #include <gtest/gtest.h>
 
 #include <memory>
