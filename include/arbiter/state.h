@@ -315,7 +315,7 @@ class ClusterState {
   }
   // A count rounded down to its three leading bits (exact up to 15, then steps of at most an
   // eighth): how the observed distribution of shapes is read, so that it changes only when some
-  // shape's count moves by about a tenth.
+  // shape's count moves by about that much.
   static std::int64_t RoundedShapeCount(std::int64_t count);
   // A digest of running_task_shapes() with each count rounded (RoundedShapeCount), kept as tasks
   // start and end: states whose rounded distributions are equal have the same digest, and
