@@ -331,6 +331,7 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
   thresholds_.erase(std::unique(thresholds_.begin(), thresholds_.end()), thresholds_.end());
   double total = 0;
   for (const TaskShape& s : kept) total += std::max(0.0, s.weight);
+  std::vector<Shape> built;
   for (const TaskShape& s : kept) {
     if (s.weight <= 0 || total <= 0) continue;
     Shape shape;
@@ -344,19 +345,38 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
         std::lower_bound(thresholds_.begin(), thresholds_.end(), per_device) - thresholds_.begin());
     shape.whole = s.gpu >= kMilliPerGpu;
     shape.count = shape.whole ? static_cast<double>(s.gpu / kMilliPerGpu) : 1;
-    shape.inverse_count = 1 / shape.count;
     shape.per_device = static_cast<double>(per_device);
     shape.cpu = s.cpu;
-    shape.cpu_inverse = shape.cpu > 0 ? 1.0 / static_cast<double>(shape.cpu) : 0;
     shape.types = s.gpu_types;
-    (s.gpu_types.empty() ? any_type_ : typed_).push_back(shape);
+    built.push_back(shape);
   }
-  if (cluster && !fgd_) WeighByScarcity(*cluster);
+  if (cluster && !fgd_) WeighByScarcity(built, *cluster);
   for (std::int64_t t : thresholds_) {
     inverse_.push_back(1.0 / static_cast<double>(t));
+    per_device_.push_back(static_cast<double>(t));
     // (Computed as Expected computes a partly used device's slots.)
     whole_slots_.push_back(static_cast<std::int64_t>(
         static_cast<double>(kMilliPerGpu) * inverse_.back() + 1e-9));
+  }
+  if (!thresholds_.empty() && thresholds_.back() == kMilliPerGpu)
+    whole_threshold_ = static_cast<std::uint32_t>(thresholds_.size() - 1);
+  std::uint64_t named = 0;  // the types some shape names
+  for (const Shape& shape : built) {
+    if (shape.types.empty()) {
+      any_type_.push_back(MakeTerm(shape));
+    } else {
+      typed_.push_back(MakeTerm(shape));
+      typed_types_.push_back(shape.types);
+      named |= shape.types.bits();
+    }
+  }
+  if (!fgd_) {
+    typed_accepting_.resize(static_cast<std::size_t>(std::bit_width(named)));
+    for (GpuTypeId t = 0; t < typed_accepting_.size(); ++t) {
+      for (std::size_t i = 0; i < typed_.size(); ++i) {
+        if (typed_types_[i].Accepts(t)) typed_accepting_[t].push_back(typed_[i]);
+      }
+    }
   }
   fit_.resize(thresholds_.size());
   small_.resize(thresholds_.size());
@@ -368,11 +388,13 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
 // another task breaks into, so its say grows, there as everywhere: the other tasks are drawn to
 // the nodes it cannot use. Scaled back so that the GPU shapes keep their total weight (the
 // shapes without GPUs, which weigh every node alike, keep theirs).
-void FragModel::WeighByScarcity(const ClusterState& cluster) {
+void FragModel::WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& cluster) {
   const std::vector<NodeClass> classes = NodeClasses(cluster);
   double before = 0, after = 0;
-  for (std::vector<Shape>* list : {&any_type_, &typed_}) {
-    for (Shape& s : *list) {
+  // (Those that accept every type first, then the others: the order of the sums is kept.)
+  for (const bool any_type : {true, false}) {
+    for (Shape& s : shapes) {
+      if (s.types.empty() != any_type) continue;
       double pool = 0, reach = 0;
       for (const NodeClass& c : classes) {
         if (!s.types.empty() && !s.types.Accepts(c.type)) continue;
@@ -392,9 +414,23 @@ void FragModel::WeighByScarcity(const ClusterState& cluster) {
     }
   }
   if (after <= 0) return;
-  for (std::vector<Shape>* list : {&any_type_, &typed_}) {
-    for (Shape& s : *list) s.weight *= before / after;
+  for (Shape& s : shapes) s.weight *= before / after;
+}
+
+FragModel::Term FragModel::MakeTerm(const Shape& shape) {
+  Term term;
+  term.weight = shape.weight;
+  term.cpu = shape.cpu;
+  term.cpu_inverse = shape.cpu > 0 ? 1.0 / static_cast<double>(shape.cpu) : 0;
+  term.threshold = shape.threshold;
+  auto it = std::find(counts_.begin(), counts_.end(), shape.count);
+  if (it == counts_.end()) {
+    counts_.push_back(shape.count);
+    inverse_counts_.push_back(1 / shape.count);
+    it = counts_.end() - 1;
   }
+  term.count = static_cast<std::uint32_t>(it - counts_.begin());
+  return term;
 }
 
 double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu,
@@ -432,8 +468,14 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
     slots_[j] = static_cast<double>(slots);
   }
   const double all = static_cast<double>(total);
-  return always_ * all + AddShapes(any_type_, type, false, all, cpu) +
-         AddShapes(typed_, type, true, all, cpu);
+  if (fgd_ || type == kNone) {
+    return always_ * all + AddShapes(any_type_, {}, type, all, cpu) +
+           AddShapes(typed_, typed_types_, type, all, cpu);
+  }
+  std::span<const Term> typed;
+  if (type < typed_accepting_.size()) typed = typed_accepting_[type];
+  return always_ * all + AddShapes(any_type_, {}, type, all, cpu) +
+         AddShapes(typed, {}, type, all, cpu);
 }
 
 double FragModel::ExpectedNow(const ClusterState& state, NodeId n,
@@ -468,26 +510,31 @@ namespace {
 double Truncate(double x) { return static_cast<double>(static_cast<std::int64_t>(x + 1e-9)); }
 }  // namespace
 
-double FragModel::AddShapes(std::span<const Shape> shapes, GpuTypeId type, bool check_type,
-                            double total, std::int64_t cpu) const {
+// `types`: the types each term accepts, for the terms that not every type may use (empty: every
+// term counts). Under kFgd a term whose types exclude `type` counts its whole free GPU as lost.
+double FragModel::AddShapes(std::span<const Term> terms, std::span<const GpuTypeSet> types,
+                            GpuTypeId type, double total, std::int64_t cpu) const {
   const double cpu_free = static_cast<double>(cpu);
   double frag = 0;
-  for (const Shape& s : shapes) {
-    if (check_type && type != kNone && !s.types.Accepts(type)) {
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const Term& s = terms[i];
+    if (!types.empty() && type != kNone && !types[i].Accepts(type)) {
       if (fgd_) frag += s.weight * total;
       continue;
     }
     const double fit = fit_[s.threshold];
+    const double count = counts_[s.count];
     // One task of the shape: does it land, and which free shares are too small for it?
-    const bool lands = s.cpu <= cpu && fit >= s.count;
+    const bool lands = s.cpu <= cpu && fit >= count;
     double lost = lands ? small_[s.threshold] : total;
     if (!fgd_) {
       // Tasks of the shape arriving one after another: how much of the free GPU can they take
       // before the devices or the CPU run out?
       // (Truncation is the floor of these non-negative quotients, and cheaper than std::floor.)
-      double n = s.whole ? Truncate(fit * s.inverse_count) : slots_[s.threshold];
+      double n = s.threshold == whole_threshold_ ? Truncate(fit * inverse_counts_[s.count])
+                                                 : slots_[s.threshold];
       if (s.cpu > 0) n = std::min(n, Truncate(cpu_free * s.cpu_inverse));
-      lost += total - std::clamp(n * s.count * s.per_device, 0.0, total);
+      lost += total - std::clamp(n * count * per_device_[s.threshold], 0.0, total);
     }
     frag += s.weight * lost;
   }

@@ -161,28 +161,45 @@ class FragModel {
             const Scored& scored) const;
 
  private:
+  // A shape while the model is built.
   struct Shape {
     std::uint32_t threshold = 0;  // index into thresholds_ of the free share one device needs
     bool whole = false;           // whole devices (else a share of one)
     double count = 1;             // devices it needs
-    double inverse_count = 1;
     std::int64_t cpu = 0;
-    double cpu_inverse = 0;  // 1 / cpu (0 when 0)
     double per_device = 0;  // thresholds_[threshold]
     GpuTypeSet types;
     double weight = 0;  // normalised
   };
-  double AddShapes(std::span<const Shape> shapes, GpuTypeId type, bool check_type, double total,
-                   std::int64_t cpu) const;
-  void WeighByScarcity(const ClusterState& cluster);
+  // A shape as the measure reads it: 32 bytes, the rest in small tables (a node's score reads
+  // every term, and after other work they are not in the cache: fewer bytes, fewer misses).
+  struct Term {
+    double weight = 0;
+    double cpu_inverse = 0;  // 1 / cpu (0 when 0)
+    std::int64_t cpu = 0;
+    std::uint32_t threshold = 0;  // index into thresholds_
+    std::uint32_t count = 0;      // index into counts_
+  };
+  Term MakeTerm(const Shape& shape);
+  double AddShapes(std::span<const Term> terms, std::span<const GpuTypeSet> types, GpuTypeId type,
+                   double total, std::int64_t cpu) const;
+  static void WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& cluster);
 
   bool fgd_ = false;
   std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
   std::vector<double> inverse_;           // 1 / thresholds_
+  std::vector<double> per_device_;        // thresholds_ as doubles
+  std::uint32_t whole_threshold_ = kNone;  // index of a whole device's threshold (1000), if any
   std::vector<std::int64_t> whole_slots_;  // tasks of each threshold's share one free device holds
-  std::vector<Shape> any_type_;           // shapes with GPUs that accept every type
-  std::vector<Shape> typed_;              // shapes with GPUs that name types
-  double always_ = 0;                     // weight of the shapes without GPUs
+  std::vector<double> counts_;             // distinct device counts of the shapes
+  std::vector<double> inverse_counts_;     // 1 / counts_
+  std::vector<Term> any_type_;             // shapes with GPUs that accept every type
+  std::vector<Term> typed_;                // shapes with GPUs that name types
+  std::vector<GpuTypeSet> typed_types_;    // the types each of typed_ accepts
+  // Per GPU type, the shapes of typed_ that accept it, in the same order (kFrag and kArbiter,
+  // where the others add nothing: they are not read).
+  std::vector<std::vector<Term>> typed_accepting_;
+  double always_ = 0;                      // weight of the shapes without GPUs
   // Scratch, per threshold.
   mutable std::vector<double> fit_, small_, slots_;
   // ExpectedNow's memory, per node id.
