@@ -250,8 +250,10 @@ class ClusterState {
   bool NodeHasRoom(NodeId n, MilliCpu cpu, MemMiB memory) const {
     return node_room_[n].cpu >= cpu.value() && node_room_[n].memory >= memory.value();
   }
-  // A value that changes whenever the node's free capacity does; with id(), which no other state
-  // has, a key under which what was computed from that capacity may be remembered.
+  // A value that changes whenever the node's free capacity does, and names that capacity: the
+  // node has the same capacity whenever it has the same stamp (scratch work that gives back what
+  // it took gives the stamps back too, BeginScratch). With id(), which no other state has, a key
+  // under which what was computed from that capacity may be remembered.
   std::uint64_t NodeStamp(NodeId n) const { return node_stamp_[n]; }
   std::uint64_t id() const { return id_; }
   // Fully free devices and free milli-GPU of `type` within a domain.
@@ -362,6 +364,13 @@ class ClusterState {
   void TakeTask(const TaskAllocation& task);
   void GiveTask(const TaskAllocation& task);
   void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
+  // Scratch work (an engine cycle): between BeginScratch and EndScratch the caller takes and gives
+  // back tasks, and leaves every node's free capacity as it found it. EndScratch sets the stamps
+  // of the nodes it touched back to what they were, so that what was remembered under them (a
+  // node's score) stays valid: a cycle whose trial placements and victim searches came to nothing
+  // costs the next one nothing.
+  void BeginScratch();
+  void EndScratch();
 
   // Recomputes every derived count from the running jobs and compares: no device or node over
   // allocated, free counts, indexes, domain sums and queue usage all match.
@@ -372,6 +381,7 @@ class ClusterState {
   void UpdateUnusual(NodeId n);
   void UpdateResidents(NodeId n);
   void CountShapes(const Job& job, int sign);  // running_shapes_ += sign x the job's tasks
+  void Restamp(NodeId n);                      // a new stamp for node n, whose capacity changed
   void AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemMiB memory_delta);
   Status CheckFits(const Job& job, const Allocation& allocation) const;
 
@@ -414,7 +424,11 @@ class ClusterState {
     std::int64_t memory = 0;  // NodeState::memory_free
   };
   std::vector<NodeRoom> node_room_;
-  std::vector<std::uint64_t> node_stamp_;  // per node: how many times its free capacity changed
+  std::vector<std::uint64_t> node_stamp_;  // per node: the stamp of its free capacity
+  std::uint64_t last_stamp_ = 0;           // the last stamp given (each is given once)
+  bool scratch_ = false;                   // between BeginScratch and EndScratch
+  // During scratch work: each node whose capacity changed, and its stamp before, in order.
+  std::vector<std::pair<NodeId, std::uint64_t>> stamps_before_;
   std::uint64_t id_ = NextStateId();
   static std::uint64_t NextStateId();
 

@@ -170,6 +170,7 @@ class Cycle {
   }
 
   Plan Run() {
+    state_.BeginScratch();
     const std::vector<std::uint32_t> order = timer_.Run(StageTimer::kOrder, [&] {
       // One job is its own order (the usual cycle of a driver that runs one per arrival).
       if (pending_.size() == 1) return std::vector<std::uint32_t>{0};
@@ -198,6 +199,7 @@ class Cycle {
     // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
     if (options_.preemption.enabled && !plan_.unplaced.empty()) Preempt();
     GiveBack();
+    state_.EndScratch();  // the state leaves as it came in, stamps included
     plan_.timings = timer_.Timings();
     return std::move(plan_);
   }

@@ -364,7 +364,7 @@ void ClusterState::TakeTask(const TaskAllocation& task) {
   node.memory_free -= task.memory;
   assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
   node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
-  ++node_stamp_[task.node];
+  Restamp(task.node);
   ++node.tasks;
   for (const DeviceShare& share : task.devices) {
     AdjustFree(task.node, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
@@ -376,10 +376,28 @@ void ClusterState::GiveTask(const TaskAllocation& task) {
   node.cpu_free += task.cpu;
   node.memory_free += task.memory;
   node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
-  ++node_stamp_[task.node];
+  Restamp(task.node);
   --node.tasks;
   for (const DeviceShare& share : task.devices)
     AdjustFree(task.node, share.device, share.gpu, share.memory);
+}
+
+void ClusterState::Restamp(NodeId n) {
+  if (scratch_) stamps_before_.emplace_back(n, node_stamp_[n]);
+  node_stamp_[n] = ++last_stamp_;
+}
+
+void ClusterState::BeginScratch() {
+  scratch_ = true;
+  stamps_before_.clear();
+}
+
+void ClusterState::EndScratch() {
+  // Newest first: a node changed several times gets the stamp it had before the first change.
+  for (auto it = stamps_before_.rbegin(); it != stamps_before_.rend(); ++it)
+    node_stamp_[it->first] = it->second;
+  stamps_before_.clear();
+  scratch_ = false;
 }
 
 void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {

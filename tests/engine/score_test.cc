@@ -112,6 +112,43 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   both(share, 0, false);
 }
 
+// Scratch work that gives back what it took gives the nodes' stamps back; a stamp given later is
+// one no capacity of the node had before, so nothing remembered under another capacity is found.
+TEST(ClusterState, ScratchWorkGivesTheStampsBack) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 2, "H800", 8));
+  ClusterState state = MakeState(spec);
+  const TaskAllocation a = Task(state, 1, 0, 500, 1000);
+  const TaskAllocation b = Task(state, 1, 1, 1000, 1000);
+  const TaskAllocation c = Task(state, 0, 2, 250, 1000);
+  state.TakeTask(c);  // (a stamp before the scratch work that is not the first)
+  const std::vector<std::uint64_t> before = {state.NodeStamp(0), state.NodeStamp(1)};
+  std::vector<std::uint64_t> seen;
+  state.BeginScratch();
+  state.TakeTask(a);
+  seen.push_back(state.NodeStamp(1));
+  state.TakeTask(b);
+  seen.push_back(state.NodeStamp(1));
+  state.GiveTask(a);  // not in the order taken
+  seen.push_back(state.NodeStamp(1));
+  state.GiveTask(b);
+  state.GiveTask(c);
+  seen.push_back(state.NodeStamp(0));
+  state.TakeTask(c);
+  state.EndScratch();
+  EXPECT_EQ(state.NodeStamp(0), before[0]);
+  EXPECT_EQ(state.NodeStamp(1), before[1]);
+  // Changes that stay: new stamps, none of them one given during the scratch work.
+  state.TakeTask(a);
+  state.GiveTask(c);
+  for (NodeId n : {NodeId{0}, NodeId{1}}) {
+    EXPECT_NE(state.NodeStamp(n), before[n]);
+    for (std::uint64_t s : seen) EXPECT_NE(state.NodeStamp(n), s);
+  }
+  state.GiveTask(a);
+  EXPECT_TRUE(state.CheckInvariants().ok());
+}
+
 TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("h", 2, "H800", 8));

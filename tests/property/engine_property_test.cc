@@ -224,10 +224,14 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
     for (int i = 0; i < arrivals; ++i)
       pending.push_back(RandomJob(state, next_id++, now, simple_jobs));
 
+    std::vector<std::uint64_t> stamps;
+    for (NodeId n = 0; n < state.node_count(); ++n) stamps.push_back(state.NodeStamp(n));
     Plan plan = engine.Schedule(state, pending, now);
     Status restored = state.CheckInvariants();
     RC_ASSERT(restored.ok());
-    // Deterministic: the same inputs give the same plan.
+    // The cycle gave back all it took, and the nodes' stamps with it.
+    for (NodeId n = 0; n < state.node_count(); ++n) RC_ASSERT(state.NodeStamp(n) == stamps[n]);
+    // Deterministic: the same inputs give the same plan (the second time from kept scores).
     Plan again = engine.Schedule(state, pending, now);
     RC_ASSERT(again.binds.size() == plan.binds.size());
     for (std::size_t i = 0; i < plan.binds.size(); ++i) {
