@@ -1,5 +1,6 @@
 #include "arbiter/engine.h"
 
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -120,20 +121,33 @@ bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, st
   return false;
 }
 
+// A list of GPU types held in place (a cluster has at most kMaxGpuTypes; kNone is one more): a
+// cycle makes two for each job, and a heap buffer each would cost more than the lists' use.
+class TypeList {
+ public:
+  void clear() { size_ = 0; }
+  void push_back(GpuTypeId t) { ids_[size_++] = t; }
+  const GpuTypeId* begin() const { return ids_.data(); }
+  const GpuTypeId* end() const { return ids_.data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  GpuTypeId front() const { return ids_[0]; }
+
+ private:
+  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_;
+  std::size_t size_ = 0;
+};
+
 // The GPU types a job may run on ({kNone} for a job without GPUs), in the cluster's order.
-void AcceptedTypes(const ClusterState& state, const Job& job, std::vector<GpuTypeId>& types) {
-  types.clear();
+TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
+  TypeList types;
   if (job.total_gpu().value() == 0) {
     types.push_back(kNone);
-    return;
+    return types;
   }
   for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
     if (job.gpu_types.Accepts(t)) types.push_back(t);
   }
-}
-std::vector<GpuTypeId> AcceptedTypes(const ClusterState& state, const Job& job) {
-  std::vector<GpuTypeId> types;
-  AcceptedTypes(state, job, types);
   return types;
 }
 
@@ -171,11 +185,16 @@ class Cycle {
 
   Plan Run() {
     state_.BeginScratch();
-    const std::vector<std::uint32_t> order = timer_.Run(StageTimer::kOrder, [&] {
-      // One job is its own order (the usual cycle of a driver that runs one per arrival).
-      if (pending_.size() == 1) return std::vector<std::uint32_t>{0};
-      return engine::OrderPending(state_, pending_, now_, options_.ordering);
+    // One job is its own order (the usual cycle of a driver that runs one per arrival): no list.
+    std::vector<std::uint32_t> ordered;
+    timer_.Run(StageTimer::kOrder, [&] {
+      if (pending_.size() > 1)
+        ordered = engine::OrderPending(state_, pending_, now_, options_.ordering);
     });
+    const std::uint32_t first = 0;
+    const std::span<const std::uint32_t> order =
+        pending_.size() > 1 ? std::span<const std::uint32_t>(ordered)
+                            : std::span<const std::uint32_t>(&first, pending_.size());
     // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
     std::vector<std::uint32_t> deferred;
     for (std::uint32_t index : order) {
@@ -239,9 +258,7 @@ class Cycle {
                               "queue " + state_.queue(job.queue).spec.name + " is strict FIFO"});
       return true;
     }
-    // (Buffers the cycle reuses: one job is scheduled at a time.)
-    std::vector<GpuTypeId>& types = types_;
-    AcceptedTypes(state_, job, types);
+    const TypeList types = AcceptedTypes(state_, job);
     if (types.empty()) {
       NotPlaced(index, Reason{Stage::kFilter,
                               Verdict::kNever,
@@ -254,8 +271,7 @@ class Cycle {
 
     // Quota: the GPU types the queue may take this request of.
     const std::int64_t milli = job.total_gpu().value();
-    std::vector<GpuTypeId>& allowed = allowed_;
-    allowed.clear();
+    TypeList allowed;
     engine::QuotaCheck first_refusal;
     bool borrow_needed = false;
     timer_.Run(StageTimer::kQuota, [&] {
@@ -503,7 +519,6 @@ class Cycle {
   bool soft_taints_ = false;
   std::vector<PlacedJob> placed_;
   std::string key_;  // the shape key being looked up (a buffer)
-  std::vector<GpuTypeId> types_, allowed_;  // one job's accepted and quota-allowed types (buffers)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
   bool repeated_ids_ = false;        // some job id occurs more than once in the pending list

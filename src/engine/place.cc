@@ -12,6 +12,7 @@
 // best; the gang search around it is the same.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <tuple>
 
 #include "engine/stages.h"
@@ -25,14 +26,22 @@ struct Task {
   const TaskRequest* request = nullptr;
 };
 
-std::vector<Task> ExpandTasks(const Job& job) {
-  std::vector<Task> tasks;
-  tasks.reserve(static_cast<std::size_t>(job.task_count()));
+// A job's tasks, largest request first: in `few` when they fit there (most jobs: no heap buffer),
+// else in `many`.
+template <std::size_t N>
+std::span<Task> ExpandTasks(const Job& job, std::array<Task, N>& few, std::vector<Task>& many) {
+  const auto count = static_cast<std::size_t>(job.task_count());
+  std::span<Task> tasks(few.data(), count);
+  if (count > N) {
+    many.resize(count);
+    tasks = many;
+  }
+  std::size_t k = 0;
   for (std::uint32_t g = 0; g < job.groups.size(); ++g) {
     for (std::int32_t i = 0; i < job.groups[g].count; ++i)
-      tasks.push_back({g, static_cast<std::uint32_t>(i), &job.groups[g].request});
+      tasks[k++] = {g, static_cast<std::uint32_t>(i), &job.groups[g].request};
   }
-  if (job.groups.size() < 2) return tasks;  // one request: already in order (and no buffer)
+  if (job.groups.size() < 2) return tasks;  // one request: already in order
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
     const TaskRequest& x = *a.request;
     const TaskRequest& y = *b.request;
@@ -151,7 +160,7 @@ class Placer {
         filter_(filter),
         job_(*filter.job),
         options_(options),
-        tasks_(ExpandTasks(job_)),
+        tasks_(ExpandTasks(job_, few_tasks_, many_tasks_)),
         begin_(begin),
         end_(end) {
     allocation_.gpu_type = job_.total_gpu().value() > 0 ? filter.type : kNone;
@@ -393,16 +402,16 @@ class Placer {
     double score = 0;
     // Scores node n; true when it can host the task. A node met again (through another of its
     // devices, or in another bucket) is not scored again: the answer would be the same.
-    considered_.clear();
-    considered_.reserve(32);  // (once per placement: the list is short, and grows from there)
+    considered_count_ = 0;
     auto consider = [&](NodeId n) {
       if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return false;  // FilterNode would say so
-      for (const auto& [node, fits] : considered_) {
-        if (node == n) return fits;
+      for (std::size_t i = 0; i < considered_count_; ++i) {
+        if (considered_[i].first == n) return considered_[i].second;
       }
       const bool fits = !FilterNode(state_, n, req, filter_) &&
                         scorer.Score(n, allow_span, devices, score);
-      considered_.emplace_back(n, fits);
+      // (A node beyond the list's room is scored again if met again, to the same answer.)
+      if (considered_count_ < considered_.size()) considered_[considered_count_++] = {n, fits};
       if (!fits) return false;
       const PlacementKey key{score, n};
       if (!found || key < best_key) {
@@ -501,13 +510,17 @@ class Placer {
   const JobFilter& filter_;
   const Job& job_;
   const EngineOptions& options_;
-  std::vector<Task> tasks_;
+  std::array<Task, 8> few_tasks_;  // (declared before tasks_, which points into one of them)
+  std::vector<Task> many_tasks_;
+  std::span<Task> tasks_;
   NodeId begin_ = 0;
   NodeId end_ = 0;
   Allocation allocation_;
   PlacementKey key_;  // scoring policies: the rank of the first task's node
   bool keyed_ = false;
-  std::vector<std::pair<NodeId, bool>> considered_;  // ChooseNode: nodes scored, and whether they fit
+  // ChooseNode: nodes scored, and whether they fit (the first 64: a task's scan meets few more).
+  std::array<std::pair<NodeId, bool>, 64> considered_;
+  std::size_t considered_count_ = 0;
   std::vector<DeviceShare> scored_devices_;  // ChooseNode: the devices of the node being scored
 };
 
