@@ -844,20 +844,24 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
 class GroupBuilder {
  public:
   bool empty() const { return m_.jobs_submitted == 0; }  // no run added
+  // A group that will hold every run takes its distributions from the group of all runs
+  // (Build): it need not keep the values.
+  void HoldsEveryRun() { values_ = false; }
 
   void Add(const struct Run& r, Millis end) {
     ++m_.jobs_submitted;
     if (r.end >= 0 && r.phase == Phase::kDone) {
       ++m_.jobs_completed;
-      jct_.push_back(static_cast<double>(r.end - r.spec->job.submit_time) / kMillisPerSecond);
+      if (values_)
+        jct_.push_back(static_cast<double>(r.end - r.spec->job.submit_time) / kMillisPerSecond);
     }
     if (r.phase == Phase::kPending) ++m_.jobs_pending_at_end;
     if (r.phase == Phase::kRunning || r.phase == Phase::kDraining) ++m_.jobs_running_at_end;
-    if (r.first_start >= 0) {
+    if (r.first_start >= 0 && values_) {
       wait_.push_back(static_cast<double>(r.first_start - r.spec->job.submit_time) /
                       kMillisPerSecond);
     }
-    if (r.spec->kind == WorkKind::kTraining) {
+    if (r.spec->kind == WorkKind::kTraining && values_) {
       const Millis done = r.phase == Phase::kDone ? r.end : end;
       completion_.push_back(static_cast<double>(done - r.spec->job.submit_time) /
                             kMillisPerSecond);
@@ -915,6 +919,7 @@ class GroupBuilder {
   }
 
   GroupMetrics m_;
+  bool values_ = true;
   std::vector<double> jct_, wait_, completion_;
 };
 
@@ -935,6 +940,28 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   // (runs of one workload usually follow each other).
   std::vector<GroupBuilder> queues(state_.queue_count()), classes(state_.priority_class_count());
   std::map<std::string, GroupBuilder> workloads;
+  // The groups that hold every run (one queue, one class or one workload for all): they need not
+  // keep the values of the distributions.
+  {
+    std::vector<std::int64_t> in_queue(queues.size()), in_class(classes.size());
+    std::int64_t runs = 0, in_workload = 0;
+    const std::string* first_workload = nullptr;
+    for (const struct Run& r : runs_) {
+      if (r.phase == Phase::kFuture) continue;
+      ++runs;
+      ++in_queue[r.spec->job.queue];
+      ++in_class[r.spec->job.priority_class];
+      if (!first_workload) first_workload = &r.spec->workload;
+      in_workload += r.spec->workload == *first_workload;
+    }
+    for (std::size_t q = 0; q < queues.size(); ++q) {
+      if (in_queue[q] == runs) queues[q].HoldsEveryRun();
+    }
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      if (in_class[c] == runs) classes[c].HoldsEveryRun();
+    }
+    if (first_workload && in_workload == runs) workloads[*first_workload].HoldsEveryRun();
+  }
   GroupBuilder* workload = nullptr;
   const std::string* workload_name = nullptr;
   out.jobs.reserve(runs_.size());
