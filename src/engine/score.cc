@@ -449,6 +449,39 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
     }
   }
   if (total == 0) return 0;
+  // The memory of this capacity's value, when it can hold it.
+  Measured* slot = nullptr;
+  Capacity capacity;
+  if (partials <= capacity.partial.size() && whole <= 0xffff) {
+    capacity.cpu = cpu;
+    capacity.type = type;
+    capacity.whole = static_cast<std::uint16_t>(whole);
+    capacity.partials = static_cast<std::uint16_t>(partials);
+    for (std::size_t k = 0; k < partials; ++k) {
+      // (Insertion: a node has few partly used devices.)
+      auto f = static_cast<std::int16_t>(partial[k]);
+      std::size_t at = k;
+      for (; at > 0 && capacity.partial[at - 1] > f; --at)
+        capacity.partial[at] = capacity.partial[at - 1];
+      capacity.partial[at] = f;
+    }
+    std::uint64_t h = static_cast<std::uint64_t>(cpu) ^ (std::uint64_t{type} << 48) ^
+                      (static_cast<std::uint64_t>(whole) << 32);
+    for (std::size_t k = 0; k < partials; ++k)
+      h = (h ^ static_cast<std::uint64_t>(capacity.partial[k])) * 0x100000001b3ull;
+    if (measured_.empty()) measured_.resize(kMeasuredSlots);
+    slot = &measured_[Mix(h) & (kMeasuredSlots - 1)];
+    if (slot->capacity == capacity) return slot->value;  // (an empty slot has no free GPU)
+  }
+  const double value = Measure(whole, std::span<const std::int64_t>(partial.data(), partials),
+                               total, cpu, type);
+  if (slot) *slot = {capacity, value};
+  return value;
+}
+
+double FragModel::Measure(std::int64_t whole, std::span<const std::int64_t> partial,
+                          std::int64_t total, std::int64_t cpu, GpuTypeId type) const {
+  const std::size_t partials = partial.size();
   for (std::size_t j = 0; j < thresholds_.size(); ++j) {
     const std::int64_t t = thresholds_[j];
     const double inverse = inverse_[j];

@@ -181,6 +181,9 @@ class FragModel {
     std::uint32_t count = 0;      // index into counts_
   };
   Term MakeTerm(const Shape& shape);
+  // Expected, from the node's fully free devices, its partly used ones' free shares and their sum.
+  double Measure(std::int64_t whole, std::span<const std::int64_t> partial, std::int64_t total,
+                 std::int64_t cpu, GpuTypeId type) const;
   double AddShapes(std::span<const Term> terms, std::span<const GpuTypeSet> types, GpuTypeId type,
                    double total, std::int64_t cpu) const;
   static void WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& cluster);
@@ -210,6 +213,24 @@ class FragModel {
     double value = 0;
   };
   mutable std::vector<Remembered> remembered_;
+  // Expected's memory, by what it reads: the GPU type, the free CPU, the fully free devices and
+  // the free shares of the partly used ones (sorted; nodes with at most 12 of them). Nodes alike
+  // (a cluster has few kinds, and a node's state before a task is another's after one) share it.
+  // Direct-mapped: a slot holds the last capacity that hashed to it.
+  struct Capacity {
+    std::int64_t cpu = 0;
+    GpuTypeId type = kNone;
+    std::uint16_t whole = 0;
+    std::uint16_t partials = 0;
+    std::array<std::int16_t, 12> partial{};
+    bool operator==(const Capacity&) const = default;
+  };
+  struct Measured {
+    Capacity capacity;  // (empty: no free GPU, which no measured capacity has)
+    double value = 0;
+  };
+  static constexpr std::size_t kMeasuredSlots = 1024;
+  mutable std::vector<Measured> measured_;
   // Recall's memory, per node id.
   struct Kept {
     std::uint64_t state = 0;  // ClusterState::id() (0: none)

@@ -3,6 +3,7 @@
 // follow every change of the nodes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -59,6 +60,40 @@ TEST(FragModel, ARememberedMeasureIsTheMeasureOfTheNodeAsItIsNow) {
   EXPECT_EQ(now(state, 1), fresh(state, 1));
   state.GiveTask(half);
   EXPECT_EQ(now(state, 1), fresh(state, 1));
+}
+
+// Expected remembers its value by the capacity it reads (free CPU, fully free devices, the free
+// shares of the others, in any order): the value remembered is the value computed afresh, for
+// more capacities than the memory has slots.
+TEST(FragModel, AMeasureRememberedByCapacityIsTheMeasureOfThatCapacity) {
+  const std::vector<TaskShape> shapes = {{250, 2000, 0, {}, 3},
+                                         {500, 4000, 0, {}, 3},
+                                         {1000, 8000, 0, {}, 2},
+                                         {2000, 16000, 0, GpuTypeSet::Of(1), 1},
+                                         {4000, 32000, 0, {}, 1}};
+  const engine::FragModel remembering(shapes, /*fgd=*/false);
+  std::uint64_t x = 0;
+  auto next = [&](std::uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  for (int round = 0; round < 2; ++round) {
+    x = 12345;  // the same capacities again, after others took their slots
+    for (int i = 0; i < 3000; ++i) {
+      std::vector<std::int64_t> frees(8);
+      for (std::int64_t& f : frees) {
+        const std::uint64_t kind = next(4);
+        f = kind == 0 ? 0 : kind == 1 ? 1000 : static_cast<std::int64_t>(next(1000));
+      }
+      const auto cpu = static_cast<std::int64_t>(next(64) * 1000);
+      const auto type = static_cast<GpuTypeId>(next(2));
+      const engine::FragModel fresh(shapes, /*fgd=*/false);
+      const double expected = fresh.Expected(frees, cpu, type);
+      EXPECT_EQ(remembering.Expected(frees, cpu, type), expected);
+      std::reverse(frees.begin(), frees.end());  // the same capacity, its devices in another order
+      EXPECT_EQ(remembering.Expected(frees, cpu, type), expected);
+    }
+  }
 }
 
 // A node's kept score is the score the node has now, for the request asked.
