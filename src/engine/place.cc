@@ -165,6 +165,8 @@ class Placer {
         end_(end) {
     allocation_.gpu_type = job_.total_gpu().value() > 0 ? filter.type : kNone;
   }
+  Placer(const Placer&) = delete;  // tasks_ may point into the placer's own array
+  Placer& operator=(const Placer&) = delete;
 
   std::optional<Allocation> Place() {
     const Topology& topo = state_.topology();
