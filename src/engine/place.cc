@@ -405,9 +405,11 @@ class Placer {
     // Scores node n; true when it can host the task. A node met again (through another of its
     // devices, or in another bucket) is not scored again: the answer would be the same.
     considered_count_ = 0;
-    auto consider = [&](NodeId n) {
+    // `met_before`: n may have been scored already (not so in the first scan of one model's
+    // whole-device buckets: a node is in one of them, by its number of free devices).
+    auto consider = [&](NodeId n, bool met_before = true) {
       if (!state_.NodeHasRoom(n, req.cpu, req.memory)) return false;  // FilterNode would say so
-      for (std::size_t i = 0; i < considered_count_; ++i) {
+      for (std::size_t i = 0; met_before && i < considered_count_; ++i) {
         if (considered_[i].first == n) return considered_[i].second;
       }
       const bool fits = !FilterNode(state_, n, req, filter_) &&
@@ -431,12 +433,13 @@ class Placer {
     // that fits somewhere is placed.
     const int scan_limit = 32 * limit;
     auto scan_whole = [&](GpuTypeId ty, std::uint32_t from) {
+      const bool met_before = considered_count_ > 0;  // by an earlier scan
       for (std::uint32_t c = from; c <= state_.max_devices_per_node(); ++c) {
         int taken = 0, seen = 0;
         state_.NodesWithFreeDevices(ty, c).ForEach(begin, end, [&](NodeId n) {
           if (taken >= limit || (seen >= scan_limit && found)) return false;
           ++seen;
-          taken += consider(n);
+          taken += consider(n, met_before);
           return true;
         });
       }
