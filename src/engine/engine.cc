@@ -134,7 +134,7 @@ class TypeList {
   GpuTypeId front() const { return ids_[0]; }
 
  private:
-  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_;
+  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_{};
   std::size_t size_ = 0;
 };
 

@@ -30,8 +30,9 @@ struct Task {
 // else in `many`.
 template <std::size_t N>
 std::span<Task> ExpandTasks(const Job& job, std::array<Task, N>& few, std::vector<Task>& many) {
-  const auto count = static_cast<std::size_t>(job.task_count());
-  std::span<Task> tasks(few.data(), count);
+  std::size_t count = 0;
+  for (const TaskGroup& g : job.groups) count += static_cast<std::size_t>(std::max(0, g.count));
+  std::span<Task> tasks(few.data(), std::min(count, N));
   if (count > N) {
     many.resize(count);
     tasks = many;

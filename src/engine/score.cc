@@ -440,8 +440,10 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
   std::int64_t total = 0, whole = 0;
   std::array<std::int64_t, kMaxDevicesPerNode> partial;
   std::size_t partials = 0;
+  bool shares = true;  // every free share a device can have (the memory's key holds no other)
   for (std::int64_t f : frees) {
     total += f;
+    shares = shares && f >= 0 && f <= kMilliPerGpu;
     if (f == kMilliPerGpu) {
       ++whole;
     } else if (f > 0) {
@@ -452,7 +454,7 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
   // The memory of this capacity's value, when it can hold it.
   Measured* slot = nullptr;
   Capacity capacity;
-  if (partials <= capacity.partial.size() && whole <= 0xffff) {
+  if (shares && partials <= capacity.partial.size() && whole <= 0xffff) {
     capacity.cpu = cpu;
     capacity.type = type;
     capacity.whole = static_cast<std::uint16_t>(whole);

@@ -388,6 +388,7 @@ void ClusterState::Restamp(NodeId n) {
 }
 
 void ClusterState::BeginScratch() {
+  assert(!scratch_);  // (not nested: the log would be another's)
   scratch_ = true;
   stamps_before_.clear();
 }

@@ -200,6 +200,36 @@ Status CheckQuotas(const ClusterState& state) {
   return Status::Ok();
 }
 
+// The same decisions: binds (nodes, devices and shares), evictions, waits and reservations.
+void SamePlan(const Plan& a, const Plan& b) {
+  RC_ASSERT(a.binds.size() == b.binds.size());
+  for (std::size_t i = 0; i < a.binds.size(); ++i) {
+    RC_ASSERT(a.binds[i].job == b.binds[i].job);
+    const std::vector<TaskAllocation>& x = a.binds[i].allocation.tasks;
+    const std::vector<TaskAllocation>& y = b.binds[i].allocation.tasks;
+    RC_ASSERT(x.size() == y.size());
+    for (std::size_t t = 0; t < x.size(); ++t) {
+      RC_ASSERT(x[t].node == y[t].node);
+      RC_ASSERT(x[t].devices.size() == y[t].devices.size());
+      for (std::size_t d = 0; d < x[t].devices.size(); ++d) {
+        RC_ASSERT(x[t].devices[d].device == y[t].devices[d].device);
+        RC_ASSERT(x[t].devices[d].gpu == y[t].devices[d].gpu);
+      }
+    }
+  }
+  RC_ASSERT(a.evictions.size() == b.evictions.size());
+  for (std::size_t i = 0; i < a.evictions.size(); ++i)
+    RC_ASSERT(a.evictions[i].job == b.evictions[i].job);
+  RC_ASSERT(a.unplaced.size() == b.unplaced.size());
+  for (std::size_t i = 0; i < a.unplaced.size(); ++i)
+    RC_ASSERT(a.unplaced[i].job == b.unplaced[i].job);
+  RC_ASSERT(a.reservations.size() == b.reservations.size());
+  for (std::size_t i = 0; i < a.reservations.size(); ++i) {
+    RC_ASSERT(a.reservations[i].job == b.reservations[i].job);
+    RC_ASSERT(a.reservations[i].start == b.reservations[i].start);
+  }
+}
+
 // Random cycles on a random cluster: up to `max_nodes` nodes, up to `max_arrivals` jobs per cycle,
 // each running job ending after a cycle with probability 1 / `end_one_in`.
 void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simple_jobs) {
@@ -210,6 +240,8 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
   EngineOptions options;
   options.preemption.max_gpus_per_cycle = *rc::gen::element<std::int64_t>(-1, 4000, 8000);
   options.backfill.reservations = *rc::gen::inRange(0, 3);
+  options.placement.policy =
+      *rc::gen::element(PlacementPolicy::kArbiter, PlacementPolicy::kFrag, PlacementPolicy::kFgd);
   Engine engine(options);
   JobId next_id = 1;
   std::vector<Job> pending;
@@ -231,16 +263,10 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
     RC_ASSERT(restored.ok());
     // The cycle gave back all it took, and the nodes' stamps with it.
     for (NodeId n = 0; n < state.node_count(); ++n) RC_ASSERT(state.NodeStamp(n) == stamps[n]);
-    // Deterministic: the same inputs give the same plan (the second time from kept scores).
-    Plan again = engine.Schedule(state, pending, now);
-    RC_ASSERT(again.binds.size() == plan.binds.size());
-    for (std::size_t i = 0; i < plan.binds.size(); ++i) {
-      RC_ASSERT(again.binds[i].job == plan.binds[i].job);
-      for (std::size_t t = 0; t < plan.binds[i].allocation.tasks.size(); ++t) {
-        RC_ASSERT(again.binds[i].allocation.tasks[t].node ==
-                  plan.binds[i].allocation.tasks[t].node);
-      }
-    }
+    // Deterministic: the same inputs give the same plan, the second time from what the engine
+    // kept (scores, measures, models), and from a new engine that kept nothing.
+    SamePlan(plan, engine.Schedule(state, pending, now));
+    SamePlan(plan, Engine(options).Schedule(state, pending, now));
     RC_ASSERT(plan.binds.size() + plan.unplaced.size() == pending.size());
     for (const Bind& b : plan.binds) {
       const Job& job = pending[b.pending_index];
