@@ -1,7 +1,7 @@
 #include "arbiter/engine.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -125,7 +125,6 @@ bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, st
 // cycle makes two for each job, and a heap buffer each would cost more than the lists' use.
 class TypeList {
  public:
-  void clear() { size_ = 0; }
   void push_back(GpuTypeId t) { ids_[size_++] = t; }
   const GpuTypeId* begin() const { return ids_.data(); }
   const GpuTypeId* end() const { return ids_.data() + size_; }
