@@ -2,7 +2,12 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build run test bench clean format
+# The quality gates build in folders of their own, so they never disturb $(BUILD).
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+TIDY_BUILD ?= build-tidy
+
+.PHONY: all deps build run test bench clean format format-check tidy asan tsan
 
 all: build
 
@@ -26,8 +31,24 @@ test: build
 bench: build
 	./$(BUILD)/arbiter_bench
 
-format:
-	clang-format -i $$(git ls-files '*.h' '*.cc')
+# Every C++ file as .clang-format says: format-check lists those that differ and fails.
+format: deps
+	./scripts/format.sh --fix
+
+format-check: deps
+	./scripts/format.sh --check
+
+# clang-tidy with the checks in .clang-tidy over the sources in compile_commands.json.
+tidy: deps
+	JOBS=$(JOBS) ./scripts/tidy.sh $(TIDY_BUILD)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over every test; ThreadSanitizer over the
+# server, store and agent tests. Each builds its own folder and fails on any report.
+asan: deps
+	JOBS=$(JOBS) ./scripts/sanitize.sh address,undefined $(ASAN_BUILD)
+
+tsan: deps
+	JOBS=$(JOBS) ./scripts/sanitize.sh thread $(TSAN_BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(TIDY_BUILD)

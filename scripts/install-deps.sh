@@ -8,6 +8,10 @@ packages=(
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev
+  # The quality gates: make format-check, make tidy (run-clang-tidy comes with clang-tidy), and the
+  # sanitizer runtimes g++ 12 links with -fsanitize (g++ already depends on them; named here so
+  # that the gates say what they need).
+  clang-format clang-tidy libasan8 libubsan1 libtsan2
 )
 
 missing=()
