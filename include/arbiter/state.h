@@ -186,6 +186,7 @@ struct RunningJob {
 };
 
 // The most devices a node may have (placement keeps per-NVLink-group counts in fixed arrays).
+// The configuration loader refuses more.
 inline constexpr std::size_t kMaxDevicesPerNode = 256;
 inline constexpr Millis kNoSince = INT64_MIN;
 
@@ -251,8 +252,8 @@ class ClusterState {
     return node_room_[n].cpu >= cpu.value() && node_room_[n].memory >= memory.value();
   }
   // A value that changes whenever the node's free capacity does, and names that capacity: the
-  // node has the same capacity whenever it has the same stamp (scratch work that gives back what
-  // it took gives the stamps back too, BeginScratch). With id(), which no other state has, a key
+  // node has the same capacity whenever it has the same stamp (a discarded transaction gives the
+  // stamps back too, Transaction). With id(), which no other state has, a key
   // under which what was computed from that capacity may be remembered.
   std::uint64_t NodeStamp(NodeId n) const { return node_stamp_[n]; }
   std::uint64_t id() const { return id_; }
@@ -358,26 +359,54 @@ class ClusterState {
   // share one `as_of`.
   void RestoreRecentUsage(QueueId q, double usage, Millis as_of);
 
-  // ---- Low-level capacity, for the engine's scratch work within one cycle ----
-  // Take or give back one task's resources and charge the queue tree. No checks beyond asserts:
-  // the caller has checked the fit. Every Take is matched by a Give before the cycle ends.
-  void TakeTask(const TaskAllocation& task);
-  void GiveTask(const TaskAllocation& task);
-  void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
-  // Scratch work (an engine cycle): between BeginScratch and EndScratch the caller takes and gives
-  // back tasks, and leaves every node's free capacity as it found it. EndScratch sets the stamps
-  // of the nodes it touched back to what they were, so that what was remembered under them (a
-  // node's score) stays valid: a cycle whose trial placements and victim searches came to nothing
-  // costs the next one nothing.
-  void BeginScratch();
-  void EndScratch();
+  // ---- Tentative work ----
+  // The engine decides on the state itself rather than on a copy, inside transactions
+  // (Transaction, below): what it places takes capacity, what it would evict gives it back,
+  // reservations hold devices, all logged and undone when the transaction is discarded. While one
+  // is open the state must not be changed otherwise (Bind, Unbind, Evict, cordon, health...).
+  bool in_transaction() const { return !marks_.empty(); }
+  // Checks every invariant (CheckInvariants) after each discarded transaction and aborts the
+  // process on a broken one: on by default in builds with assertions, and in the tests.
+  void set_check_discards(bool on) { check_discards_ = on; }
+  // The default of set_check_discards for states created from now on (the test programs turn it
+  // on for every state they make).
+  static void SetCheckDiscardsByDefault(bool on);
 
-  // Recomputes every derived count from the running jobs and compares: no device or node over
-  // allocated, free counts, indexes, domain sums and queue usage all match.
+  // Recomputes every derived count from the running jobs and the open transactions' log, and
+  // compares: no device or node over allocated, free counts, indexes, domain sums and queue usage
+  // all match. Valid at any time, inside a transaction too.
   Status CheckInvariants() const;
 
  private:
+  friend class Transaction;
   ClusterState() = default;
+  // Capacity and usage changes, unlogged: applying a plan, a job ending, undoing a transaction.
+  void TakeTask(const TaskAllocation& task);
+  void GiveTask(const TaskAllocation& task);
+  void AdjustTask(NodeId n, MilliCpu cpu, MemMiB memory, std::span<const DeviceShare> devices,
+                  bool take);
+  void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
+  // A transaction's change: its record in the log, then the change.
+  enum class Op : std::uint8_t { kTake, kGive, kHold, kUnhold, kCharge, kEvict, kReadmit };
+  struct Undo {
+    Op op = Op::kTake;
+    // kTake, kGive, kHold, kUnhold: the task; its devices are undo_devices_[first, first + count).
+    NodeId node = 0;
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+    MilliCpu cpu{0};
+    MemMiB memory{0};
+    // kCharge: the queue tree's usage of `type` by `milli`.
+    QueueId queue = 0;
+    GpuTypeId type = kNone;
+    std::int64_t milli = 0;
+    // kEvict, kReadmit: the running job whose tasks and usage leave or come back.
+    const RunningJob* job = nullptr;
+  };
+  void Log(Op op, const TaskAllocation& task);
+  void Redo(const Undo& u, bool forward);  // applies a logged change (forward) or its inverse
+  std::size_t Open();
+  void Close(std::size_t depth, bool commit);
   void UpdateUnusual(NodeId n);
   void UpdateResidents(NodeId n);
   void CountShapes(const Job& job, int sign);  // running_shapes_ += sign x the job's tasks
@@ -426,9 +455,20 @@ class ClusterState {
   std::vector<NodeRoom> node_room_;
   std::vector<std::uint64_t> node_stamp_;  // per node: the stamp of its free capacity
   std::uint64_t last_stamp_ = 0;           // the last stamp given (each is given once)
-  bool scratch_ = false;                   // between BeginScratch and EndScratch
-  // During scratch work: each node whose capacity changed, and its stamp before, in order.
+  bool restamp_ = true;                    // false while a transaction is undone
+  // The open transactions' log: their changes in order, the devices of their tasks, and each
+  // node whose capacity changed with its stamp before, in order.
+  std::vector<Undo> undo_;
+  std::vector<DeviceShare> undo_devices_;
   std::vector<std::pair<NodeId, std::uint64_t>> stamps_before_;
+  struct Mark {
+    std::size_t undo = 0;
+    std::size_t devices = 0;
+    std::size_t stamps = 0;
+  };
+  std::vector<Mark> marks_;  // where each open transaction's changes begin, outermost first
+  bool check_discards_ = DefaultCheckDiscards();
+  static bool DefaultCheckDiscards();
   std::uint64_t id_ = NextStateId();
   static std::uint64_t NextStateId();
 
@@ -442,6 +482,53 @@ class ClusterState {
   std::map<TaskShapeKey, std::int64_t> running_shapes_;
   std::uint64_t running_shapes_digest_ = 0;  // a sum of ShapeDigest over running_shapes_
   std::unordered_map<JobId, std::vector<Millis>> evictions_;
+};
+
+// Tentative work on a ClusterState, undone unless committed (as Volcano's Statement). A cycle
+// opens one, and each trial inside it (a placement on one GPU type, a victim search and each scope
+// it tries, a reservation) opens one nested in it. Commit hands a nested transaction's changes to
+// the enclosing one; Discard, or the destructor of a transaction neither committed nor discarded,
+// undoes them newest first, node stamps included, so that the state is bit for bit what it was
+// when the transaction opened. The outermost transaction cannot commit: tentative work never
+// becomes real (a driver applies the plan, ClusterState::Apply). Only the innermost open
+// transaction may change the state, commit or discard.
+class Transaction {
+ public:
+  // The outermost transaction on `state` (none may be open).
+  explicit Transaction(ClusterState& state);
+  // A transaction nested in `enclosing`, which must be the innermost open one.
+  explicit Transaction(Transaction& enclosing);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  const ClusterState& state() const { return state_; }
+
+  // Takes a task's capacity (its node's CPU and memory, its devices' shares and memory). The
+  // caller has checked the fit.
+  void Take(const TaskAllocation& task);
+  // Gives back capacity taken by a task (running, or taken earlier in this transaction or an
+  // enclosing one).
+  void Give(const TaskAllocation& task);
+  // Holds capacity reserved for a blocked job, as Take; Unhold gives it back.
+  void Hold(const TaskAllocation& hold);
+  void Unhold(const TaskAllocation& hold);
+  // Charges the queue tree of `queue` for `milli` of GPU type `type` (negative: discharges).
+  void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
+  // Gives back every task of a running job and discharges its queue, as its eviction would;
+  // Readmit takes them again.
+  void Evict(const RunningJob& job);
+  void Readmit(const RunningJob& job);
+
+  // Keeps the changes in the enclosing transaction (not for the outermost one).
+  void Commit();
+  // Undoes every change since the transaction opened.
+  void Discard();
+
+ private:
+  ClusterState& state_;
+  std::size_t depth_;  // 1 for the outermost
+  bool open_ = true;
 };
 
 }  // namespace arbiter

@@ -13,9 +13,10 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
   return end > now ? end : now + options.overrun_grace;
 }
 
-std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
+std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
                                    std::span<const PlacedJob> placed, Millis now,
                                    const EngineOptions& options) {
+  const ClusterState& state = tx.state();
   struct Release {
     Millis end;
     JobId id;
@@ -58,34 +59,27 @@ std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
         free += d.type == type ? d.free.value() : 0;
     }
   }
-  std::optional<Reservation> result;
+  // The future, on the scratch state: released jobs give their capacity back, and the
+  // transaction undoes it all.
+  Transaction future(tx);
   int attempts = 0;
   while (heap_end != releases.begin()) {
     std::pop_heap(releases.begin(), heap_end, later);
     --heap_end;
     const Release& rel = *heap_end;
     for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
-      state.GiveTask(*t);
+      future.Give(*t);
       for (const DeviceShare& d : t->devices)
         free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
     }
     // (Jobs that end at the same time need not all be released first: the time is the same.)
     if (type != kNone && free < demand) continue;
     if (++attempts > options.backfill.max_attempts) break;
-    std::optional<Allocation> allocation = PlaceJob(state, filter, options);
-    if (allocation) {
-      for (auto t = allocation->tasks.rbegin(); t != allocation->tasks.rend(); ++t)
-        state.GiveTask(*t);
-      result = Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
-      break;
-    }
+    Transaction trial(future);
+    std::optional<Allocation> allocation = PlaceJob(trial, filter, options);
+    if (allocation) return Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
   }
-  // Take back what was released.
-  for (auto it = releases.end(); it != heap_end;) {
-    --it;
-    for (const TaskAllocation& t : it->allocation->tasks) state.TakeTask(t);
-  }
-  return result;
+  return std::nullopt;
 }
 
 void ReservationHolds::Add(const Reservation& r) {
@@ -93,7 +87,8 @@ void ReservationHolds::Add(const Reservation& r) {
   reservations_.push_back(r);
 }
 
-void ReservationHolds::Apply(ClusterState& state) {
+void ReservationHolds::Apply(Transaction& tx) {
+  const ClusterState& state = tx.state();
   held_.clear();
   for (const Reservation& r : reservations_) {
     for (const TaskAllocation& task : r.allocation.tasks) {
@@ -109,14 +104,14 @@ void ReservationHolds::Apply(ClusterState& state) {
         if (share.gpu.value() > 0 || share.memory.value() > 0) hold.devices.push_back(share);
       }
       if (hold.devices.empty() && hold.cpu.value() == 0 && hold.memory.value() == 0) continue;
-      state.TakeTask(hold);
+      tx.Hold(hold);
       held_.push_back(std::move(hold));
     }
   }
 }
 
-void ReservationHolds::Release(ClusterState& state) {
-  for (auto it = held_.rbegin(); it != held_.rend(); ++it) state.GiveTask(*it);
+void ReservationHolds::Release(Transaction& tx) {
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) tx.Unhold(*it);
   held_.clear();
 }
 

@@ -154,7 +154,8 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
 class Cycle {
  public:
   Cycle(ClusterState& state, std::span<const Job> pending, Millis now, const EngineOptions& options)
-      : state_(state),
+      : cycle_(state),
+        state_(state),
         pending_(pending),
         now_(now),
         options_(options),
@@ -183,7 +184,6 @@ class Cycle {
   }
 
   Plan Run() {
-    state_.BeginScratch();
     // One job is its own order (the usual cycle of a driver that runs one per arrival): no list.
     std::vector<std::uint32_t> ordered;
     timer_.Run(StageTimer::kOrder, [&] {
@@ -212,12 +212,10 @@ class Cycle {
       (void)ScheduleJob(index, /*allow_borrow=*/true);
       if (plan_.unplaced.size() > before) Blocked(index);
     }
-    holds_.Release(state_);  // reservations hold devices from this cycle's later jobs only
-    placed_directly_ = plan_.binds.size();
+    holds_.Release(cycle_);  // reservations hold devices from this cycle's later jobs only
     // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
     if (options_.preemption.enabled && !plan_.unplaced.empty()) Preempt();
-    GiveBack();
-    state_.EndScratch();  // the state leaves as it came in, stamps included
+    cycle_.Discard();  // the state leaves as it came in, stamps included
     plan_.timings = timer_.Timings();
     return std::move(plan_);
   }
@@ -312,6 +310,7 @@ class Cycle {
       if (!strict && !has_preferences) break;
       // The placement on each accepted type (given back when there are several), and the best by
       // the policy's rank of the node of the job's first task.
+      // (Each type's placement is a trial, undone, when there are several to compare.)
       const bool compare = allowed.size() > 1;
       std::optional<Allocation> best;
       engine::PlacementKey best_key;
@@ -325,16 +324,14 @@ class Cycle {
         };
         if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
-        if (ends_before_reservations) holds_.Release(state_);
+        if (ends_before_reservations) holds_.Release(cycle_);
         engine::PlacementKey rank;
         std::optional<Allocation> allocation = timer_.Run(StageTimer::kPlace, [&] {
-          return engine::PlaceJob(state_, filter, options_, compare ? &rank : nullptr);
+          if (!compare) return engine::PlaceJob(cycle_, filter, options_);
+          Transaction trial(cycle_);
+          return engine::PlaceJob(trial, filter, options_, &rank);
         });
-        if (allocation && compare) {
-          for (auto task = allocation->tasks.rbegin(); task != allocation->tasks.rend(); ++task)
-            state_.GiveTask(*task);
-        }
-        if (ends_before_reservations) holds_.Apply(state_);
+        if (ends_before_reservations) holds_.Apply(cycle_);
         if (!allocation) {
           if (cacheable) failed_shapes_.insert(shape_key());
           continue;
@@ -346,11 +343,11 @@ class Cycle {
       }
       if (best) {
         if (compare) {  // taken again, on the state it was found on
-          if (ends_before_reservations) holds_.Release(state_);
-          for (const TaskAllocation& task : best->tasks) state_.TakeTask(task);
-          if (ends_before_reservations) holds_.Apply(state_);
+          if (ends_before_reservations) holds_.Release(cycle_);
+          for (const TaskAllocation& task : best->tasks) cycle_.Take(task);
+          if (ends_before_reservations) holds_.Apply(cycle_);
         }
-        state_.Charge(job.queue, best->gpu_type, milli);
+        cycle_.Charge(job.queue, best->gpu_type, milli);
         plan_.binds.push_back({job.id, index, std::move(*best), now_});
         placed_.push_back({&job, &plan_.binds.back().allocation});
         return true;
@@ -390,9 +387,9 @@ class Cycle {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
       JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
-      holds_.Release(state_);
+      holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(StageTimer::kBackfill, [&] {
-        return engine::Reserve(state_, filter, placed_, now_, options_);
+        return engine::Reserve(cycle_, filter, placed_, now_, options_);
       });
       if (r) {
         r->pending_index = index;
@@ -400,7 +397,7 @@ class Cycle {
         holds_.Add(*r);
         plan_.reservations.push_back(std::move(*r));
       }
-      holds_.Apply(state_);
+      holds_.Apply(cycle_);
       if (r) break;
     }
   }
@@ -438,11 +435,9 @@ class Cycle {
       for (GpuTypeId t : AcceptedTypes(state_, job)) {
         JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
         std::optional<engine::PreemptionResult> result = timer_.Run(StageTimer::kPreempt, [&] {
-          return engine::Preempt(state_, filter, now_, budget, evicted, options_, &refusals);
+          return engine::Preempt(cycle_, filter, now_, budget, evicted, options_, &refusals);
         });
         if (!result) continue;
-        Preemption p;
-        p.first_eviction = plan_.evictions.size();
         Millis start = now_;
         for (const engine::Victim& v : result->victims) {
           const RunningJob& r = *v.running;
@@ -460,11 +455,8 @@ class Cycle {
           if (budget > 0) budget = std::max<std::int64_t>(0, budget - r.job.total_gpu().value());
           plan_.evictions.push_back(std::move(e));
         }
-        p.end_eviction = plan_.evictions.size();
-        p.bind = plan_.binds.size();
         plan_.binds.push_back({job.id, entry.pending_index, std::move(result->allocation), start});
         placed_.push_back({&job, &plan_.binds.back().allocation});
-        preemptions_.push_back(p);
         resolved[u] = true;
         break;
       }
@@ -484,32 +476,9 @@ class Cycle {
     std::erase_if(plan_.unplaced, [&](const Unplaced& u) { return preempted.count(u.job) > 0; });
   }
 
-  // Gives the scratch work back, newest first: the state leaves the cycle as it came in.
-  void GiveBack() {
-    auto give_back = [&](const Bind& b) {
-      for (auto task = b.allocation.tasks.rbegin(); task != b.allocation.tasks.rend(); ++task)
-        state_.GiveTask(*task);
-      state_.Charge(pending_[b.pending_index].queue, b.allocation.gpu_type,
-                    -pending_[b.pending_index].total_gpu().value());
-    };
-    for (auto p = preemptions_.rbegin(); p != preemptions_.rend(); ++p) {
-      give_back(plan_.binds[p->bind]);
-      for (std::size_t e = p->end_eviction; e-- > p->first_eviction;) {
-        const RunningJob& r = *state_.FindRunning(plan_.evictions[e].job);
-        for (const TaskAllocation& t : r.allocation.tasks) state_.TakeTask(t);
-        state_.Charge(r.job.queue, r.allocation.gpu_type, r.job.total_gpu().value());
-      }
-    }
-    for (std::size_t b = placed_directly_; b-- > 0;) give_back(plan_.binds[b]);
-  }
-
-  struct Preemption {
-    std::size_t bind = 0;            // index into plan_.binds
-    std::size_t first_eviction = 0;  // its victims: plan_.evictions[first_eviction, end_eviction)
-    std::size_t end_eviction = 0;
-  };
-
-  ClusterState& state_;
+  // The cycle's tentative work: what it places, evicts and holds, undone when the cycle ends.
+  Transaction cycle_;
+  const ClusterState& state_;
   std::span<const Job> pending_;
   const Millis now_;
   const EngineOptions& options_;
@@ -524,8 +493,6 @@ class Cycle {
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;            // devices reserved for blocked jobs (backfill)
   std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
-  std::size_t placed_directly_ = 0;
-  std::vector<Preemption> preemptions_;
 };
 
 // The shapes of the running tasks, each weighted by its rounded count: the distribution the

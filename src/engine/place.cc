@@ -155,9 +155,10 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
 
 class Placer {
  public:
-  Placer(ClusterState& state, const JobFilter& filter, NodeId begin, NodeId end,
+  Placer(Transaction& tx, const JobFilter& filter, NodeId begin, NodeId end,
          const EngineOptions& options)
-      : state_(state),
+      : tx_(tx),
+        state_(tx.state()),
         filter_(filter),
         job_(*filter.job),
         options_(options),
@@ -204,7 +205,8 @@ class Placer {
     return std::move(allocation_);
   }
 
-  void Take(const Task& t, NodeId node, std::vector<DeviceShare> devices) {
+  // Takes the task's capacity in `attempt`, the transaction of the placement being tried.
+  void Take(Transaction& attempt, const Task& t, NodeId node, std::vector<DeviceShare> devices) {
     TaskAllocation a;
     a.group = t.group;
     a.index = t.index;
@@ -212,14 +214,14 @@ class Placer {
     a.cpu = t.request->cpu;
     a.memory = t.request->memory;
     a.devices = std::move(devices);
-    state_.TakeTask(a);
+    attempt.Take(a);
     allocation_.tasks.push_back(std::move(a));
   }
 
-  void GiveBackAll() {
-    for (auto it = allocation_.tasks.rbegin(); it != allocation_.tasks.rend(); ++it)
-      state_.GiveTask(*it);
+  // An attempt that failed: its transaction discards what it took.
+  bool Failed() {
     allocation_.tasks.clear();
+    return false;
   }
 
   std::int64_t WholeDevices() const {
@@ -282,17 +284,18 @@ class Placer {
   }
 
   bool PlaceAllOnNode(NodeId n, std::uint32_t group) {
+    Transaction attempt(tx_);
     std::vector<DeviceShare> devices;
     DeviceScore score;
     for (const Task& t : tasks_) {
       if (FilterNode(state_, n, *t.request, filter_) ||
           !ChooseDevices(state_.node(n), *t.request, allocation_.gpu_type, group,
                          group == kAnyGroup, devices, score)) {
-        GiveBackAll();
-        return false;
+        return Failed();
       }
-      Take(t, n, devices);
+      Take(attempt, t, n, devices);
     }
+    attempt.Commit();
     return true;
   }
 
@@ -326,15 +329,14 @@ class Placer {
 
   // Each task, largest first, on the best node of [begin, end); all or none.
   bool PlaceInRange(NodeId begin, NodeId end, bool allow_span) {
+    Transaction attempt(tx_);
     for (const Task& t : tasks_) {
       NodeId node = kNone;
       std::vector<DeviceShare> devices;
-      if (!ChooseNode(t, begin, end, allow_span, node, devices)) {
-        GiveBackAll();
-        return false;
-      }
-      Take(t, node, std::move(devices));
+      if (!ChooseNode(t, begin, end, allow_span, node, devices)) return Failed();
+      Take(attempt, t, node, std::move(devices));
     }
+    attempt.Commit();
     return true;
   }
 
@@ -512,7 +514,8 @@ class Placer {
     return Keyed(found, best_key);
   }
 
-  ClusterState& state_;
+  Transaction& tx_;  // the caller's: a placement found is committed to it
+  const ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;
   const EngineOptions& options_;
@@ -532,14 +535,14 @@ class Placer {
 
 }  // namespace
 
-std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
+std::optional<Allocation> PlaceJob(Transaction& tx, const JobFilter& filter,
                                    const EngineOptions& options, PlacementKey* key) {
-  return PlaceJobIn(state, filter, 0, static_cast<NodeId>(state.node_count()), options, key);
+  return PlaceJobIn(tx, filter, 0, static_cast<NodeId>(tx.state().node_count()), options, key);
 }
 
-std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
+std::optional<Allocation> PlaceJobIn(Transaction& tx, const JobFilter& filter, NodeId begin,
                                      NodeId end, const EngineOptions& options, PlacementKey* key) {
-  Placer placer(state, filter, begin, end, options);
+  Placer placer(tx, filter, begin, end, options);
   std::optional<Allocation> allocation = placer.Place();
   if (key) *key = placer.key();
   return allocation;

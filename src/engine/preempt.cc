@@ -22,17 +22,6 @@ constexpr const char* kQueueNotPreemptable = "queue not preemptable";
 
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
 
-void Remove(ClusterState& state, const RunningJob& r) {
-  for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t)
-    state.GiveTask(*t);
-  state.Charge(r.job.queue, r.allocation.gpu_type, -GpusOf(r));
-}
-
-void Restore(ClusterState& state, const RunningJob& r) {
-  for (const TaskAllocation& t : r.allocation.tasks) state.TakeTask(t);
-  state.Charge(r.job.queue, r.allocation.gpu_type, GpusOf(r));
-}
-
 QueueId RootOf(const ClusterState& state, QueueId q) {
   while (state.queue(q).parent != kNone) q = state.queue(q).parent;
   return q;
@@ -80,37 +69,38 @@ bool Better(const Candidate& a, const Candidate& b) {
 
 class Search {
  public:
-  Search(ClusterState& state, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
+  Search(Transaction& tx, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
          const std::unordered_set<JobId>& excluded, const EngineOptions& options,
          PreemptionRefusals* refusals)
       : refusals_(refusals),
-        state_(state),
+        tx_(tx),
+        state_(tx.state()),
         filter_(filter),
         job_(*filter.job),
         now_(now),
         budget_(gpu_budget),
         excluded_(excluded),
         options_(options) {
-    const QuotaCheck quota = CheckQuota(state, job_.queue, filter.type, job_.total_gpu().value());
-    can_reclaim_ = state.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
-                   !LimitedResources(state, job_.queue, filter.type).empty();
-    root_ = RootOf(state, job_.queue);
-    within_queue_ = state.queue(job_.queue).spec.preempt_within_queue;
-    across_queues_ = state.queue(job_.queue).spec.preempt_lower_priority;
-    queue_priority_ = state.queue(job_.queue).spec.priority;
-    for (QueueId q = 0; q < state.queue_count(); ++q) {
-      roots_.push_back(RootOf(state, q));
-      queue_priorities_.push_back(state.queue(q).spec.priority);
+    const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
+    can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
+                   !LimitedResources(state_, job_.queue, filter.type).empty();
+    root_ = RootOf(state_, job_.queue);
+    within_queue_ = state_.queue(job_.queue).spec.preempt_within_queue;
+    across_queues_ = state_.queue(job_.queue).spec.preempt_lower_priority;
+    queue_priority_ = state_.queue(job_.queue).spec.priority;
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      roots_.push_back(RootOf(state_, q));
+      queue_priorities_.push_back(state_.queue(q).spec.priority);
     }
     // The queues whose work this preemptor may evict at all, as NodeState::resident_queues bits.
-    for (QueueId q = 0; q < state.queue_count(); ++q) {
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
       if (roots_[q] != root_) continue;
       const bool may = q == job_.queue ? within_queue_ : (OutranksQueue(q) || can_reclaim_);
       if (may) victim_queues_ |= std::uint64_t{1} << (q % 64);
     }
-    value_ = state.priority_class(job_.priority_class).value;
-    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
-      max_class_value_ = std::max(max_class_value_, state.priority_class(c).value);
+    value_ = state_.priority_class(job_.priority_class).value;
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      max_class_value_ = std::max(max_class_value_, state_.priority_class(c).value);
     }
     for (const TaskGroup& g : job_.groups) {
       milli_ += g.count * g.request.gpu.value();
@@ -168,20 +158,19 @@ class Search {
     if (!best && max_level < 0) best = BestIn({{0, all}});
     if (!best) return std::nullopt;
 
+    // The chosen set, evicted again and the preemptor placed, committed to the caller's
+    // transaction (the placement is the one TryScope found on the same state).
+    Transaction chosen(tx_);
     PreemptionResult result;
     for (const Victim* v : best->victims) {
-      Remove(state_, *v->running);
+      chosen.Evict(*v->running);
       result.victims.push_back(*v);
     }
     std::optional<Allocation> allocation =
-        PlaceJobIn(state_, filter_, best->begin, best->end, options_);
-    if (!allocation) {  // cannot happen: the same placement succeeded in TryScope; stay whole
-                        // anyway
-      for (auto v = best->victims.rbegin(); v != best->victims.rend(); ++v)
-        Restore(state_, *(*v)->running);
-      return std::nullopt;
-    }
-    state_.Charge(job_.queue, allocation->gpu_type, job_.total_gpu().value());
+        PlaceJobIn(chosen, filter_, best->begin, best->end, options_);
+    if (!allocation) return std::nullopt;
+    chosen.Charge(job_.queue, allocation->gpu_type, job_.total_gpu().value());
+    chosen.Commit();
     result.allocation = std::move(*allocation);
     result.lost = best->lost;
     result.cost = best->cost;
@@ -492,18 +481,21 @@ class Search {
     return best;
   }
 
-  bool Fits(NodeId begin, NodeId end, int reclaim_victims) {
+  // Whether the preemptor fits [begin, end), quota and placement, with the victims evicted in
+  // `scope` (the placement is tried in a transaction of its own and undone).
+  bool Fits(Transaction& scope, NodeId begin, NodeId end, int reclaim_victims) {
     if (milli_ > FreeMilliIn(begin, end)) return false;
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter_.type, job_.total_gpu().value());
     if (!quota.ok || (reclaim_victims > 0 && quota.borrows)) return false;
-    std::optional<Allocation> a = PlaceJobIn(state_, filter_, begin, end, options_);
-    if (!a) return false;
-    for (auto t = a->tasks.rbegin(); t != a->tasks.rend(); ++t) state_.GiveTask(*t);
-    return true;
+    Transaction trial(scope);
+    return PlaceJobIn(trial, filter_, begin, end, options_).has_value();
   }
 
+  // Evicts victims of the scope in order until the preemptor fits, then reprieves those it can do
+  // without; everything is undone on return (the scope's transaction is discarded).
   std::optional<Candidate> TryScope(NodeId begin, NodeId end,
                                     const std::vector<const Victim*>& victims) {
+    Transaction scope(tx_);
     std::vector<const Victim*> removed;
     std::int64_t gpus = 0;
     int reclaim = 0;
@@ -515,16 +507,13 @@ class Search {
         continue;
       }
       if (!StillAboveGuarantee(*v)) continue;
-      Remove(state_, *v->running);
+      scope.Evict(*v->running);
       removed.push_back(v);
       gpus += g;
       reclaim += v->kind == Eviction::Kind::kReclaim;
-      if ((fits = Fits(begin, end, reclaim))) break;
+      if ((fits = Fits(scope, begin, end, reclaim))) break;
     }
-    if (!fits) {
-      for (auto it = removed.rbegin(); it != removed.rend(); ++it) Restore(state_, *(*it)->running);
-      return std::nullopt;
-    }
+    if (!fits) return std::nullopt;
     // Reprieve: give back every victim the preemptor can do without, most expensive first.
     std::vector<const Victim*> order = removed;
     std::stable_sort(order.begin(), order.end(),
@@ -533,10 +522,10 @@ class Search {
     c.begin = begin;
     c.end = end;
     for (const Victim* v : order) {
-      Restore(state_, *v->running);
+      scope.Readmit(*v->running);
       reclaim -= v->kind == Eviction::Kind::kReclaim;
-      if (Fits(begin, end, reclaim)) continue;
-      Remove(state_, *v->running);
+      if (Fits(scope, begin, end, reclaim)) continue;
+      scope.Evict(*v->running);
       reclaim += v->kind == Eviction::Kind::kReclaim;
       c.victims.push_back(v);
     }
@@ -545,8 +534,6 @@ class Search {
       c.cost += v->cost;
       c.youngest = std::max(c.youngest, v->running->start_time);
     }
-    for (auto it = c.victims.rbegin(); it != c.victims.rend(); ++it)
-      Restore(state_, *(*it)->running);
     // The minimum benefit: what the victims lose per GPU the preemptor gains.
     const std::int64_t threshold = options_.preemption.max_loss_per_gpu;
     if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_) {
@@ -557,7 +544,8 @@ class Search {
   }
 
   PreemptionRefusals* refusals_;
-  ClusterState& state_;
+  Transaction& tx_;  // the caller's: the chosen set is committed to it
+  const ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;
   Millis now_;
@@ -645,12 +633,12 @@ Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
   return v;
 }
 
-std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
+std::optional<PreemptionResult> Preempt(Transaction& tx, const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
                                         const EngineOptions& options,
                                         PreemptionRefusals* refusals) {
-  Search search(state, filter, now, gpu_budget, excluded, options, refusals);
+  Search search(tx, filter, now, gpu_budget, excluded, options, refusals);
   return search.Run();
 }
 

@@ -88,13 +88,13 @@ struct PlacementKey {
 
 // Finds devices for every task of the job on GPU type filter.type, packing the gang into the
 // smallest topology domain that holds it (NVLink group, node, then each operator level), never
-// beyond a required level. On success the tasks are taken in `state` and their allocation
-// returned; on failure nothing is taken. Under a scoring policy, `key` (when given) receives the
-// rank of the node chosen for the job's first task.
-std::optional<Allocation> PlaceJob(ClusterState& state, const JobFilter& filter,
+// beyond a required level. On success the tasks are taken in `tx` and their allocation returned;
+// on failure `tx` is unchanged. Under a scoring policy, `key` (when given) receives the rank of
+// the node chosen for the job's first task.
+std::optional<Allocation> PlaceJob(Transaction& tx, const JobFilter& filter,
                                    const EngineOptions& options, PlacementKey* key = nullptr);
 // The same, using only the nodes [begin, end) (a node, or a domain's range).
-std::optional<Allocation> PlaceJobIn(ClusterState& state, const JobFilter& filter, NodeId begin,
+std::optional<Allocation> PlaceJobIn(Transaction& tx, const JobFilter& filter, NodeId begin,
                                      NodeId end, const EngineOptions& options,
                                      PlacementKey* key = nullptr);
 
@@ -330,10 +330,10 @@ struct PreemptionResult {
 // or, when its queue is within its nominal quota, jobs other queues of its tree run on borrowed
 // quota (never taking such a queue below its own nominal). Candidate sets are compared by cost,
 // then number of victims, then the younger. The search is transactional: on success the victims
-// are given back and the preemptor's allocation taken and charged in `state`; on failure `state`
-// is unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
+// are evicted and the preemptor's allocation taken and charged in `tx`; on failure `tx` is
+// unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
 // victims (already evicted this cycle).
-std::optional<PreemptionResult> Preempt(ClusterState& state, const JobFilter& filter, Millis now,
+std::optional<PreemptionResult> Preempt(Transaction& tx, const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
                                         const EngineOptions& options,
@@ -351,8 +351,8 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
 
 // Computes a reservation for a blocked job: releases the running jobs and those placed this cycle
 // on the scratch state in order of expected end until the job fits (placement only), and returns
-// the devices and that time. The state is unchanged on return.
-std::optional<Reservation> Reserve(ClusterState& state, const JobFilter& filter,
+// the devices and that time. `tx` is unchanged on return.
+std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
                                    std::span<const PlacedJob> placed, Millis now,
                                    const EngineOptions& options);
 
@@ -363,10 +363,10 @@ class ReservationHolds {
   void Add(const Reservation& r);
   bool empty() const { return reservations_.empty(); }
   Millis earliest_start() const { return earliest_; }
-  // Takes what is free of the reserved resources now, on the scratch state.
-  void Apply(ClusterState& state);
+  // Holds what is free of the reserved resources now, in `tx`.
+  void Apply(Transaction& tx);
   // Gives it back.
-  void Release(ClusterState& state);
+  void Release(Transaction& tx);
 
  private:
   std::vector<Reservation> reservations_;

@@ -1,9 +1,10 @@
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <bitset>
-#include <cstdio>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -34,22 +35,22 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   ClusterState s;
   s.topology_ = NormalizedTopology(spec.topology);
   s.fair_share_half_life_ = spec.fair_share_half_life;
-  if (s.fair_share_half_life_ <= 0) return Status::Error("fair_share_half_life: must be positive");
+  if (s.fair_share_half_life_ <= 0) return Status::InvalidArgument("must be positive", "fair_share_half_life");
   const int operator_levels = s.topology_.node_level();
   {
     std::set<std::string> seen;
     for (const std::string& level : s.topology_.levels) {
       if (!seen.insert(level).second)
-        return Status::Error("topology.levels: duplicate level " + Quoted(level));
+        return Status::InvalidArgument("duplicate level " + Quoted(level), "topology.levels");
     }
   }
 
   // Priority classes.
   if (spec.priority_classes.empty())
-    return Status::Error("priority_classes: at least one is required");
+    return Status::InvalidArgument("at least one is required", "priority_classes");
   for (const PriorityClassSpec& pc : spec.priority_classes) {
     if (s.FindPriorityClass(pc.name))
-      return Status::Error("priority_classes: duplicate name " + Quoted(pc.name));
+      return Status::InvalidArgument("duplicate name " + Quoted(pc.name), "priority_classes");
     s.classes_.push_back(pc);
   }
 
@@ -57,19 +58,19 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   for (const NodeSpec& n : spec.nodes) {
     for (const DeviceSpec& d : n.devices) {
       if (d.type.empty())
-        return Status::Error("nodes." + n.name + ".devices: a device has no GPU model");
+        return Status::InvalidArgument("a device has no GPU model", "nodes." + n.name + ".devices");
       if (!s.FindGpuType(d.type)) s.gpu_types_.push_back(d.type);
     }
   }
-  if (s.gpu_types_.size() > kMaxGpuTypes) return Status::Error("nodes: more than 64 GPU models");
+  if (s.gpu_types_.size() > kMaxGpuTypes) return Status::InvalidArgument("more than 64 GPU models", "nodes");
   const std::size_t types = s.gpu_types_.size();
 
   // Queues: a forest by parent name.
-  if (spec.queues.empty()) return Status::Error("queues: at least one is required");
+  if (spec.queues.empty()) return Status::InvalidArgument("at least one is required", "queues");
   for (const QueueSpec& q : spec.queues) {
-    if (q.name.empty()) return Status::Error("queues: a queue has no name");
-    if (s.FindQueue(q.name)) return Status::Error("queues: duplicate name " + Quoted(q.name));
-    if (q.weight <= 0) return Status::Error("queues." + q.name + ".weight: must be positive");
+    if (q.name.empty()) return Status::InvalidArgument("a queue has no name", "queues");
+    if (s.FindQueue(q.name)) return Status::InvalidArgument("duplicate name " + Quoted(q.name), "queues");
+    if (q.weight <= 0) return Status::InvalidArgument("must be positive", "queues." + q.name + ".weight");
     QueueInfo info;
     info.spec = q;
     info.id = static_cast<QueueId>(s.queues_.size());
@@ -79,8 +80,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     if (q.spec.parent.empty()) continue;
     auto parent = s.FindQueue(q.spec.parent);
     if (!parent)
-      return Status::Error("queues." + q.spec.name + ".parent: unknown queue " +
-                           Quoted(q.spec.parent));
+      return Status::NotFound("unknown queue " + Quoted(q.spec.parent),
+                              "queues." + q.spec.name + ".parent");
     q.parent = *parent;
     s.queues_[*parent].children.push_back(q.id);
   }
@@ -88,7 +89,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     int depth = 0;
     for (QueueId p = q.parent; p != kNone; p = s.queues_[p].parent) {
       if (++depth > static_cast<int>(s.queues_.size()))
-        return Status::Error("queues." + q.spec.name + ".parent: the queue tree has a cycle");
+        return Status::InvalidArgument("the queue tree has a cycle",
+                                       "queues." + q.spec.name + ".parent");
     }
     q.depth = depth;
   }
@@ -106,15 +108,16 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (resource != kAllGpusResource) {
         auto t = s.FindGpuType(resource);
         if (!t)
-          return Status::Error("queues." + q.spec.name + ".quota: " + Quoted(resource) +
-                               " is neither 'gpu' nor a GPU model of any node");
+          return Status::InvalidArgument(
+              Quoted(resource) + " is neither 'gpu' nor a GPU model of any node",
+              "queues." + q.spec.name + ".quota");
         r = 1 + *t;
       }
       const std::string field = "queues." + q.spec.name + ".quota." + resource;
       auto negative = [](const std::optional<MilliGpu>& v) { return v && v->value() < 0; };
       if (quota.nominal.value() < 0 || negative(quota.borrowing_limit) ||
           negative(quota.lending_limit) || negative(quota.max)) {
-        return Status::Error(field + ": quantities must not be negative");
+        return Status::InvalidArgument("quantities must not be negative", field);
       }
       QuotaLimits& l = s.limits_[q.id * resources + r];
       own_nominal[q.id * resources + r] = quota.nominal.value();
@@ -157,9 +160,11 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
     if (static_cast<int>(n.domains.size()) != operator_levels) {
-      return Status::Error("nodes." + n.name + ".topology: expected a domain for each of the " +
-                           std::to_string(operator_levels) + " levels above 'node', got " +
-                           std::to_string(n.domains.size()));
+      return Status::InvalidArgument("expected a domain for each of the " +
+                                         std::to_string(operator_levels) +
+                                         " levels above 'node', got " +
+                                         std::to_string(n.domains.size()),
+                                     "nodes." + n.name + ".topology");
     }
     DomainId parent = kNone;
     for (int level = 0; level < operator_levels; ++level) {
@@ -185,12 +190,12 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
 
   for (std::size_t pos = 0; pos < order.size(); ++pos) {
     const NodeSpec& n = spec.nodes[order[pos]];
-    if (n.name.empty()) return Status::Error("nodes: a node has no name");
+    if (n.name.empty()) return Status::InvalidArgument("a node has no name", "nodes");
     const NodeId id = static_cast<NodeId>(pos);
     if (!s.node_by_name_.emplace(n.name, id).second)
-      return Status::Error("nodes: duplicate name " + Quoted(n.name));
+      return Status::InvalidArgument("duplicate name " + Quoted(n.name), "nodes");
     if (n.cpu.value() < 0 || n.memory.value() < 0)
-      return Status::Error("nodes." + n.name + ": cpu and memory must not be negative");
+      return Status::InvalidArgument("cpu and memory must not be negative", "nodes." + n.name);
     NodeState ns;
     ns.name = n.name;
     ns.labels = n.labels;
@@ -200,14 +205,15 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     ns.cordoned = n.cordoned;
     ns.domains = node_domains[order[pos]];
     if (n.devices.size() > kMaxDevicesPerNode) {
-      return Status::Error("nodes." + n.name + ".devices: at most " +
-                           std::to_string(kMaxDevicesPerNode) + " devices per node");
+      return Status::InvalidArgument(
+          "at most " + std::to_string(kMaxDevicesPerNode) + " devices per node",
+          "nodes." + n.name + ".devices");
     }
     ns.first_device = static_cast<std::uint32_t>(s.device_count_);
     std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
     for (const DeviceSpec& d : n.devices) {
       if (d.memory.value() < 0)
-        return Status::Error("nodes." + n.name + ".devices: memory must not be negative");
+        return Status::InvalidArgument("memory must not be negative", "nodes." + n.name + ".devices");
       DeviceState ds;
       ds.type = *s.FindGpuType(d.type);
       ds.memory = ds.memory_free = d.memory;
@@ -358,47 +364,211 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
   }
 }
 
-void ClusterState::TakeTask(const TaskAllocation& task) {
-  NodeState& node = nodes_[task.node];
-  node.cpu_free -= task.cpu;
-  node.memory_free -= task.memory;
-  assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
-  node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
-  Restamp(task.node);
-  ++node.tasks;
-  for (const DeviceShare& share : task.devices) {
-    AdjustFree(task.node, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
+void ClusterState::AdjustTask(NodeId n, MilliCpu cpu, MemMiB memory,
+                              std::span<const DeviceShare> devices, bool take) {
+  NodeState& node = nodes_[n];
+  if (take) {
+    node.cpu_free -= cpu;
+    node.memory_free -= memory;
+    assert(node.cpu_free.value() >= 0 && node.memory_free.value() >= 0);
+    ++node.tasks;
+  } else {
+    node.cpu_free += cpu;
+    node.memory_free += memory;
+    --node.tasks;
+  }
+  node_room_[n] = {node.cpu_free.value(), node.memory_free.value()};
+  Restamp(n);
+  for (const DeviceShare& share : devices) {
+    if (take) {
+      AdjustFree(n, share.device, MilliGpu(0) - share.gpu, GpuMemMiB(0) - share.memory);
+    } else {
+      AdjustFree(n, share.device, share.gpu, share.memory);
+    }
   }
 }
 
+void ClusterState::TakeTask(const TaskAllocation& task) {
+  AdjustTask(task.node, task.cpu, task.memory, task.devices, /*take=*/true);
+}
+
 void ClusterState::GiveTask(const TaskAllocation& task) {
-  NodeState& node = nodes_[task.node];
-  node.cpu_free += task.cpu;
-  node.memory_free += task.memory;
-  node_room_[task.node] = {node.cpu_free.value(), node.memory_free.value()};
-  Restamp(task.node);
-  --node.tasks;
-  for (const DeviceShare& share : task.devices)
-    AdjustFree(task.node, share.device, share.gpu, share.memory);
+  AdjustTask(task.node, task.cpu, task.memory, task.devices, /*take=*/false);
 }
 
 void ClusterState::Restamp(NodeId n) {
-  if (scratch_) stamps_before_.emplace_back(n, node_stamp_[n]);
+  if (!restamp_) return;  // (a transaction being undone: its stamps are given back after)
+  if (!marks_.empty()) stamps_before_.emplace_back(n, node_stamp_[n]);
   node_stamp_[n] = ++last_stamp_;
 }
 
-void ClusterState::BeginScratch() {
-  assert(!scratch_);  // (not nested: the log would be another's)
-  scratch_ = true;
-  stamps_before_.clear();
+// ---- Transactions ----
+
+namespace {
+#ifdef NDEBUG
+std::atomic<bool> check_discards_by_default{false};
+#else
+std::atomic<bool> check_discards_by_default{true};
+#endif
+}  // namespace
+
+void ClusterState::SetCheckDiscardsByDefault(bool on) { check_discards_by_default = on; }
+bool ClusterState::DefaultCheckDiscards() { return check_discards_by_default; }
+
+void ClusterState::Log(Op op, const TaskAllocation& task) {
+  Undo u;
+  u.op = op;
+  u.node = task.node;
+  u.first = static_cast<std::uint32_t>(undo_devices_.size());
+  u.count = static_cast<std::uint32_t>(task.devices.size());
+  u.cpu = task.cpu;
+  u.memory = task.memory;
+  undo_devices_.insert(undo_devices_.end(), task.devices.begin(), task.devices.end());
+  undo_.push_back(u);
 }
 
-void ClusterState::EndScratch() {
+void ClusterState::Redo(const Undo& u, bool forward) {
+  auto task = [&](bool take) {
+    AdjustTask(u.node, u.cpu, u.memory,
+               std::span<const DeviceShare>(undo_devices_.data() + u.first, u.count), take);
+  };
+  auto evict = [&](bool out) {
+    const RunningJob& r = *u.job;
+    if (out) {
+      for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t) GiveTask(*t);
+    } else {
+      for (const TaskAllocation& t : r.allocation.tasks) TakeTask(t);
+    }
+    const std::int64_t milli = r.job.total_gpu().value();
+    Charge(r.job.queue, r.allocation.gpu_type, out ? -milli : milli);
+  };
+  switch (u.op) {
+    case Op::kTake:
+    case Op::kHold:
+      task(/*take=*/forward);
+      break;
+    case Op::kGive:
+    case Op::kUnhold:
+      task(/*take=*/!forward);
+      break;
+    case Op::kCharge:
+      Charge(u.queue, u.type, forward ? u.milli : -u.milli);
+      break;
+    case Op::kEvict:
+      evict(forward);
+      break;
+    case Op::kReadmit:
+      evict(!forward);
+      break;
+  }
+}
+
+std::size_t ClusterState::Open() {
+  marks_.push_back({undo_.size(), undo_devices_.size(), stamps_before_.size()});
+  return marks_.size();
+}
+
+void ClusterState::Close([[maybe_unused]] std::size_t depth, bool commit) {
+  assert(depth == marks_.size() && "only the innermost open transaction may close");
+  const Mark mark = marks_.back();
+  marks_.pop_back();
+  if (commit) return;  // the changes stay in the log, the enclosing transaction's now
+  restamp_ = false;
+  for (std::size_t i = undo_.size(); i-- > mark.undo;) Redo(undo_[i], /*forward=*/false);
+  restamp_ = true;
   // Newest first: a node changed several times gets the stamp it had before the first change.
-  for (auto it = stamps_before_.rbegin(); it != stamps_before_.rend(); ++it)
-    node_stamp_[it->first] = it->second;
-  stamps_before_.clear();
-  scratch_ = false;
+  for (std::size_t i = stamps_before_.size(); i-- > mark.stamps;)
+    node_stamp_[stamps_before_[i].first] = stamps_before_[i].second;
+  undo_.resize(mark.undo);
+  undo_devices_.resize(mark.devices);
+  stamps_before_.resize(mark.stamps);
+  if (check_discards_) {
+    if (Status st = CheckInvariants(); !st.ok()) {
+      std::fprintf(stderr, "arbiter: broken after a discarded transaction: %s\n",
+                   st.message().c_str());
+      std::abort();
+    }
+  }
+}
+
+Transaction::Transaction(ClusterState& state) : state_(state), depth_(0) {
+  assert(!state.in_transaction() && "an outermost transaction opens on a state without one");
+  depth_ = state_.Open();
+}
+
+Transaction::Transaction(Transaction& enclosing) : state_(enclosing.state_), depth_(0) {
+  assert(enclosing.open_ && enclosing.depth_ == state_.marks_.size());
+  depth_ = state_.Open();
+}
+
+Transaction::~Transaction() {
+  if (open_) Discard();
+}
+
+void Transaction::Take(const TaskAllocation& task) {
+  assert(open_ && depth_ == state_.marks_.size());
+  state_.Log(ClusterState::Op::kTake, task);
+  state_.TakeTask(task);
+}
+
+void Transaction::Give(const TaskAllocation& task) {
+  assert(open_ && depth_ == state_.marks_.size());
+  state_.Log(ClusterState::Op::kGive, task);
+  state_.GiveTask(task);
+}
+
+void Transaction::Hold(const TaskAllocation& hold) {
+  assert(open_ && depth_ == state_.marks_.size());
+  state_.Log(ClusterState::Op::kHold, hold);
+  state_.TakeTask(hold);
+}
+
+void Transaction::Unhold(const TaskAllocation& hold) {
+  assert(open_ && depth_ == state_.marks_.size());
+  state_.Log(ClusterState::Op::kUnhold, hold);
+  state_.GiveTask(hold);
+}
+
+void Transaction::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
+  assert(open_ && depth_ == state_.marks_.size());
+  if (type == kNone || milli == 0) return;  // (charges nothing)
+  ClusterState::Undo u;
+  u.op = ClusterState::Op::kCharge;
+  u.queue = queue;
+  u.type = type;
+  u.milli = milli;
+  state_.undo_.push_back(u);
+  state_.Charge(queue, type, milli);
+}
+
+void Transaction::Evict(const RunningJob& job) {
+  assert(open_ && depth_ == state_.marks_.size());
+  ClusterState::Undo u;
+  u.op = ClusterState::Op::kEvict;
+  u.job = &job;
+  state_.undo_.push_back(u);
+  state_.Redo(u, /*forward=*/true);
+}
+
+void Transaction::Readmit(const RunningJob& job) {
+  assert(open_ && depth_ == state_.marks_.size());
+  ClusterState::Undo u;
+  u.op = ClusterState::Op::kReadmit;
+  u.job = &job;
+  state_.undo_.push_back(u);
+  state_.Redo(u, /*forward=*/true);
+}
+
+void Transaction::Commit() {
+  assert(open_ && depth_ > 1 && "the outermost transaction cannot commit");
+  open_ = false;
+  state_.Close(depth_, /*commit=*/true);
+}
+
+void Transaction::Discard() {
+  assert(open_);
+  open_ = false;
+  state_.Close(depth_, /*commit=*/false);
 }
 
 void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
@@ -413,20 +583,20 @@ void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
 // Checks one task against what is free now, given what earlier tasks of the same job took.
 Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) const {
   if (running_.count(job.id))
-    return Status::Error("job " + std::to_string(job.id) + " is already running");
+    return Status::Conflict("job " + std::to_string(job.id) + " is already running");
   if (job.queue >= queues_.size())
-    return Status::Error("job " + std::to_string(job.id) + ": unknown queue id");
+    return Status::InvalidArgument("job " + std::to_string(job.id) + ": unknown queue id");
   if (job.priority_class >= classes_.size())
-    return Status::Error("job " + std::to_string(job.id) + ": unknown priority class id");
+    return Status::InvalidArgument("job " + std::to_string(job.id) + ": unknown priority class id");
   if (static_cast<std::int64_t>(allocation.tasks.size()) != job.task_count()) {
-    return Status::Error("job " + std::to_string(job.id) + ": allocation has " +
+    return Status::InvalidArgument("job " + std::to_string(job.id) + ": allocation has " +
                          std::to_string(allocation.tasks.size()) + " tasks, the job " +
                          std::to_string(job.task_count()));
   }
   const bool uses_gpu = job.total_gpu().value() > 0;
   if (uses_gpu &&
       (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
-    return Status::Error("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
+    return Status::InvalidArgument("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
   }
   // Each task once: a usual job's few tasks are compared with the earlier ones, a large gang's
   // looked up in a set.
@@ -449,29 +619,29 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
             : !seen.emplace(t.group, t.index).second;
     if (t.group >= job.groups.size() ||
         t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || repeated) {
-      return Status::Error(where() + ": no such task, or placed twice");
+      return Status::InvalidArgument(where() + ": no such task, or placed twice");
     }
     const TaskRequest& req = job.groups[t.group].request;
-    if (t.node >= nodes_.size()) return Status::Error(where() + ": unknown node");
+    if (t.node >= nodes_.size()) return Status::InvalidArgument(where() + ": unknown node");
     if (t.cpu != req.cpu || t.memory != req.memory)
-      return Status::Error(where() + ": cpu or memory differs from the request");
+      return Status::InvalidArgument(where() + ": cpu or memory differs from the request");
     const std::int64_t want_devices = req.shared() ? 1 : req.whole_gpus();
     if (static_cast<std::int64_t>(t.devices.size()) != want_devices)
-      return Status::Error(where() + ": wrong number of devices");
+      return Status::InvalidArgument(where() + ": wrong number of devices");
     std::bitset<kMaxDevicesPerNode> devices;  // those of the task so far
     for (const DeviceShare& share : t.devices) {
       if (share.device >= nodes_[t.node].devices.size() || devices.test(share.device))
-        return Status::Error(where() + ": bad device index");
+        return Status::InvalidArgument(where() + ": bad device index");
       devices.set(share.device);
       const DeviceState& dev = nodes_[t.node].devices[share.device];
       if (dev.type != allocation.gpu_type)
-        return Status::Error(where() + ": device of another GPU type");
+        return Status::InvalidArgument(where() + ": device of another GPU type");
       if (req.shared()) {
         if (share.gpu != req.gpu || share.memory != req.gpu_memory)
-          return Status::Error(where() + ": share differs from the request");
+          return Status::InvalidArgument(where() + ": share differs from the request");
       } else if (share.gpu != kWholeGpu || share.memory != dev.memory ||
                  dev.memory < req.gpu_memory) {
-        return Status::Error(where() + ": a whole device must be taken whole, with enough memory");
+        return Status::InvalidArgument(where() + ": a whole device must be taken whole, with enough memory");
       }
     }
   }
@@ -479,6 +649,7 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
 }
 
 Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
+  if (in_transaction()) return Status::Internal("Bind inside a transaction");
   if (Status st = CheckFits(job, allocation); !st.ok()) return st;
   // Take task by task, checking against what is left; undo on the first misfit.
   std::size_t taken = 0;
@@ -491,8 +662,9 @@ Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
       fits = fits && dev.free >= share.gpu && dev.memory_free >= share.memory;
     }
     if (!fits) {
-      result = Status::Error("job " + std::to_string(job.id) + ": task " + std::to_string(t.group) +
-                             "/" + std::to_string(t.index) + " does not fit on node " + node.name);
+      result = Status::Conflict("job " + std::to_string(job.id) + ": task " +
+                                std::to_string(t.group) + "/" + std::to_string(t.index) +
+                                " does not fit on node " + node.name);
       break;
     }
     TakeTask(t);
@@ -533,7 +705,7 @@ namespace {
 
 Status CheckBindOfPending(const Bind& bind, std::span<const Job> pending) {
   if (bind.pending_index >= pending.size() || pending[bind.pending_index].id != bind.job) {
-    return Status::Error("plan bind of job " + std::to_string(bind.job) +
+    return Status::InvalidArgument("plan bind of job " + std::to_string(bind.job) +
                          " does not match the pending list");
   }
   return Status::Ok();
@@ -589,9 +761,10 @@ void ClusterState::RestoreEvictions(JobId id, std::vector<Millis> times) {
 }
 
 Status ClusterState::Unbind(JobId id, Millis now) {
+  if (in_transaction()) return Status::Internal("Unbind inside a transaction");
   AccrueUsage(now);
   auto it = running_.find(id);
-  if (it == running_.end()) return Status::Error("job " + std::to_string(id) + " is not running");
+  if (it == running_.end()) return Status::NotFound("job " + std::to_string(id) + " is not running");
   for (const TaskAllocation& t : it->second.allocation.tasks) {
     GiveTask(t);
     std::erase_if(nodes_[t.node].residents,
@@ -689,7 +862,7 @@ void ClusterState::UpdateUnusual(NodeId n) {
 }
 
 Status ClusterState::SetCordoned(NodeId node, bool cordoned) {
-  if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
+  if (node >= nodes_.size()) return Status::NotFound("unknown node id " + std::to_string(node));
   nodes_[node].cordoned = cordoned;
   UpdateUnusual(node);
   return Status::Ok();
@@ -720,7 +893,7 @@ std::string ClusterState::Describe(const TaskAllocation& task) const {
 }
 
 Status ClusterState::SetHealthy(NodeId node, bool healthy) {
-  if (node >= nodes_.size()) return Status::Error("unknown node id " + std::to_string(node));
+  if (node >= nodes_.size()) return Status::NotFound("unknown node id " + std::to_string(node));
   nodes_[node].healthy = healthy;
   UpdateUnusual(node);
   return Status::Ok();
@@ -728,7 +901,7 @@ Status ClusterState::SetHealthy(NodeId node, bool healthy) {
 
 Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
   auto it = running_.find(job);
-  if (it == running_.end()) return Status::Error("job " + std::to_string(job) + " is not running");
+  if (it == running_.end()) return Status::NotFound("job " + std::to_string(job) + " is not running");
   RunningJob& r = it->second;
   r.last_checkpoint = std::max(r.last_checkpoint, at);
   for (const TaskAllocation& t : r.allocation.tasks) {
@@ -791,66 +964,107 @@ Status ClusterState::CheckInvariants() const {
       }
     }
   }
+  // The open transactions' changes, in order.
+  auto task = [&](NodeId n, MilliCpu c, MemMiB m, std::span<const DeviceShare> devices, int sign) {
+    cpu[n] += sign * c.value();
+    mem[n] += sign * m.value();
+    tasks[n] = static_cast<std::uint32_t>(static_cast<std::int64_t>(tasks[n]) + sign);
+    for (const DeviceShare& share : devices) {
+      used[nodes_[n].first_device + share.device] += sign * share.gpu.value();
+      used_mem[nodes_[n].first_device + share.device] += sign * share.memory.value();
+    }
+  };
+  auto charge = [&](QueueId queue, GpuTypeId type, std::int64_t milli) {
+    if (type == kNone) return;
+    for (QueueId q = queue; q != kNone; q = queues_[q].parent) {
+      usage[q * resources] += milli;
+      usage[q * resources + 1 + type] += milli;
+    }
+  };
+  for (const Undo& u : undo_) {
+    const std::span<const DeviceShare> devices(undo_devices_.data() + u.first, u.count);
+    switch (u.op) {
+      case Op::kTake:
+      case Op::kHold:
+        task(u.node, u.cpu, u.memory, devices, +1);
+        break;
+      case Op::kGive:
+      case Op::kUnhold:
+        task(u.node, u.cpu, u.memory, devices, -1);
+        break;
+      case Op::kCharge:
+        charge(u.queue, u.type, u.milli);
+        break;
+      case Op::kEvict:
+      case Op::kReadmit: {
+        const int sign = u.op == Op::kEvict ? -1 : +1;
+        for (const TaskAllocation& t : u.job->allocation.tasks)
+          task(t.node, t.cpu, t.memory, t.devices, sign);
+        charge(u.job->job.queue, u.job->allocation.gpu_type, sign * u.job->job.total_gpu().value());
+        break;
+      }
+    }
+  }
   if (usage != usage_)
-    return Status::Error("invariant: queue usage does not match the running jobs");
+    return Status::Internal("invariant: queue usage does not match the running jobs");
   std::uint64_t digest = 0;
   for (const auto& [key, count] : running_shapes_) digest += ShapeDigest(key, count);
   if (digest != running_shapes_digest_)
-    return Status::Error("invariant: the digest of the running shapes does not match them");
+    return Status::Internal("invariant: the digest of the running shapes does not match them");
   std::vector<std::int64_t> dom_devices(domains_.size() * types, 0),
       dom_milli(domains_.size() * types, 0);
   for (NodeId n = 0; n < nodes_.size(); ++n) {
     const NodeState& node = nodes_[n];
     const std::string where = "invariant: node " + node.name + ": ";
     if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0)
-      return Status::Error(where + "CPU over-allocated or miscounted");
+      return Status::Internal(where + "CPU over-allocated or miscounted");
     if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0)
-      return Status::Error(where + "memory over-allocated or miscounted");
-    if (node.tasks != tasks[n]) return Status::Error(where + "task count");
+      return Status::Internal(where + "memory over-allocated or miscounted");
+    if (node.tasks != tasks[n]) return Status::Internal(where + "task count");
     if (node_room_[n].cpu != node.cpu_free.value() ||
         node_room_[n].memory != node.memory_free.value())
-      return Status::Error(where + "free CPU or memory array out of date");
+      return Status::Internal(where + "free CPU or memory array out of date");
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       if (device_free_[node.first_device + d] != node.devices[d].free.value())
-        return Status::Error(where + "device free array out of date");
+        return Status::Internal(where + "device free array out of date");
     }
     std::vector<JobId> listed;
     for (const Resident& r : node.residents) listed.push_back(r.job->job.id);
     std::sort(listed.begin(), listed.end());
     std::sort(node_jobs[n].begin(), node_jobs[n].end());
-    if (listed != node_jobs[n]) return Status::Error(where + "running job list out of date");
+    if (listed != node_jobs[n]) return Status::Internal(where + "running job list out of date");
     Millis since = kNoSince;
     std::uint64_t queues = 0;
     for (const Resident& r : node.residents) {
       since = std::max(since, r.since);
       queues |= std::uint64_t{1} << (r.queue % 64);
     }
-    if (queues != node.resident_queues) return Status::Error(where + "resident queues out of date");
+    if (queues != node.resident_queues) return Status::Internal(where + "resident queues out of date");
     if (since != node_since_[n])
-      return Status::Error(where + "latest checkpoint index out of date");
+      return Status::Internal(where + "latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       const bool listed_since = by_since_[t].count({since, n}) > 0;
       if (node.gpu_types.Contains(t) && since != kNoSince &&
           (!listed_since || *by_since_entry_[n * types + t] != std::make_pair(since, n)))
-        return Status::Error(where + "not in the checkpoint order");
+        return Status::Internal(where + "not in the checkpoint order");
     }
     std::vector<std::uint32_t> whole(types, 0);
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];
       const std::uint32_t g = node.first_device + d;
       if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g])
-        return Status::Error(where + "device " + std::to_string(d) +
+        return Status::Internal(where + "device " + std::to_string(d) +
                              " over-allocated or miscounted");
       if (used_mem[g] > dev.memory.value() ||
           dev.memory_free.value() != dev.memory.value() - used_mem[g])
-        return Status::Error(where + "device " + std::to_string(d) +
+        return Status::Internal(where + "device " + std::to_string(d) +
                              " memory over-allocated or miscounted");
       if (dev.free.value() == kMilliPerGpu) ++whole[dev.type];
       for (int b = 0; b < kShareBuckets; ++b) {
         const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu &&
                             ShareBucket(dev.free.value()) == b;
         if (share_index_[dev.type * kShareBuckets + b].Contains(g) != expect)
-          return Status::Error(where + "share index out of date");
+          return Status::Internal(where + "share index out of date");
       }
       for (DomainId dom : node.domains) {
         dom_devices[dom * types + dev.type] += dev.free.value() == kMilliPerGpu;
@@ -860,18 +1074,18 @@ Status ClusterState::CheckInvariants() const {
     std::int64_t node_free = 0;
     for (const DeviceState& dev : node.devices) node_free += dev.free.value();
     if (node_free != node_free_milli_[n] || no_free_gpu_.Contains(n) != (node_free == 0))
-      return Status::Error(where + "free GPU total or its index out of date");
+      return Status::Internal(where + "free GPU total or its index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       if (node_free_devices_[n * types + t] != whole[t])
-        return Status::Error(where + "free device count out of date");
+        return Status::Internal(where + "free device count out of date");
       for (std::uint32_t c = 1; c <= max_devices_; ++c) {
         if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c))
-          return Status::Error(where + "free device index out of date");
+          return Status::Internal(where + "free device index out of date");
       }
     }
   }
   if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_)
-    return Status::Error("invariant: domain free capacity out of date");
+    return Status::Internal("invariant: domain free capacity out of date");
   return Status::Ok();
 }
 

@@ -53,12 +53,13 @@ TEST(FragModel, ARememberedMeasureIsTheMeasureOfTheNodeAsItIsNow) {
 
   EXPECT_EQ(now(state, 1), fresh(state, 1));
   const TaskAllocation half = Task(state, 1, 2, 500, 20000);
-  state.TakeTask(half);
+  Transaction tx(state);
+  tx.Take(half);
   ASSERT_NE(fresh(state, 1), model.Expected(Frees(other, 1), 64000, type));
   EXPECT_EQ(now(state, 1), fresh(state, 1));  // not the value remembered before the change
   EXPECT_EQ(now(other, 1), fresh(other, 1));  // not the value of the same node id elsewhere
   EXPECT_EQ(now(state, 1), fresh(state, 1));
-  state.GiveTask(half);
+  tx.Give(half);
   EXPECT_EQ(now(state, 1), fresh(state, 1));
 }
 
@@ -133,8 +134,9 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   const TaskAllocation a = Task(state, 1, 0, 1000, 1000);
   const TaskAllocation b = Task(state, 1, 5, 500, 1000);
   const TaskAllocation c = Task(state, 1, 6, 1000, 1000);
+  Transaction tx(state);
   for (const TaskAllocation* t : {&a, &b, &c}) {
-    state.TakeTask(*t);
+    tx.Take(*t);
     both(share, 1, false);
     both(two, 1, false);
   }
@@ -142,45 +144,50 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   both(four, 1, true);
   EXPECT_FALSE(std::get<0>(score(four, 1, false, kept)));
   EXPECT_TRUE(std::get<0>(score(four, 1, true, kept)));
-  state.GiveTask(b);
+  tx.Give(b);
   both(share, 1, false);
   both(share, 0, false);
 }
 
-// Scratch work that gives back what it took gives the nodes' stamps back; a stamp given later is
-// one no capacity of the node had before, so nothing remembered under another capacity is found.
-TEST(ClusterState, ScratchWorkGivesTheStampsBack) {
+// A discarded transaction gives the nodes' stamps back; a stamp given later is one no capacity of
+// the node had before, so nothing remembered under another capacity is found.
+TEST(Transaction, ADiscardGivesTheStampsBack) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("h", 2, "H800", 8));
   ClusterState state = MakeState(spec);
   const TaskAllocation a = Task(state, 1, 0, 500, 1000);
   const TaskAllocation b = Task(state, 1, 1, 1000, 1000);
   const TaskAllocation c = Task(state, 0, 2, 250, 1000);
-  state.TakeTask(c);  // (a stamp before the scratch work that is not the first)
+  Transaction outer(state);
+  outer.Take(c);  // (a stamp before the nested transaction that is not the first)
   const std::vector<std::uint64_t> before = {state.NodeStamp(0), state.NodeStamp(1)};
   std::vector<std::uint64_t> seen;
-  state.BeginScratch();
-  state.TakeTask(a);
-  seen.push_back(state.NodeStamp(1));
-  state.TakeTask(b);
-  seen.push_back(state.NodeStamp(1));
-  state.GiveTask(a);  // not in the order taken
-  seen.push_back(state.NodeStamp(1));
-  state.GiveTask(b);
-  state.GiveTask(c);
-  seen.push_back(state.NodeStamp(0));
-  state.TakeTask(c);
-  state.EndScratch();
+  {
+    Transaction tx(outer);
+    tx.Take(a);
+    seen.push_back(state.NodeStamp(1));
+    tx.Take(b);
+    seen.push_back(state.NodeStamp(1));
+    tx.Give(a);  // not in the order taken
+    seen.push_back(state.NodeStamp(1));
+    tx.Give(b);
+    tx.Give(c);
+    seen.push_back(state.NodeStamp(0));
+    tx.Take(c);
+  }  // discarded
   EXPECT_EQ(state.NodeStamp(0), before[0]);
   EXPECT_EQ(state.NodeStamp(1), before[1]);
-  // Changes that stay: new stamps, none of them one given during the scratch work.
-  state.TakeTask(a);
-  state.GiveTask(c);
+  // Changes that stay (committed): new stamps, none of them one given in the discarded one.
+  {
+    Transaction tx(outer);
+    tx.Take(a);
+    tx.Give(c);
+    tx.Commit();
+  }
   for (NodeId n : {NodeId{0}, NodeId{1}}) {
     EXPECT_NE(state.NodeStamp(n), before[n]);
     for (std::uint64_t s : seen) EXPECT_NE(state.NodeStamp(n), s);
   }
-  state.GiveTask(a);
   EXPECT_TRUE(state.CheckInvariants().ok());
 }
 
@@ -191,13 +198,14 @@ TEST(ClusterState, TheQuickCheckArraysFollowEveryChange) {
   const NodeId n = 1;
   const std::uint64_t stamp = state.NodeStamp(n);
   const TaskAllocation t = Task(state, n, 3, 250, 60000);
-  state.TakeTask(t);
+  Transaction tx(state);
+  tx.Take(t);
   EXPECT_EQ(state.DeviceFreeMilli(state.node(n).first_device + 3), 750);
   EXPECT_TRUE(state.NodeHasRoom(n, MilliCpu(4000), MemMiB(0)));
   EXPECT_FALSE(state.NodeHasRoom(n, MilliCpu(4001), MemMiB(0)));
   EXPECT_NE(state.NodeStamp(n), stamp);
   EXPECT_TRUE(state.NodeHasRoom(0, MilliCpu(64000), MemMiB(512 * 1024)));
-  state.GiveTask(t);
+  tx.Give(t);
   EXPECT_EQ(state.DeviceFreeMilli(state.node(n).first_device + 3), 1000);
   EXPECT_TRUE(state.NodeHasRoom(n, MilliCpu(64000), MemMiB(512 * 1024)));
   EXPECT_TRUE(state.CheckInvariants().ok());

@@ -109,38 +109,38 @@ Status CheckEvictions(const ClusterState& state, const Plan& plan, const std::ve
   std::int64_t evicted = 0;
   for (const Eviction& e : plan.evictions) {
     const RunningJob* r = state.FindRunning(e.job);
-    if (!r) return Status::Error("evicted a job that is not running");
+    if (!r) return Status::Internal("evicted a job that is not running");
     const PriorityClassSpec& pc = state.priority_class(r->job.priority_class);
-    if (!pc.preemptible) return Status::Error("evicted a non-preemptible job");
+    if (!pc.preemptible) return Status::Internal("evicted a non-preemptible job");
     if (!state.queue(r->job.queue).spec.preemptable)
-      return Status::Error("evicted a job of a queue that is not preemptable");
+      return Status::Internal("evicted a job of a queue that is not preemptable");
     if (plan.now - r->start_time < pc.min_runtime)
-      return Status::Error("evicted a job inside its minimum runtime");
+      return Status::Internal("evicted a job inside its minimum runtime");
     const auto times = state.EvictionTimes(e.job);
     if (!times.empty() && plan.now - times.back() < pc.eviction_cooldown)
-      return Status::Error("evicted a job in its cooldown");
+      return Status::Internal("evicted a job in its cooldown");
     if (pc.max_evictions > 0 && std::count_if(times.begin(), times.end(), [&](Millis t) {
                                   return t > plan.now - pc.eviction_window;
                                 }) >= pc.max_evictions) {
-      return Status::Error("evicted a job past its eviction budget");
+      return Status::Internal("evicted a job past its eviction budget");
     }
     if (!preemptors.count(e.preemptor))
-      return Status::Error("evicted for a job that is not placed in the plan");
+      return Status::Internal("evicted for a job that is not placed in the plan");
     const Job* preemptor = nullptr;
     for (const Job& j : pending) {
       if (j.id == e.preemptor) preemptor = &j;
     }
-    if (!preemptor) return Status::Error("preemptor is not pending");
+    if (!preemptor) return Status::Internal("preemptor is not pending");
     if (e.kind == Eviction::Kind::kWithinQueue &&
         (preemptor->queue != r->job.queue ||
          state.priority_class(preemptor->priority_class).value <= pc.value)) {
-      return Status::Error(
+      return Status::Internal(
           "within-queue eviction by a job that is not of higher priority in the same queue");
     }
     evicted += r->job.total_gpu().value();
   }
   if (max_gpus_per_cycle >= 0 && evicted > max_gpus_per_cycle)
-    return Status::Error("evicted more GPUs than the cycle's cap");
+    return Status::Internal("evicted more GPUs than the cycle's cap");
   return Status::Ok();
 }
 
@@ -158,7 +158,7 @@ Status CheckReclaimedQueues(const ClusterState& state, const Plan& plan,
     for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
       const QuotaLimits& l = state.quota(q, r);
       if (l.limited && state.usage(q, r) < l.nominal)
-        return Status::Error("reclaim took a queue below its nominal quota");
+        return Status::Internal("reclaim took a queue below its nominal quota");
     }
   }
   return Status::Ok();
@@ -182,7 +182,7 @@ Status CheckBind(const ClusterState& state, const Job& job, const Allocation& al
     }
   }
   if (domains.size() > 1 || groups.size() > 1)
-    return Status::Error("job " + std::to_string(job.id) + " spans its required topology level");
+    return Status::Internal("job " + std::to_string(job.id) + " spans its required topology level");
   return Status::Ok();
 }
 
@@ -192,9 +192,9 @@ Status CheckQuotas(const ClusterState& state) {
       const QuotaLimits& l = state.quota(q, r);
       if (!l.limited) continue;
       const std::int64_t used = state.usage(q, r);
-      if (l.max >= 0 && used > l.max) return Status::Error("queue over its max");
+      if (l.max >= 0 && used > l.max) return Status::Internal("queue over its max");
       if (l.borrowing_limit >= 0 && used - l.nominal > l.borrowing_limit)
-        return Status::Error("queue over its borrowing limit");
+        return Status::Internal("queue over its borrowing limit");
     }
   }
   return Status::Ok();

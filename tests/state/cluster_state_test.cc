@@ -1,6 +1,11 @@
 // Cluster state: construction checks, domains, indexes, binds and the invariant checker.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -283,6 +288,203 @@ TEST(ClusterState, TheShapeDigestFollowsTheRoundedCounts) {
   EXPECT_NE(running(18).running_task_shapes_digest(), sixteen.running_task_shapes_digest());
   for (JobId id = 1; id <= 16; ++id) ASSERT_TRUE(sixteen.Unbind(id, 0).ok());
   EXPECT_EQ(sixteen.running_task_shapes_digest(), none);
+}
+
+// ---- Transactions ----
+
+// Everything a reader of the state can see of its capacity, usage and stamps, as one value.
+std::vector<std::int64_t> Observed(const ClusterState& state) {
+  std::vector<std::int64_t> out;
+  for (NodeId n = 0; n < state.node_count(); ++n) {
+    const NodeState& node = state.node(n);
+    out.insert(out.end(), {node.cpu_free.value(), node.memory_free.value(),
+                           static_cast<std::int64_t>(node.tasks),
+                           static_cast<std::int64_t>(state.NodeStamp(n))});
+    for (const DeviceState& d : node.devices)
+      out.insert(out.end(), {d.free.value(), d.memory_free.value()});
+    for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t)
+      out.push_back(state.NodeFreeDevices(n, t));
+    out.push_back(state.NodesWithoutFreeGpu().Contains(n));
+  }
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    for (std::size_t r = 0; r < state.quota_resource_count(); ++r)
+      out.push_back(state.usage(q, r));
+  }
+  for (DomainId d = 0; d < state.domain_count(); ++d) {
+    for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t)
+      out.insert(out.end(), {state.DomainFreeDevices(d, t), state.DomainFreeMilli(d, t)});
+  }
+  return out;
+}
+
+// Random tentative work, in transactions nested up to four deep, each committed or discarded at
+// random: after every discard the state is exactly what it was when that transaction opened
+// (capacity, indexes, usage and stamps), and the invariants hold at every step.
+TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
+  ClusterSpec spec = Cluster({"rack"});
+  spec.queues = {testing::Queue("root"), testing::Queue("a", "root"), testing::Queue("b", "root")};
+  spec.queues[1].quota["gpu"].nominal = MilliGpu(8000);
+  spec.queues[2].quota["gpu"].nominal = MilliGpu(8000);
+  Add(spec, Nodes("x", 2, "H800", 8, /*group_size=*/4, {"r0"}));
+  Add(spec, Nodes("y", 2, "A100", 8, /*group_size=*/8, {"r1"}));
+  ClusterState state = MakeState(spec);
+  // Some running jobs to evict and readmit.
+  for (JobId id = 1; id <= 6; ++id) {
+    Job job = GpuJob(id, 1, 2000);
+    job.queue = *state.FindQueue(id % 2 ? "a" : "b");
+    testing::StartOn(state, job, id <= 3 ? "x-0" : "x-1", static_cast<std::uint32_t>(id % 3 * 2));
+  }
+  std::mt19937_64 random(7);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+
+  // Per open transaction: what it may give back (taken by it or an enclosing one, or running),
+  // what it holds, who it evicted, and the state when it opened.
+  struct Level {
+    std::vector<TaskAllocation> taken, held;
+    std::vector<const RunningJob*> evicted;
+    std::vector<std::int64_t> at_open;
+  };
+  int discards = 0, commits = 0;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<std::unique_ptr<Transaction>> open;
+    std::vector<Level> levels;
+    auto push = [&] {
+      open.push_back(open.empty() ? std::make_unique<Transaction>(state)
+                                  : std::make_unique<Transaction>(*open.back()));
+      levels.push_back({});
+      levels.back().at_open = Observed(state);
+      if (levels.size() > 1) {  // what the enclosing ones took may be given back here
+        levels.back().taken = levels[levels.size() - 2].taken;
+        levels.back().evicted = levels[levels.size() - 2].evicted;
+      }
+    };
+    push();
+    for (int step = 0; step < 60 && !open.empty(); ++step) {
+      Transaction& tx = *open.back();
+      Level& level = levels.back();
+      switch (pick(8)) {
+        case 0: {  // take one free device (or a share of a partly free one) on a random node
+          const NodeId n = static_cast<NodeId>(pick(state.node_count()));
+          const NodeState& node = state.node(n);
+          const auto d = static_cast<std::uint32_t>(pick(node.devices.size()));
+          const std::int64_t free = node.devices[d].free.value();
+          if (free == 0 || node.cpu_free.value() < 1000) break;
+          TaskAllocation t;
+          t.node = n;
+          t.cpu = MilliCpu(1000);
+          t.memory = MemMiB(0);
+          const std::int64_t milli = free == kMilliPerGpu && pick(2) ? free : std::min<std::int64_t>(free, 250);
+          t.devices.push_back({d, MilliGpu(milli), GpuMemMiB(0)});
+          tx.Take(t);
+          level.taken.push_back(t);
+          break;
+        }
+        case 1:  // give back something taken
+          if (level.taken.empty()) break;
+          {
+            const std::size_t i = pick(level.taken.size());
+            tx.Give(level.taken[i]);
+            level.taken.erase(level.taken.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+          break;
+        case 2:
+          tx.Charge(static_cast<QueueId>(1 + pick(2)), 0, static_cast<std::int64_t>(pick(3000)) - 1000);
+          break;
+        case 3: {  // evict a running job not evicted yet
+          const RunningJob* r = state.FindRunning(static_cast<JobId>(1 + pick(6)));
+          if (std::find(level.evicted.begin(), level.evicted.end(), r) != level.evicted.end()) break;
+          tx.Evict(*r);
+          level.evicted.push_back(r);
+          break;
+        }
+        case 4: {  // readmit the last evicted, if its devices are still free
+          if (level.evicted.empty()) break;
+          const RunningJob& r = *level.evicted.back();
+          bool fits = true;
+          for (const TaskAllocation& t : r.allocation.tasks) {
+            for (const DeviceShare& d : t.devices)
+              fits = fits && state.node(t.node).devices[d.device].free >= d.gpu;
+          }
+          if (!fits) break;
+          tx.Readmit(r);
+          level.evicted.pop_back();
+          break;
+        }
+        case 5: {  // hold what is free of a node's first device
+          const NodeId n = static_cast<NodeId>(pick(state.node_count()));
+          TaskAllocation h;
+          h.node = n;
+          const DeviceState& dev = state.node(n).devices[0];
+          if (dev.free.value() == 0) break;
+          h.devices.push_back({0, dev.free, GpuMemMiB(0)});
+          tx.Hold(h);
+          level.held.push_back(h);
+          break;
+        }
+        case 6:
+          if (open.size() < 4) push();
+          break;
+        case 7: {  // close the innermost
+          const bool commit = open.size() > 1 && pick(2);
+          if (commit) {
+            std::vector<TaskAllocation> taken = level.taken;
+            std::vector<const RunningJob*> evicted = level.evicted;
+            for (const TaskAllocation& h : level.held) open.back()->Unhold(h);
+            open.back()->Commit();
+            ++commits;
+            open.pop_back();
+            levels.pop_back();
+            levels.back().taken = std::move(taken);
+            levels.back().evicted = std::move(evicted);
+          } else {
+            const std::vector<std::int64_t> at_open = level.at_open;
+            open.back()->Discard();
+            ++discards;
+            EXPECT_EQ(Observed(state), at_open) << "round " << round << " step " << step;
+            open.pop_back();
+            levels.pop_back();
+          }
+          break;
+        }
+      }
+      const Status st = state.CheckInvariants();
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
+    while (!open.empty()) {  // the rest discarded, innermost first (by their destructors)
+      const std::vector<std::int64_t> at_open = levels.back().at_open;
+      open.pop_back();
+      ++discards;
+      EXPECT_EQ(Observed(state), at_open);
+      levels.pop_back();
+    }
+  }
+  EXPECT_GT(discards, 40);
+  EXPECT_GT(commits, 10);
+  EXPECT_TRUE(state.CheckInvariants().ok());
+  EXPECT_EQ(state.running().size(), 6u);
+}
+
+// The state changes for real only outside transactions: a bind or an unbind inside one is refused.
+TEST(Transaction, TheStateIsNotBoundOrUnboundWhileOneIsOpen) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 1, "H800", 8));
+  ClusterState state = MakeState(spec);
+  testing::StartOn(state, GpuJob(1, 1, 1000), "n-0", 0);
+  {
+    Transaction tx(state);
+    EXPECT_TRUE(state.in_transaction());
+    EXPECT_EQ(state.Unbind(1, 0).code(), StatusCode::kInternal);
+    Allocation a;
+    a.gpu_type = 0;
+    TaskAllocation t;
+    t.cpu = MilliCpu(1000);
+    t.memory = MemMiB(1024);
+    t.devices.push_back({1, kWholeGpu, state.node(0).devices[1].memory});
+    a.tasks.push_back(t);
+    EXPECT_EQ(state.Bind(GpuJob(2, 1, 1000), a, 0).code(), StatusCode::kInternal);
+  }
+  EXPECT_FALSE(state.in_transaction());
+  EXPECT_TRUE(state.Unbind(1, 0).ok());
 }
 
 }  // namespace
