@@ -361,8 +361,9 @@ class Agent {
           << fmt::format("--- arbiter: job {} task {} run {} on {} ---\n", parts->job, parts->rank,
                          parts->run, args_.name);
     }
-    Status st = launch.argv.empty() ? Status::Error("the job gives nothing to run")
-                                    : supervisor_->Start(launch);
+    Status st = launch.argv.empty()
+                    ? Status::FromCode(StatusCode::kInvalidArgument, "the job gives nothing to run")
+                    : supervisor_->Start(launch);
     if (!st.ok()) {
       // Reported as a shell would: 127, and the reason in the task's log.
       std::ofstream(launch.log_path, std::ios::app)
@@ -400,7 +401,9 @@ class Agent {
     std::optional<std::int64_t> port =
         colon == std::string::npos ? std::nullopt : ParseInt(args_.listen.substr(colon + 1));
     if (!port || *port < 0 || *port > 65535) {
-      return Status::Error(fmt::format("--listen: expected HOST:PORT, got '{}'", args_.listen));
+      return Status::FromCode(StatusCode::kInvalidArgument,
+                              fmt::format("expected HOST:PORT, got '{}'", args_.listen),
+                              "--listen");
     }
     const std::string host = args_.listen.substr(0, colon);
     logs_.Get(R"(/logs/(\d+)/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -432,7 +435,9 @@ class Agent {
         *port == 0
             ? logs_.bind_to_any_port(host)
             : (logs_.bind_to_port(host, static_cast<int>(*port)) ? static_cast<int>(*port) : -1);
-    if (bound < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args_.listen));
+    if (bound < 0)
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("cannot listen on {}", args_.listen), "--listen");
     log_url_ = fmt::format("http://{}:{}", args_.address, bound);
     log_thread_ = std::thread([this] { logs_.listen_after_bind(); });
     return Status::Ok();

@@ -91,7 +91,8 @@ Result<std::vector<GpuInfo>> QueryNvml(const std::string& library, bool& absent)
   nvml.lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (nvml.lib == nullptr) {
     absent = true;
-    return Status::Error(fmt::format("NVML: {} not found (no NVIDIA driver?)", library));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("NVML: {} not found (no NVIDIA driver?)", library));
   }
   const char* missing = nullptr;
   auto need = [&](const char* symbol, auto& fn) {
@@ -107,14 +108,16 @@ Result<std::vector<GpuInfo>> QueryNvml(const std::string& library, bool& absent)
   need("nvmlDeviceGetUUID", nvml.uuid);
   need("nvmlDeviceGetPciInfo_v3", nvml.pci);
   if (missing != nullptr) {
-    return Status::Error(fmt::format("NVML: {} has no {} (driver too old?)", library, missing));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("NVML: {} has no {} (driver too old?)", library, missing));
   }
   Bind(nvml.lib, "nvmlDeviceGetNvLinkState", nvml.link_state);
   Bind(nvml.lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", nvml.link_remote_pci);
 
   if (NvmlReturn r = nvml.init(); r != kNvmlSuccess) {
     absent = r == kNvmlErrorDriverNotLoaded || r == kNvmlErrorLibraryNotFound;
-    return Status::Error(fmt::format("NVML: nvmlInit_v2 failed: {}", nvml.Error(r)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("NVML: nvmlInit_v2 failed: {}", nvml.Error(r)));
   }
   struct Shutdown {
     Nvml& nvml;
@@ -123,14 +126,17 @@ Result<std::vector<GpuInfo>> QueryNvml(const std::string& library, bool& absent)
 
   unsigned count = 0;
   if (NvmlReturn r = nvml.count(&count); r != kNvmlSuccess) {
-    return Status::Error(fmt::format("NVML: nvmlDeviceGetCount_v2 failed: {}", nvml.Error(r)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("NVML: nvmlDeviceGetCount_v2 failed: {}", nvml.Error(r)));
   }
   std::vector<GpuInfo> gpus(count);
   std::vector<NvmlDevice> handles(count);
   std::map<PciKey, int> by_pci;
   for (unsigned i = 0; i < count; ++i) {
     auto fail = [&](const char* call, NvmlReturn r) {
-      return Status::Error(fmt::format("NVML: device {}: {} failed: {}", i, call, nvml.Error(r)));
+      return Status::FromCode(
+          StatusCode::kUnavailable,
+          fmt::format("NVML: device {}: {} failed: {}", i, call, nvml.Error(r)));
     };
     if (NvmlReturn r = nvml.handle(i, &handles[i]); r != kNvmlSuccess) {
       return fail("nvmlDeviceGetHandleByIndex_v2", r);
@@ -239,7 +245,8 @@ Result<std::vector<GpuInfo>> ParseDeclaredDevices(std::string_view text) {
     std::size_t comma = text.find(',');
     std::string_view entry = Trim(text.substr(0, comma));
     auto fail = [&](const std::string& problem) {
-      return Status::Error(fmt::format("devices: \"{}\": {}", entry, problem));
+      return Status::FromCode(StatusCode::kInvalidArgument,
+                              fmt::format("\"{}\": {}", entry, problem), "devices");
     };
     std::size_t x = entry.find('x');
     std::int64_t count = 0;

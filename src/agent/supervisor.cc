@@ -263,17 +263,19 @@ struct ShimPlan {
 std::string Quote(std::string_view s) { return fmt::format("\"{}\"", s); }
 
 Status CheckKey(const std::string& key) {
-  if (key.empty()) return Status::Error("key: empty");
+  if (key.empty()) return Status::FromCode(StatusCode::kInvalidArgument, "empty", "key");
   for (char c : key) {
     bool fine = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                 c == '.' || c == '_' || c == '-';
     if (!fine) {
-      return Status::Error(
-          fmt::format("key: {}: may hold only letters, digits, '.', '_' and '-'", Quote(key)));
+      return Status::FromCode(
+          StatusCode::kInvalidArgument,
+          fmt::format("{}: may hold only letters, digits, '.', '_' and '-'", Quote(key)), "key");
     }
   }
   if (key[0] == '.')
-    return Status::Error(fmt::format("key: {}: must not start with '.'", Quote(key)));
+    return Status::FromCode(StatusCode::kInvalidArgument,
+                            fmt::format("{}: must not start with '.'", Quote(key)), "key");
   return Status::Ok();
 }
 
@@ -290,7 +292,7 @@ bool ReadWholeFile(const std::string& path, std::string& out) {
 // that name in PATH (resolved here rather than by execvp in the child, which is not
 // async-signal-safe, and so that a missing program fails Start with a clear error).
 Result<std::string> FindProgram(const std::string& name, const std::string& path) {
-  if (name.empty()) return Status::Error("argv[0]: empty");
+  if (name.empty()) return Status::FromCode(StatusCode::kInvalidArgument, "empty", "argv[0]");
   if (name.find('/') != std::string::npos) return name;
   std::size_t from = 0;
   while (from <= path.size()) {
@@ -305,7 +307,8 @@ Result<std::string> FindProgram(const std::string& name, const std::string& path
     }
     from = colon + 1;
   }
-  return Status::Error(fmt::format("argv[0]: {}: not found in PATH", Quote(name)));
+  return Status::FromCode(StatusCode::kNotFound, fmt::format("{}: not found in PATH", Quote(name)),
+                          "argv[0]");
 }
 
 // Closes an fd when it goes out of scope.
@@ -331,16 +334,20 @@ Supervisor::~Supervisor() {
 Result<std::unique_ptr<Supervisor>> Supervisor::Open(const std::string& state_dir) {
   std::error_code ec;
   fs::create_directories(state_dir, ec);
-  if (ec) return Status::Error(fmt::format("state_dir: {}: {}", Quote(state_dir), ec.message()));
+  if (ec)
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(state_dir), ec.message()), "state_dir");
   std::string lock_path = state_dir + "/.lock";
   int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) {
-    return Status::Error(fmt::format("state_dir: {}: {}", Quote(lock_path), strerror(errno)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(lock_path), strerror(errno)), "state_dir");
   }
   if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     close(lock_fd);
-    return Status::Error(
-        fmt::format("state_dir: {}: in use by another agent on this node", Quote(state_dir)));
+    return Status::FromCode(
+        StatusCode::kConflict,
+        fmt::format("{}: in use by another agent on this node", Quote(state_dir)), "state_dir");
   }
   std::unique_ptr<Supervisor> sup(new Supervisor(state_dir, lock_fd));
   for (const fs::directory_entry& entry : fs::directory_iterator(state_dir, ec)) {
@@ -358,7 +365,9 @@ Result<std::unique_ptr<Supervisor>> Supervisor::Open(const std::string& state_di
     }
     sup->tasks_.emplace(key, std::move(task));
   }
-  if (ec) return Status::Error(fmt::format("state_dir: {}: {}", Quote(state_dir), ec.message()));
+  if (ec)
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(state_dir), ec.message()), "state_dir");
   return sup;
 }
 
@@ -427,20 +436,24 @@ void Supervisor::Refresh(Task& task) {
 
 Status Supervisor::Start(const TaskLaunch& launch) {
   if (Status st = CheckKey(launch.key); !st.ok()) return st;
-  if (launch.argv.empty()) return Status::Error("argv: empty");
+  if (launch.argv.empty()) return Status::FromCode(StatusCode::kInvalidArgument, "empty", "argv");
   for (const auto& [name, value] : launch.env) {
     if (name.empty() || name.find('=') != std::string::npos) {
-      return Status::Error(
-          fmt::format("env: {}: a name must be non-empty and hold no '='", Quote(name)));
+      return Status::FromCode(
+          StatusCode::kInvalidArgument,
+          fmt::format("{}: a name must be non-empty and hold no '='", Quote(name)), "env");
     }
   }
   std::lock_guard lock(mu_);
   const std::string dir = RecordDir(launch.key);
   if (tasks_.count(launch.key) > 0 || mkdir(dir.c_str(), 0755) != 0) {
     if (tasks_.count(launch.key) > 0 || errno == EEXIST) {
-      return Status::Error(fmt::format("key: {}: a task with this key exists", Quote(launch.key)));
+      return Status::FromCode(StatusCode::kConflict,
+                              fmt::format("{}: a task with this key exists", Quote(launch.key)),
+                              "key");
     }
-    return Status::Error(fmt::format("state_dir: {}: {}", Quote(dir), strerror(errno)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(dir), strerror(errno)), "state_dir");
   }
   bool started = false;
   struct RemoveUnlessStarted {
@@ -470,14 +483,19 @@ Status Supervisor::Start(const TaskLaunch& launch) {
   std::error_code ec;
   if (fs::path parent = fs::path(log_path).parent_path(); !parent.empty()) {
     fs::create_directories(parent, ec);
-    if (ec) return Status::Error(fmt::format("log_path: {}: {}", Quote(log_path), ec.message()));
+    if (ec)
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("{}: {}", Quote(log_path), ec.message()), "log_path");
   }
   Fd log_fd(open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (log_fd.fd < 0) {
-    return Status::Error(fmt::format("log_path: {}: {}", Quote(log_path), strerror(errno)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(log_path), strerror(errno)), "log_path");
   }
   Fd null_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (null_fd.fd < 0) return Status::Error(fmt::format("/dev/null: {}", strerror(errno)));
+  if (null_fd.fd < 0)
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("/dev/null: {}", strerror(errno)));
 
   std::vector<std::string> env_strings;
   for (const auto& [name, value] : env) env_strings.push_back(name + "=" + value);
@@ -494,7 +512,8 @@ Status Supervisor::Start(const TaskLaunch& launch) {
 
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) {
-    return Status::Error(fmt::format("start {}: pipe: {}", Quote(launch.key), strerror(errno)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("start {}: pipe: {}", Quote(launch.key), strerror(errno)));
   }
   Fd status_read(status_pipe[0]);
   Fd status_write(status_pipe[1]);
@@ -518,7 +537,8 @@ Status Supervisor::Start(const TaskLaunch& launch) {
 
   pid_t shim = fork();
   if (shim < 0) {
-    return Status::Error(fmt::format("start {}: fork: {}", Quote(launch.key), strerror(errno)));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("start {}: fork: {}", Quote(launch.key), strerror(errno)));
   }
   if (shim == 0) RunShim(plan);
   status_write.Reset();
@@ -529,7 +549,8 @@ Status Supervisor::Start(const TaskLaunch& launch) {
   if (reported && report.stage == kOk) {
     Task task;
     if (!Load(launch.key, task)) {
-      return Status::Error(
+      return Status::FromCode(
+          StatusCode::kInternal,
           fmt::format("start {}: the task record is unreadable", Quote(launch.key)));
     }
     started = true;
@@ -540,34 +561,44 @@ Status Supervisor::Start(const TaskLaunch& launch) {
   while (waitpid(shim, nullptr, 0) < 0 && errno == EINTR) {
   }
   if (!reported) {
-    return Status::Error(fmt::format("start {}: the shim ended without a word", Quote(launch.key)));
+    return Status::FromCode(
+        StatusCode::kInternal,
+        fmt::format("start {}: the shim ended without a word", Quote(launch.key)));
   }
   std::string error = strerror(report.error);
   switch (report.stage) {
     case kChdir:
-      return Status::Error(fmt::format("cwd: {}: {}", Quote(cwd), error));
+      return Status::FromCode(StatusCode::kInvalidArgument,
+                              fmt::format("{}: {}", Quote(cwd), error), "cwd");
     case kExec:
-      return Status::Error(fmt::format("argv[0]: {}: {}", Quote(*program), error));
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("{}: {}", Quote(*program), error), "argv[0]");
     case kFork:
-      return Status::Error(fmt::format("start {}: fork: {}", Quote(launch.key), error));
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("start {}: fork: {}", Quote(launch.key), error));
     case kRecord:
-      return Status::Error(fmt::format("state_dir: {}: {}", Quote(task_path), error));
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("{}: {}", Quote(task_path), error), "state_dir");
     default:
-      return Status::Error(fmt::format("start {}: the shim failed", Quote(launch.key)));
+      return Status::FromCode(StatusCode::kInternal,
+                              fmt::format("start {}: the shim failed", Quote(launch.key)));
   }
 }
 
 Status Supervisor::Signal(const std::string& key, int signal) {
   std::lock_guard lock(mu_);
   auto it = tasks_.find(key);
-  if (it == tasks_.end()) return Status::Error(fmt::format("key: {}: no such task", Quote(key)));
+  if (it == tasks_.end())
+    return Status::FromCode(StatusCode::kNotFound, fmt::format("{}: no such task", Quote(key)),
+                            "key");
   Task& task = it->second;
   Refresh(task);
   if (!task.status.running) return Status::Ok();
   // A pid whose start time changed belongs to another process now; the task is gone.
   if (StartTicks(task.status.pid) != task.task_start_ticks) return Status::Ok();
   if (kill(-task.status.pid, signal) != 0 && errno != ESRCH) {
-    return Status::Error(
+    return Status::FromCode(
+        StatusCode::kUnavailable,
         fmt::format("signal {} to task {}: {}", signal, Quote(key), strerror(errno)));
   }
   return Status::Ok();
@@ -587,15 +618,20 @@ std::vector<TaskStatus> Supervisor::Poll() {
 Status Supervisor::Forget(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = tasks_.find(key);
-  if (it == tasks_.end()) return Status::Error(fmt::format("key: {}: no such task", Quote(key)));
+  if (it == tasks_.end())
+    return Status::FromCode(StatusCode::kNotFound, fmt::format("{}: no such task", Quote(key)),
+                            "key");
   Refresh(it->second);
   if (it->second.status.running) {
-    return Status::Error(fmt::format("key: {}: the task is still running", Quote(key)));
+    return Status::FromCode(StatusCode::kConflict,
+                            fmt::format("{}: the task is still running", Quote(key)), "key");
   }
   std::error_code ec;
   fs::remove_all(RecordDir(key), ec);
   if (ec) {
-    return Status::Error(fmt::format("state_dir: {}: {}", Quote(RecordDir(key)), ec.message()));
+    return Status::FromCode(StatusCode::kUnavailable,
+                            fmt::format("{}: {}", Quote(RecordDir(key)), ec.message()),
+                            "state_dir");
   }
   tasks_.erase(it);
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,8 +18,12 @@
 #include <vector>
 
 #include "arbiter/quantity.h"
+#include "arbiter/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/limits.h"
+#include "config/reader.h"
+#include "store/codec.h"
 
 namespace arbiter::cli {
 
@@ -35,7 +40,7 @@ struct ClientOptions {
   // submit
   std::string file, name, queue, priority_class, gpus, gpu_memory, cpu, memory, topology, runtime,
       checkpoint, idempotency_key, shell;
-  int tasks = 0;  // 0: not given
+  std::optional<std::int64_t> tasks;
   int max_retries = -1;  // -1: not given
   std::vector<std::string> gpu_types, command, env;
   // logs
@@ -94,8 +99,9 @@ Connection Connect(const ClientOptions& o) {
 
 // One API call. Prints the error and returns nullopt when the server cannot be reached or
 // refuses (its JSON error message).
-std::optional<Json> Call(const ClientOptions& o, const std::string& method,
-                         const std::string& path, const std::optional<Json>& body = {}) {
+// `what` goes before the server's error (e.g. the job's name when several are sent).
+std::optional<Json> Call(const ClientOptions& o, const std::string& method, const std::string& path,
+                         const std::optional<Json>& body = {}, const std::string& what = {}) {
   const Connection c = Connect(o);
   httplib::Client client(c.server);
   client.set_connection_timeout(std::chrono::seconds(5));
@@ -120,7 +126,7 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method,
   if (res->status >= 400) {
     std::string message = res->body;
     if (!json.is_discarded() && json.contains("error")) message = json["error"].value("message", "");
-    fmt::print(stderr, "error: {} (HTTP {})\n", message, res->status);
+    fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res->status);
     return std::nullopt;
   }
   if (json.is_discarded()) {
@@ -152,187 +158,140 @@ T Check(Result<T> r) {
   return std::move(r).value();
 }
 
-std::string Scalar(const YAML::Node& node, const std::string& field) {
-  if (!node.IsScalar()) throw UsageError{field + ": expected a value"};
-  return node.Scalar();
+// The flag that sets a field of a spec built from flags alone, for its errors.
+std::string FlagOf(const std::string& field) {
+  static const std::vector<std::pair<std::string, std::string>> kFlags = {
+      {"name", "--name"},
+      {"queue", "-q/--queue"},
+      {"priority_class", "-p/--priority-class"},
+      {"groups[0].tasks", "-n/--tasks"},
+      {"groups[0].gpu_milli", "-g/--gpus"},
+      {"groups[0].gpu_memory_mib", "--gpu-memory"},
+      {"groups[0].cpu_milli", "--cpu"},
+      {"groups[0].memory_mib", "--memory"},
+      {"gpu_types", "-t/--gpu-type"},
+      {"topology.level", "--topology"},
+      {"runtime_estimate_ms", "-r/--runtime"},
+      {"checkpoint_interval_ms", "--checkpoint-interval"},
+      {"argv", "the command after --"},
+      {"command", "--sh"},
+      {"env", "-e/--env"},
+      {"max_retries", "--max-retries"},
+      {"idempotency_key", "--idempotency-key"}};
+  for (const auto& [f, flag] : kFlags) {
+    if (field == f || field.rfind(f + "[", 0) == 0 || field.rfind(f + ".", 0) == 0) return flag;
+  }
+  return field;
 }
 
-long long Integer(const YAML::Node& node, const std::string& field) {
-  const std::string t = Scalar(node, field);
-  try {
-    std::size_t end = 0;
-    const long long v = std::stoll(t, &end);
-    if (end == t.size()) return v;
-  } catch (const std::exception&) {
+// A job from a file (`-f`, read as a jobs file: config::ParseJobSpecs) or from the flags alone,
+// the flags overriding the file; checked here by the same validator as the server's
+// (store::ValidateJobSpec), so that errors name the file's line or the flag.
+std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
+  if (o.tasks && *o.tasks < 1) {
+    throw UsageError{fmt::format("-n/--tasks: must be at least 1, got {}", *o.tasks)};
   }
-  throw UsageError{field + ": expected an integer, got '" + t + "'"};
-}
-
-// The per-task fields of a group (or of the job itself) into the API's group object.
-void TaskFields(const YAML::Node& m, const std::string& path, Json& group) {
-  if (m["tasks"]) group["tasks"] = Integer(m["tasks"], path + "tasks");
-  if (m["gpus"]) {
-    group["gpu_milli"] = Check(config::ParseGpus(Scalar(m["gpus"], path + "gpus"), path + "gpus"))
-                             .value();
+  if (!o.command.empty() && !o.shell.empty()) {
+    throw UsageError{"give the program after -- or a shell command with --sh, not both"};
   }
-  if (m["gpu_memory"]) {
-    group["gpu_memory_mib"] =
-        Check(config::ParseMiB(Scalar(m["gpu_memory"], path + "gpu_memory"), path + "gpu_memory"));
-  }
-  if (m["cpu"])
-    group["cpu_milli"] = Check(config::ParseCpu(Scalar(m["cpu"], path + "cpu"), path + "cpu")).value();
-  if (m["memory"])
-    group["memory_mib"] = Check(config::ParseMiB(Scalar(m["memory"], path + "memory"), path + "memory"));
-}
-
-// A job file: one job as in a jobs file (docs/configuration.md), plus `command` and
-// `idempotency_key`. The jobs-file loader (src/config/jobs.cc) resolves names against a cluster,
-// which the client does not have: this reads the same fields, with the same quantity parsers,
-// into the API's JSON and leaves the names to the server (whose errors name the field).
-Json JobFromYaml(const YAML::Node& m, const std::string& path) {
-  static const std::vector<std::string> kFields = {
-      "name", "queue", "priority_class", "runtime_estimate", "checkpoint_interval",
-      "restart_overhead", "gpu_types", "topology", "node_selector", "tolerations", "labels",
-      "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory", "argv", "command", "env",
-      "max_retries", "idempotency_key"};
-  if (!m.IsMap()) throw UsageError{path + ": expected a mapping (a job)"};
-  Json job = Json::object();
-  for (const auto& kv : m) {
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
-      throw UsageError{fmt::format("{}{}: unknown field", path.empty() ? "" : path + ".", key)};
-  }
-  const std::string p = path.empty() ? "" : path + ".";
-  for (const char* f : {"name", "queue", "priority_class", "command", "idempotency_key"}) {
-    if (m[f]) job[f] = Scalar(m[f], p + f);
-  }
-  for (const auto& [f, out] : std::vector<std::pair<std::string, std::string>>{
-           {"runtime_estimate", "runtime_estimate_ms"},
-           {"checkpoint_interval", "checkpoint_interval_ms"},
-           {"restart_overhead", "restart_overhead_ms"}}) {
-    if (m[f]) job[out] = Check(config::ParseDuration(Scalar(m[f], p + f), p + f));
-  }
-  if (m["gpu_types"]) {
-    for (const auto& t : m["gpu_types"]) job["gpu_types"].push_back(t.as<std::string>());
-  }
-  if (const YAML::Node a = m["argv"]) {
-    if (!a.IsSequence()) throw UsageError{p + "argv: expected a list (the program and its arguments)"};
-    for (const auto& t : a) job["argv"].push_back(t.as<std::string>());
-  }
-  if (const YAML::Node e = m["env"]) {
-    if (!e.IsMap()) throw UsageError{p + "env: expected a mapping of variables"};
-    for (const auto& kv : e) job["env"][kv.first.as<std::string>()] = kv.second.as<std::string>();
-  }
-  if (m["max_retries"]) job["max_retries"] = Integer(m["max_retries"], p + "max_retries");
-  if (const YAML::Node t = m["topology"]) {
-    if (t.IsScalar()) {
-      job["topology"] = {{"level", t.Scalar()}};
-    } else {
-      job["topology"] = {{"level", t["level"].as<std::string>("")},
-                         {"mode", t["mode"].as<std::string>("required")}};
+  // Each flag is parsed once, its errors naming it.
+  std::optional<MilliGpu> gpus;
+  if (!o.gpus.empty()) {
+    gpus = Check(config::ParseGpus(o.gpus, "-g/--gpus"));
+    if (Status st = limits::CheckTaskGpus("-g/--gpus", gpus->value()); !st.ok()) {
+      throw UsageError{st.message()};
     }
   }
-  for (const char* f : {"node_selector", "labels"}) {
-    if (m[f]) {
-      for (const auto& kv : m[f]) job[f][kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
+  std::optional<std::int64_t> gpu_memory, memory;
+  std::optional<MilliCpu> cpu;
+  std::optional<Millis> runtime, checkpoint;
+  if (!o.gpu_memory.empty()) gpu_memory = Check(config::ParseMiB(o.gpu_memory, "--gpu-memory"));
+  if (!o.cpu.empty()) cpu = Check(config::ParseCpu(o.cpu, "--cpu"));
+  if (!o.memory.empty()) memory = Check(config::ParseMiB(o.memory, "--memory"));
+  if (!o.runtime.empty()) runtime = Check(config::ParseDuration(o.runtime, "-r/--runtime"));
+  if (!o.checkpoint.empty()) {
+    checkpoint = Check(config::ParseDuration(o.checkpoint, "--checkpoint-interval"));
   }
-  if (m["tolerations"]) {
-    for (const auto& t : m["tolerations"]) {
-      Json tol = Json::object();
-      for (const auto& kv : t) tol[kv.first.as<std::string>()] = kv.second.as<std::string>();
-      job["tolerations"].push_back(tol);
+  std::map<std::string, std::string> env;
+  for (const std::string& kv : o.env) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError{fmt::format("-e/--env: expected NAME=VALUE, got '{}'", kv)};
     }
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (m["groups"]) {
-    std::size_t i = 0;
-    for (const auto& g : m["groups"]) {
-      Json group = Json::object();
-      if (g["name"]) group["name"] = g["name"].as<std::string>();
-      TaskFields(g, fmt::format("{}groups[{}].", p, i++), group);
-      job["groups"].push_back(group);
+  const std::string default_name = fmt::format("job-{}", NowMillis());
+  auto apply = [&](store::JobSpec& job) {
+    if (!o.name.empty()) job.name = o.name;
+    if (job.name.empty()) job.name = default_name;
+    if (!o.queue.empty()) job.queue = o.queue;
+    if (!o.priority_class.empty()) job.priority_class = o.priority_class;
+    TaskGroup& group = job.groups.at(0);
+    if (o.tasks) group.count = static_cast<std::int32_t>(std::min<std::int64_t>(*o.tasks, 1 << 30));
+    if (gpus) group.request.gpu = *gpus;
+    if (gpu_memory) group.request.gpu_memory = GpuMemMiB(*gpu_memory);
+    if (cpu) group.request.cpu = *cpu;
+    if (memory) group.request.memory = MemMiB(*memory);
+    if (!o.gpu_types.empty()) job.gpu_types = o.gpu_types;
+    if (!o.topology.empty()) {
+      job.topology_level = o.topology;
+      job.topology_mode = ConstraintMode::kRequired;
     }
-  } else {
-    Json group = Json::object();
-    TaskFields(m, p, group);
-    job["groups"] = Json::array({group});
-  }
-  return job;
-}
-
-int Submit(const ClientOptions& o) {
-  std::vector<Json> jobs;
-  if (!o.file.empty()) {
-    YAML::Node doc;
-    try {
-      doc = YAML::LoadFile(o.file);
-    } catch (const std::exception& e) {
-      throw UsageError{fmt::format("{}: {}", o.file, e.what())};
-    }
-    try {
-      if (doc.IsMap() && doc["jobs"]) {
-        std::size_t i = 0;
-        for (const auto& j : doc["jobs"]) jobs.push_back(JobFromYaml(j, fmt::format("jobs[{}]", i++)));
-      } else {
-        jobs.push_back(JobFromYaml(doc, ""));
-      }
-    } catch (const UsageError& e) {
-      throw UsageError{fmt::format("{}: {}", o.file, e.message)};
-    } catch (const YAML::Exception& e) {
-      throw UsageError{fmt::format("{}: {}", o.file, e.what())};
-    }
-  } else {
-    jobs.push_back(Json{{"groups", Json::array({Json::object()})}});
-  }
-  for (Json& job : jobs) {
-    // Flags override the file.
-    if (!o.name.empty()) job["name"] = o.name;
-    if (!job.contains("name")) job["name"] = fmt::format("job-{}", NowMillis());
-    if (!o.queue.empty()) job["queue"] = o.queue;
-    if (!o.priority_class.empty()) job["priority_class"] = o.priority_class;
-    Json& group = job["groups"][0];
-    if (o.tasks != 0) group["tasks"] = o.tasks;
-    if (!o.gpus.empty()) group["gpu_milli"] = Check(config::ParseGpus(o.gpus, "--gpus")).value();
-    if (!o.gpu_memory.empty())
-      group["gpu_memory_mib"] = Check(config::ParseMiB(o.gpu_memory, "--gpu-memory"));
-    if (!o.cpu.empty()) group["cpu_milli"] = Check(config::ParseCpu(o.cpu, "--cpu")).value();
-    if (!o.memory.empty()) group["memory_mib"] = Check(config::ParseMiB(o.memory, "--memory"));
-    if (!o.gpu_types.empty()) job["gpu_types"] = o.gpu_types;
-    if (!o.topology.empty()) job["topology"] = {{"level", o.topology}};
-    if (!o.runtime.empty())
-      job["runtime_estimate_ms"] = Check(config::ParseDuration(o.runtime, "--runtime"));
-    if (!o.checkpoint.empty())
-      job["checkpoint_interval_ms"] =
-          Check(config::ParseDuration(o.checkpoint, "--checkpoint-interval"));
-    if (!o.idempotency_key.empty()) job["idempotency_key"] = o.idempotency_key;
-    if (!o.command.empty() && !o.shell.empty())
-      throw UsageError{"give the program after -- or a shell command with --sh, not both"};
+    if (runtime) job.runtime_estimate = *runtime;
+    if (checkpoint) job.checkpoint_interval = *checkpoint;
+    if (!o.idempotency_key.empty()) job.idempotency_key = o.idempotency_key;
     if (!o.command.empty()) {
-      job.erase("command");
-      job["argv"] = o.command;
+      job.command.clear();
+      job.argv = o.command;
     }
     if (!o.shell.empty()) {
-      job.erase("argv");
-      job["command"] = o.shell;
+      job.argv.clear();
+      job.command = o.shell;
     }
-    for (const std::string& kv : o.env) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UsageError{fmt::format("--env: expected NAME=VALUE, got '{}'", kv)};
-      job["env"][kv.substr(0, eq)] = kv.substr(eq + 1);
+    for (const auto& [k, v] : env) job.env[k] = v;
+    if (o.max_retries >= 0) job.max_retries = o.max_retries;
+  };
+  if (!o.file.empty()) {
+    Result<std::string> text = config::internal::ReadFile(o.file);
+    if (!text.ok()) throw UsageError{text.status().message()};
+    std::vector<std::string> notes;
+    Result<std::vector<store::JobSpec>> specs = config::ParseJobSpecs(*text, o.file, apply, &notes);
+    for (const std::string& note : notes) fmt::print(stderr, "note: {}\n", note);
+    if (!specs.ok()) throw UsageError{specs.status().message()};
+    return std::move(specs).value();
+  }
+  store::JobSpec job;
+  job.groups.push_back(TaskGroup{limits::DefaultGroupName(0, 1), 1, {}});
+  apply(job);
+  if (Status st = store::ValidateJobSpec(job); !st.ok()) {
+    const std::string flag = FlagOf(st.field());
+    if (st.detail() == "must not be empty" && flag != st.field()) {
+      throw UsageError{fmt::format("{}: required", flag)};
     }
-    if (o.max_retries >= 0) job["max_retries"] = o.max_retries;
-    std::optional<Json> answer = Call(o, "POST", "/v1/jobs", job);
-    if (!answer) return 1;
+    throw UsageError{fmt::format("{}: {}", flag, st.detail())};
+  }
+  return {std::move(job)};
+}
+
+// Every job of a file is sent, in order, even after one is refused (each refusal is reported,
+// as kubectl apply does); the exit status is 1 if any was.
+int Submit(const ClientOptions& o) {
+  int status = 0;
+  for (const store::JobSpec& job : SubmittedSpecs(o)) {
+    std::optional<Json> answer =
+        Call(o, "POST", "/v1/jobs", store::JobSpecToJson(job), "job " + job.name + ": ");
+    if (!answer) {
+      status = 1;
+      continue;
+    }
     if (o.json) {
       fmt::print("{}\n", answer->dump());
     } else {
-      fmt::print("submitted job {} ({}){}\n", (*answer)["id"].get<std::uint64_t>(),
-                 job["name"].get<std::string>(),
+      fmt::print("submitted job {} ({}){}\n", (*answer)["id"].get<std::uint64_t>(), job.name,
                  (*answer)["duplicate"].get<bool>() ? ": already submitted with this key" : "");
     }
   }
-  return 0;
+  return status;
 }
 
 // ---- listings ----
@@ -380,11 +339,18 @@ int Jobs(const ClientOptions& o) {
   return 0;
 }
 
+// A job id: a positive number. `none`: what the error adds ("nothing was cancelled").
+void CheckId(const std::string& id, std::string_view none = {}) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), value);
+  if (id.empty() || ec != std::errc() || end != id.data() + id.size() || value == 0) {
+    throw UsageError{fmt::format("job id: expected a positive number, got '{}'{}", id, none)};
+  }
+}
+
 std::optional<std::string> OneId(const ClientOptions& o) {
   if (o.ids.size() != 1) throw UsageError{"give one job id"};
-  for (char c : o.ids[0]) {
-    if (c < '0' || c > '9') throw UsageError{fmt::format("job id: expected a number, got '{}'", o.ids[0])};
-  }
+  CheckId(o.ids[0]);
   return o.ids[0];
 }
 
@@ -441,13 +407,15 @@ int Explain(const ClientOptions& o) {
   return 0;
 }
 
+// Every id is checked before any is sent: one that is not a job id is a usage error and no job
+// is touched. The server then answers each on its own (one it refuses, e.g. a finished job, is
+// reported and the others are still done, as scancel does); the exit status is 1 if any failed.
 int JobAction(const ClientOptions& o, const std::string& action) {
   if (o.ids.empty()) throw UsageError{"give at least one job id"};
+  const std::string past = action == "cancel" ? "cancelled" : action + "ed";
+  for (const std::string& id : o.ids) CheckId(id, fmt::format(" (no job was {})", past));
   int status = 0;
   for (const std::string& id : o.ids) {
-    ClientOptions one = o;
-    one.ids = {id};
-    OneId(one);
     std::optional<Json> answer = Call(o, "POST", "/v1/jobs/" + id + "/" + action);
     if (!answer) {
       status = 1;
@@ -582,12 +550,15 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
     return cmd;
   };
   CLI::App* submit = add("submit", "Submit a job to the server", &Submit);
-  submit->add_option("-f,--file", o.file, "Job file (YAML: one job, or `jobs:` with several)")
+  submit
+      ->add_option("-f,--file", o.file,
+                   "Job file (YAML, as a jobs file: one job, or `jobs:` with several; user and "
+                   "submit_time are ignored, the server sets them)")
       ->check(CLI::ExistingFile);
   submit->add_option("--name", o.name, "Job name (default: job-TIME)");
   submit->add_option("-q,--queue", o.queue, "Leaf queue");
   submit->add_option("-p,--priority-class", o.priority_class, "Priority class");
-  submit->add_option("-n,--tasks", o.tasks, "Tasks (a gang: all start together)");
+  submit->add_option("-n,--tasks", o.tasks, "Tasks, at least 1 (a gang: all start together)");
   submit->add_option("-g,--gpus", o.gpus, "GPUs per task: whole (2) or a fraction (0.5, 250m)");
   submit->add_option("--gpu-memory", o.gpu_memory, "GPU memory per device (e.g. 40Gi)");
   submit->add_option("--cpu", o.cpu, "CPU cores per task");
@@ -611,7 +582,10 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
   jobs->add_option("--limit", o.limit, "At most this many (default 1000)");
 
   add("job", "Show one job", &JobDetail)->add_option("ID", o.ids, "Job id")->required();
-  add("cancel", "Cancel jobs", [](const ClientOptions& opt) { return JobAction(opt, "cancel"); })
+  add("cancel",
+      "Cancel jobs (every id is checked first: one that is not a job id cancels none; the server "
+      "answers each of the others)",
+      [](const ClientOptions& opt) { return JobAction(opt, "cancel"); })
       ->add_option("ID", o.ids, "Job ids")
       ->required();
   add("hold", "Hold pending jobs", [](const ClientOptions& opt) { return JobAction(opt, "hold"); })

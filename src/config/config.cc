@@ -30,7 +30,9 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 constexpr std::int32_t kInt32Min = std::numeric_limits<std::int32_t>::min();
 // Bounds that keep a typo ("count: 80000000") from exhausting memory.
 constexpr std::int64_t kMaxNodes = 1 << 20;
-constexpr std::int64_t kMaxDevicesPerNode = 1024;
+// The state's maximum (placement keeps per-node arrays of it): a node with more is refused here,
+// with its line, rather than by ClusterState::Create without one.
+constexpr auto kMaxDevices = static_cast<std::int64_t>(kMaxDevicesPerNode);
 
 // A node name or domain name with placeholders: {i} is the node's index within its entry, {i/N}
 // that index divided by N, {i%N} its remainder by N.
@@ -319,7 +321,7 @@ class ClusterLoader {
       Map g(*gpus, {"model", "count", "memory", "nvlink_group_size"});
       DeviceSpec d;
       d.type = GpuModel(g.Get("model"));
-      std::int64_t count = g.Get("count").Int(1, kMaxDevicesPerNode);
+      std::int64_t count = g.Get("count").Int(1, kMaxDevices);
       d.memory = DeviceMemory(g.Get("memory"));
       std::int64_t group_size = count;
       if (const Value* v = g.Find("nvlink_group_size")) {
@@ -336,8 +338,8 @@ class ClusterLoader {
     if (list != nullptr) {
       std::vector<Value> items = list->Items();
       if (items.empty()) list->Fail("list at least one device, or leave 'devices' out");
-      if (static_cast<std::int64_t>(items.size()) > kMaxDevicesPerNode) {
-        list->Fail(fmt::format("at most {} devices per node", kMaxDevicesPerNode));
+      if (static_cast<std::int64_t>(items.size()) > kMaxDevices) {
+        list->Fail(fmt::format("at most {} devices per node", kMaxDevices));
       }
       for (const Value& item : items) {
         Map dm(item, {"model", "memory", "nvlink_group"});
@@ -345,7 +347,7 @@ class ClusterLoader {
         d.type = GpuModel(dm.Get("model"));
         d.memory = DeviceMemory(dm.Get("memory"));
         if (const Value* v = dm.Find("nvlink_group")) {
-          d.nvlink_group = static_cast<std::uint32_t>(v->Int(0, kMaxDevicesPerNode - 1));
+          d.nvlink_group = static_cast<std::uint32_t>(v->Int(0, kMaxDevices - 1));
         }
         devices.push_back(std::move(d));
       }

@@ -1,16 +1,27 @@
-// The jobs file: pending jobs, their names resolved against a ClusterState.
+// The YAML reader of jobs: jobs files (`arbiter plan`, `lint`), `arbiter submit -f` and the job
+// templates of scenarios' workloads. Every one goes the same way as a job of the server's API:
+//
+//   YAML -> store::JobSpec (this reader) -> store::ValidateJobSpec (the limits of
+//   config/limits.h) -> store::ToJob (names resolved against the cluster)
+//
+// The reader checks only the syntax (types, fields, quantities); the checks of values and names
+// are the validator's and the resolver's, whose errors name the spec's field path
+// ("groups[0].gpu_milli"). The reader remembers where each field of the spec was written, so such
+// an error is reported at its line with the path as the file wrote it ("jobs[3].gpus").
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
+#include <functional>
+#include <limits>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "arbiter/store.h"
 #include "config/config.h"
+#include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 
@@ -18,12 +29,7 @@ namespace arbiter::config {
 namespace {
 
 using internal::Map;
-using internal::UnknownName;
 using internal::Value;
-
-// Bounds that keep a typo from exhausting memory.
-constexpr std::int64_t kMaxTasksPerGroup = 1 << 20;
-constexpr std::int64_t kMaxReplicas = 1 << 16;
 
 // The fields of a job entry, in the order an unknown-field error lists them.
 constexpr std::string_view kJobFields[] = {
@@ -33,9 +39,11 @@ constexpr std::string_view kJobFields[] = {
     // Placement constraints.
     "gpu_types", "topology", "node_selector", "tolerations", "labels", "affinity",
     // Shape.
-    "replicas", "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory"};
+    "replicas", "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory",
+    // What each task runs (node agents; `arbiter plan` ignores them), and retries.
+    "argv", "command", "env", "max_retries", "idempotency_key"};
 // The fields of a job template of a simulator workload: the generator gives name, submit time,
-// runtime estimate and the number of jobs.
+// runtime estimate and the number of jobs; nothing runs.
 constexpr std::string_view kTemplateFields[] = {
     "user", "queue", "priority_class", "checkpoint_interval", "restart_overhead", "gpu_types",
     "topology", "node_selector", "tolerations", "labels", "affinity", "groups", "tasks", "gpus",
@@ -43,221 +51,310 @@ constexpr std::string_view kTemplateFields[] = {
 // The per-task fields, shared by the one-group shorthand and each entry of `groups`.
 constexpr std::string_view kTaskFields[] = {"tasks", "gpus", "gpu_memory", "cpu", "memory"};
 
-class JobsLoader {
+// One job as read: its spec, its `replicas`, and where each field of the spec was written.
+class JobEntry {
  public:
-  JobsLoader(const ClusterState& state, JobId first_id) : state_(state), next_id_(first_id) {
-    for (QueueId q = 0; q < state.queue_count(); ++q) queues_.push_back(state.queue(q).spec.name);
-    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
-      classes_.push_back(state.priority_class(c).name);
+  explicit JobEntry(const Value& self) : self_(self) {}
+
+  store::JobSpec spec;
+  std::int64_t replicas = 1;
+
+  // Records that the spec's field `field` ("groups[0].gpu_milli") was written at `value`.
+  void Mark(std::string field, const Value& value) { marks_.emplace_back(std::move(field), value); }
+  const Value* Find(std::string_view field) const {
+    for (const auto& [f, v] : marks_) {
+      if (f == field) return &v;
     }
-    for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
-      gpu_types_.push_back(state.gpu_type_name(t));
-    }
+    return nullptr;
   }
 
-  std::vector<Job> Load(const Value& root) {
-    if (!root.node().IsMap()) root.Fail("expected a mapping with the field 'jobs'");
-    Map m(root, {"jobs"});
-    for (const Value& item : m.Get("jobs").Items()) LoadJob(item);
-    return std::move(jobs_);
+  // Throws the error of a validator or resolver at the position of its field: the longest field
+  // path recorded that is the error's field or encloses it, else the job itself.
+  [[noreturn]] void Fail(const Status& status) const {
+    const std::string& field = status.field();
+    const std::pair<std::string, Value>* best = nullptr;
+    for (const auto& mark : marks_) {
+      const std::string& f = mark.first;
+      const bool encloses =
+          field.size() == f.size() ||
+          (field.size() > f.size() && (field[f.size()] == '.' || field[f.size()] == '['));
+      if (field.compare(0, f.size(), f) == 0 && encloses &&
+          (best == nullptr || f.size() > best->first.size())) {
+        best = &mark;
+      }
+    }
+    if (best != nullptr) {
+      best->second.FailAt(std::string_view(field).substr(best->first.size()), status.detail(),
+                          status.code());
+    }
+    self_.FailAt(field.empty() ? "" : "." + field, status.detail(), status.code());
   }
 
-  // One entry as a template: no name, submit time, estimate or replicas.
-  Job LoadTemplate(const Value& item) const {
-    Map m(item, kTemplateFields);
-    return ReadJob(m);
+  // Validates the spec (store::ValidateJobSpec); a missing required field is reported as such.
+  void Validate() const {
+    for (const auto& [field, value] :
+         {std::pair<const char*, const std::string*>{"name", &spec.name},
+          {"queue", &spec.queue},
+          {"priority_class", &spec.priority_class}}) {
+      if (value->empty() && Find(field) == nullptr) {
+        self_.Fail(fmt::format("missing required field '{}'", field));
+      }
+    }
+    if (Status s = store::ValidateJobSpec(spec); !s.ok()) Fail(s);
   }
+
+  // The job with its names resolved against `state` (store::ToJob).
+  Job Resolve(JobId id, const ClusterState& state) const {
+    Result<Job> job = store::ToJob(id, spec, state);
+    if (!job.ok()) Fail(job.status());
+    return std::move(job).value();
+  }
+
+  const Value& self() const { return self_; }
 
  private:
-  void LoadJob(const Value& item) {
-    Map m(item, kJobFields);
-    m.Get("name");
-    Job job = ReadJob(m);
-    std::int64_t replicas = 1;
-    if (const Value* v = m.Find("replicas")) replicas = v->Int(1, kMaxReplicas);
-    for (std::int64_t r = 0; r < replicas; ++r) {
-      Job copy = job;
-      copy.id = next_id_++;
-      if (replicas > 1) copy.name = fmt::format("{}-{}", job.name, r);
-      jobs_.push_back(std::move(copy));
-    }
-  }
-
-  // A job from the fields of `m`; name, times and estimate only when present.
-  Job ReadJob(const Map& m) const {
-    Job job;
-    if (const Value* v = m.Find("name")) job.name = v->NonEmptyString();
-    if (const Value* v = m.Find("user")) job.user = v->String();
-    job.queue = Resolve(m.Get("queue"), "queue", queues_, &ClusterState::FindQueue);
-    if (!state_.queue(job.queue).children.empty()) {
-      // The engine takes jobs only in leaf queues; a parent's quota is its children's.
-      std::vector<std::string> leaves;
-      for (QueueId q = 0; q < state_.queue_count(); ++q) {
-        if (state_.queue(q).children.empty()) leaves.push_back(queues_[q]);
-      }
-      m.Get("queue").Fail(fmt::format("queue '{}' has child queues; jobs go to leaf queues ({})",
-                                      queues_[job.queue], fmt::join(leaves, ", ")));
-    }
-    job.priority_class = Resolve(m.Get("priority_class"), "priority class", classes_,
-                                 &ClusterState::FindPriorityClass);
-    if (const Value* v = m.Find("submit_time")) job.submit_time = v->Duration();
-    if (const Value* v = m.Find("runtime_estimate")) job.runtime_estimate = v->Duration();
-    if (const Value* v = m.Find("checkpoint_interval")) job.checkpoint_interval = v->Duration();
-    if (const Value* v = m.Find("restart_overhead")) job.restart_overhead = v->Duration();
-    if (const Value* v = m.Find("gpu_types")) {
-      for (const Value& t : v->Items()) {
-        job.gpu_types.Add(Resolve(t, "GPU type", gpu_types_, &ClusterState::FindGpuType));
-      }
-    }
-    if (const Value* v = m.Find("topology")) {
-      Map t(*v, {"level", "mode"});
-      job.topology.level = Level(t.Get("level"));
-      job.topology.mode = ConstraintMode::kRequired;
-      if (const Value* mode = t.Find("mode")) {
-        job.topology.mode = mode->Choice({"required", "preferred"}) == 0
-                                ? ConstraintMode::kRequired
-                                : ConstraintMode::kPreferred;
-      }
-    }
-    if (const Value* v = m.Find("node_selector")) job.node_selector = v->StringMap();
-    if (const Value* v = m.Find("tolerations")) {
-      for (const Value& t : v->Items()) job.tolerations.push_back(LoadToleration(t));
-    }
-    if (const Value* v = m.Find("labels")) job.labels = v->StringMap();
-    if (const Value* v = m.Find("affinity")) {
-      for (const Value& a : v->Items()) job.affinity.push_back(LoadAffinity(a));
-    }
-
-    if (const Value* groups = m.Find("groups")) {
-      for (std::string_view field : kTaskFields) {
-        if (m.Has(field)) {
-          m.Key(field).Fail("not allowed together with 'groups'; give it in each group");
-        }
-      }
-      std::vector<Value> items = groups->Items();
-      if (items.empty()) groups->Fail("list at least one group, or leave 'groups' out");
-      std::set<std::string> names;
-      for (const Value& g : items) {
-        Map gm(g, {"name", "tasks", "gpus", "gpu_memory", "cpu", "memory"});
-        TaskGroup group = LoadGroup(gm);
-        group.name = fmt::format("group-{}", job.groups.size());
-        if (const Value* name = gm.Find("name")) {
-          group.name = name->NonEmptyString();
-          if (!names.insert(group.name).second) {
-            name->Fail(fmt::format("duplicate group name '{}'", group.name));
-          }
-        }
-        job.groups.push_back(std::move(group));
-      }
-    } else {
-      TaskGroup group = LoadGroup(m);
-      group.name = "main";
-      job.groups.push_back(std::move(group));
-    }
-
-    return job;
-  }
-
-  // Reads the per-task fields of one group from `m` (the job itself, or one entry of `groups`).
-  static TaskGroup LoadGroup(const Map& m) {
-    TaskGroup group;
-    if (const Value* v = m.Find("tasks")) {
-      group.count = static_cast<std::int32_t>(v->Int(1, kMaxTasksPerGroup));
-    }
-    TaskRequest& r = group.request;
-    if (const Value* v = m.Find("gpus")) {
-      r.gpu = v->Gpus();
-      if (r.gpu.value() > kMilliPerGpu && r.gpu.value() % kMilliPerGpu != 0) {
-        v->Fail(
-            fmt::format("above 1 GPU must be a whole number (a task takes a share of one GPU or "
-                        "whole GPUs), got {}",
-                        v->String()));
-      }
-    }
-    if (const Value* v = m.Find("gpu_memory")) {
-      r.gpu_memory = GpuMemMiB(v->MiB());
-      if (r.gpu_memory.value() > 0 && r.gpu.value() == 0) {
-        v->Fail("needs 'gpus': GPU memory is asked per device of a task with GPUs");
-      }
-    }
-    if (const Value* v = m.Find("cpu")) r.cpu = v->Cpu();
-    if (const Value* v = m.Find("memory")) r.memory = MemMiB(v->MiB());
-    return group;
-  }
-
-  template <typename Id>
-  Id Resolve(const Value& v, std::string_view what, const std::vector<std::string>& known,
-             std::optional<Id> (ClusterState::*find)(const std::string&) const) const {
-    std::string name = v.NonEmptyString();
-    std::optional<Id> id = (state_.*find)(name);
-    if (!id) v.Fail(UnknownName(what, name, known));
-    return *id;
-  }
-
-  int Level(const Value& v) const {
-    std::string name = v.NonEmptyString();
-    int level = state_.topology().LevelIndex(name);
-    if (level < 0) v.Fail(UnknownName("topology level", name, state_.topology().levels));
-    return level;
-  }
-
-  static Toleration LoadToleration(const Value& value) {
-    Map m(value, {"key", "operator", "value", "effect"});
-    Toleration t;
-    if (const Value* v = m.Find("key")) t.key = v->String();
-    if (const Value* v = m.Find("operator")) {
-      t.op = v->Choice({"Equal", "Exists"}) == 0 ? Toleration::Op::kEqual : Toleration::Op::kExists;
-    }
-    if (const Value* v = m.Find("value")) {
-      t.value = v->String();
-      if (t.op == Toleration::Op::kExists && !t.value.empty()) {
-        v->Fail("operator Exists matches any value; leave 'value' out");
-      }
-    }
-    if (t.op == Toleration::Op::kEqual && t.key.empty()) {
-      value.Fail("operator Equal needs a 'key' (an empty key with operator Exists tolerates all)");
-    }
-    if (const Value* v = m.Find("effect")) {
-      t.effect = v->Choice({"NoSchedule", "PreferNoSchedule"}) == 0
-                     ? TaintEffect::kNoSchedule
-                     : TaintEffect::kPreferNoSchedule;
-    }
-    return t;
-  }
-
-  AffinityTerm LoadAffinity(const Value& value) const {
-    Map m(value, {"match", "level", "anti", "required"});
-    AffinityTerm a;
-    const Value& match = m.Get("match");
-    a.match = match.StringMap();
-    if (a.match.empty()) match.Fail("give at least one label to match");
-    a.level = state_.topology().node_level();
-    if (const Value* v = m.Find("level")) a.level = Level(*v);
-    if (const Value* v = m.Find("anti")) a.anti = v->Bool();
-    if (const Value* v = m.Find("required")) a.required = v->Bool();
-    return a;
-  }
-
-  const ClusterState& state_;
-  JobId next_id_;
-  std::vector<std::string> queues_;
-  std::vector<std::string> classes_;
-  std::vector<std::string> gpu_types_;
-  std::vector<Job> jobs_;
+  Value self_;
+  std::vector<std::pair<std::string, Value>> marks_;
 };
+
+// Reads the per-task fields of one group from `m` (the job itself, or one entry of `groups`) into
+// `group`, marking them under `path` ("groups[0]").
+void ReadGroup(const Map& m, const std::string& path, TaskGroup& group, JobEntry& entry) {
+  if (const Value* v = m.Find("tasks")) {
+    // The range is the validator's; here only what fits the field.
+    group.count = static_cast<std::int32_t>(
+        v->Int(std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()));
+    entry.Mark(path + ".tasks", *v);
+  }
+  TaskRequest& r = group.request;
+  if (const Value* v = m.Find("gpus")) {
+    r.gpu = v->Gpus();
+    entry.Mark(path + ".gpu_milli", *v);
+  }
+  if (const Value* v = m.Find("gpu_memory")) {
+    r.gpu_memory = GpuMemMiB(v->MiB());
+    entry.Mark(path + ".gpu_memory_mib", *v);
+  }
+  if (const Value* v = m.Find("cpu")) {
+    r.cpu = v->Cpu();
+    entry.Mark(path + ".cpu_milli", *v);
+  }
+  if (const Value* v = m.Find("memory")) {
+    r.memory = MemMiB(v->MiB());
+    entry.Mark(path + ".memory_mib", *v);
+  }
+}
+
+Toleration ReadToleration(const Value& value, const std::string& path, JobEntry& entry) {
+  Map m(value, {"key", "operator", "value", "effect"});
+  entry.Mark(path, value);
+  Toleration t;
+  if (const Value* v = m.Find("key")) {
+    t.key = v->String();
+    entry.Mark(path + ".key", *v);
+  }
+  if (const Value* v = m.Find("operator")) {
+    t.op = v->Choice({"Equal", "Exists"}) == 0 ? Toleration::Op::kEqual : Toleration::Op::kExists;
+  }
+  if (const Value* v = m.Find("value")) {
+    t.value = v->String();
+    entry.Mark(path + ".value", *v);
+  }
+  if (const Value* v = m.Find("effect")) {
+    t.effect = v->Choice({"NoSchedule", "PreferNoSchedule"}) == 0 ? TaintEffect::kNoSchedule
+                                                                  : TaintEffect::kPreferNoSchedule;
+  }
+  return t;
+}
+
+store::AffinitySpec ReadAffinity(const Value& value, const std::string& path, JobEntry& entry) {
+  Map m(value, {"match", "level", "anti", "required"});
+  entry.Mark(path, value);
+  store::AffinitySpec a;
+  const Value& match = m.Get("match");
+  a.match = match.StringMap();
+  entry.Mark(path + ".match", match);
+  if (const Value* v = m.Find("level")) {
+    a.level = v->NonEmptyString();
+    entry.Mark(path + ".level", *v);
+  }
+  if (const Value* v = m.Find("anti")) a.anti = v->Bool();
+  if (const Value* v = m.Find("required")) a.required = v->Bool();
+  return a;
+}
+
+// Reads the fields of `m` into `entry.spec` (and `entry.replicas`).
+void ReadJob(const Map& m, JobEntry& entry) {
+  store::JobSpec& s = entry.spec;
+  auto text = [&](std::string_view field, std::string& out) {
+    if (const Value* v = m.Find(field)) {
+      out = v->String();
+      entry.Mark(std::string(field), *v);
+    }
+  };
+  auto duration = [&](std::string_view field, Millis& out) {
+    if (const Value* v = m.Find(field)) {
+      out = v->Duration();
+      entry.Mark(fmt::format("{}_ms", field), *v);
+    }
+  };
+  text("name", s.name);
+  text("user", s.user);
+  text("queue", s.queue);
+  text("priority_class", s.priority_class);
+  duration("submit_time", s.submit_time);
+  duration("runtime_estimate", s.runtime_estimate);
+  duration("checkpoint_interval", s.checkpoint_interval);
+  duration("restart_overhead", s.restart_overhead);
+  if (const Value* v = m.Find("gpu_types")) {
+    entry.Mark("gpu_types", *v);
+    for (const Value& t : v->Items()) {
+      entry.Mark(fmt::format("gpu_types[{}]", s.gpu_types.size()), t);
+      s.gpu_types.push_back(t.String());
+    }
+  }
+  if (const Value* v = m.Find("topology")) {
+    Map t(*v, {"level", "mode"});
+    entry.Mark("topology", *v);
+    const Value& level = t.Get("level");
+    s.topology_level = level.NonEmptyString();
+    entry.Mark("topology.level", level);
+    s.topology_mode = ConstraintMode::kRequired;
+    if (const Value* mode = t.Find("mode")) {
+      s.topology_mode = mode->Choice({"required", "preferred"}) == 0 ? ConstraintMode::kRequired
+                                                                     : ConstraintMode::kPreferred;
+      entry.Mark("topology.mode", *mode);
+    }
+  }
+  if (const Value* v = m.Find("node_selector")) {
+    s.node_selector = v->StringMap();
+    entry.Mark("node_selector", *v);
+  }
+  if (const Value* v = m.Find("tolerations")) {
+    entry.Mark("tolerations", *v);
+    for (const Value& t : v->Items()) {
+      s.tolerations.push_back(
+          ReadToleration(t, fmt::format("tolerations[{}]", s.tolerations.size()), entry));
+    }
+  }
+  if (const Value* v = m.Find("labels")) {
+    s.labels = v->StringMap();
+    entry.Mark("labels", *v);
+  }
+  if (const Value* v = m.Find("affinity")) {
+    entry.Mark("affinity", *v);
+    for (const Value& a : v->Items()) {
+      s.affinity.push_back(ReadAffinity(a, fmt::format("affinity[{}]", s.affinity.size()), entry));
+    }
+  }
+  if (const Value* v = m.Find("replicas")) entry.replicas = v->Int(1, limits::kMaxReplicas);
+  if (const Value* v = m.Find("argv")) {
+    entry.Mark("argv", *v);
+    for (const Value& a : v->Items()) {
+      entry.Mark(fmt::format("argv[{}]", s.argv.size()), a);
+      s.argv.push_back(a.String());
+    }
+  }
+  text("command", s.command);
+  if (const Value* v = m.Find("env")) {
+    s.env = v->StringMap();
+    entry.Mark("env", *v);
+  }
+  if (const Value* v = m.Find("max_retries")) {
+    s.max_retries = v->Int32(0, limits::kMaxRetries);
+    entry.Mark("max_retries", *v);
+  }
+  text("idempotency_key", s.idempotency_key);
+
+  if (const Value* groups = m.Find("groups")) {
+    for (std::string_view field : kTaskFields) {
+      if (m.Has(field)) {
+        m.Key(field).Fail("not allowed together with 'groups'; give it in each group");
+      }
+    }
+    std::vector<Value> items = groups->Items();
+    if (items.empty()) groups->Fail("list at least one group, or leave 'groups' out");
+    entry.Mark("groups", *groups);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      Map gm(items[i], {"name", "tasks", "gpus", "gpu_memory", "cpu", "memory"});
+      const std::string path = fmt::format("groups[{}]", i);
+      entry.Mark(path, items[i]);
+      TaskGroup& group = s.groups.emplace_back();
+      group.name = limits::DefaultGroupName(i, items.size());
+      if (const Value* name = gm.Find("name")) {
+        group.name = name->String();
+        entry.Mark(path + ".name", *name);
+      }
+      ReadGroup(gm, path, group, entry);
+    }
+  } else {
+    // The shorthand: the job's own fields are its one group's.
+    TaskGroup& group = s.groups.emplace_back();
+    group.name = limits::DefaultGroupName(0, 1);
+    entry.Mark("groups", m.self());
+    entry.Mark("groups[0]", m.self());
+    ReadGroup(m, "groups[0]", group, entry);
+  }
+}
+
+// The entries of a document: a mapping with `jobs` (a list), or, when `single` allows it, one job
+// mapping.
+std::vector<JobEntry> ReadEntries(const Value& root, bool single) {
+  std::vector<JobEntry> out;
+  if (!root.node().IsMap()) {
+    root.Fail(single ? "expected a mapping: one job, or the field 'jobs' with a list of jobs"
+                     : "expected a mapping with the field 'jobs'");
+  }
+  if (single && !root.node()["jobs"]) {
+    Map m(root, kJobFields);
+    ReadJob(m, out.emplace_back(root));
+    return out;
+  }
+  Map m(root, {"jobs"});
+  for (const Value& item : m.Get("jobs").Items()) {
+    Map jm(item, kJobFields);
+    ReadJob(jm, out.emplace_back(item));
+  }
+  return out;
+}
+
+// A replica's name: the entry's, with "-R" when it has several.
+std::string ReplicaName(const std::string& name, std::int64_t replicas, std::int64_t r) {
+  return replicas > 1 ? fmt::format("{}-{}", name, r) : name;
+}
 
 }  // namespace
 
 namespace internal {
 Job LoadJobTemplate(const Value& item, const ClusterState& state) {
-  return JobsLoader(state, 0).LoadTemplate(item);
+  Map m(item, kTemplateFields);
+  JobEntry entry(item);
+  ReadJob(m, entry);
+  // The generator names each job; the checks need a name.
+  entry.spec.name = "template";
+  entry.Validate();
+  Job job = entry.Resolve(0, state);
+  job.name.clear();
+  return job;
 }
 }  // namespace internal
 
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
                                    const ClusterState& state, JobId first_id) {
-  return internal::LoadDocument<std::vector<Job>>(
-      yaml, file_name, [&](const Value& root) { return JobsLoader(state, first_id).Load(root); });
+  return internal::LoadDocument<std::vector<Job>>(yaml, file_name, [&](const Value& root) {
+    std::vector<Job> jobs;
+    JobId next = first_id;
+    for (const JobEntry& entry : ReadEntries(root, false)) {
+      entry.Validate();
+      Job job = entry.Resolve(0, state);
+      for (std::int64_t r = 0; r < entry.replicas; ++r) {
+        Job& copy = jobs.emplace_back(job);
+        copy.id = next++;
+        copy.name = ReplicaName(job.name, entry.replicas, r);
+      }
+    }
+    return jobs;
+  });
 }
 
 Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
@@ -265,6 +362,42 @@ Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterStat
   Result<std::string> text = internal::ReadFile(path);
   if (!text.ok()) return text.status();
   return ParseJobs(*text, path, state, first_id);
+}
+
+Result<std::vector<store::JobSpec>> ParseJobSpecs(
+    std::string_view yaml, const std::string& file_name,
+    const std::function<void(store::JobSpec&)>& complete, std::vector<std::string>* notes) {
+  return internal::LoadDocument<std::vector<store::JobSpec>>(
+      yaml, file_name, [&](const Value& root) {
+        std::vector<store::JobSpec> specs;
+        for (JobEntry& entry : ReadEntries(root, true)) {
+          // What the server sets itself: dropped, with a note.
+          for (const auto& [field, why] :
+               {std::pair<const char*, const char*>{"user",
+                                                    "the server records the submitter from the "
+                                                    "token"},
+                {"submit_time_ms", "the server records the time it accepts the job"}}) {
+            if (const Value* v = entry.Find(field)) {
+              if (notes != nullptr) {
+                notes->push_back(fmt::format("{}:{}: {}: ignored: {}", file_name,
+                                             v->mark().line + 1, v->path(), why));
+              }
+            }
+          }
+          entry.spec.user.clear();
+          entry.spec.submit_time = 0;
+          if (complete) complete(entry.spec);
+          entry.Validate();
+          for (std::int64_t r = 0; r < entry.replicas; ++r) {
+            store::JobSpec& copy = specs.emplace_back(entry.spec);
+            copy.name = ReplicaName(entry.spec.name, entry.replicas, r);
+            if (!copy.idempotency_key.empty() && entry.replicas > 1) {
+              copy.idempotency_key = fmt::format("{}-{}", entry.spec.idempotency_key, r);
+            }
+          }
+        }
+        return specs;
+      });
 }
 
 }  // namespace arbiter::config

@@ -81,12 +81,15 @@ Result<std::int64_t> ParseScaled(std::string_view text, std::string_view field, 
                                  const std::array<Unit, N>& units,
                                  std::string_view unit_hint = {}) {
   auto invalid = [&] {
-    return Status::Error(fmt::format("{}: invalid {} '{}' (expected e.g. {})", field, kind.what,
-                                     text, kind.examples));
+    return Status::InvalidArgument(
+        fmt::format("invalid {} '{}' (expected e.g. {})", kind.what, text, kind.examples),
+        std::string(field));
   };
   bool too_long = false;
   std::optional<Decimal> d = SplitDecimal(text, &too_long);
-  if (too_long) return Status::Error(fmt::format("{}: too many digits, got {}", field, text));
+  if (too_long)
+    return Status::InvalidArgument(fmt::format("too many digits, got {}", text),
+                                   std::string(field));
   if (!d) return invalid();
   const Unit* unit = nullptr;
   for (const Unit& u : units) {
@@ -94,23 +97,26 @@ Result<std::int64_t> ParseScaled(std::string_view text, std::string_view field, 
   }
   if (unit == nullptr) {
     if (!unit_hint.empty() && !d->suffix.empty()) {
-      return Status::Error(
-          fmt::format("{}: unknown unit '{}' in '{}' ({})", field, d->suffix, text, unit_hint));
+      return Status::InvalidArgument(
+          fmt::format("unknown unit '{}' in '{}' ({})", d->suffix, text, unit_hint),
+          std::string(field));
     }
     return invalid();
   }
   if (d->negative && d->mantissa != 0) {
-    return Status::Error(fmt::format("{}: must not be negative, got {}", field, text));
+    return Status::InvalidArgument(fmt::format("must not be negative, got {}", text),
+                                   std::string(field));
   }
   Int128 den = unit->den;
   for (int k = 0; k < d->scale; ++k) den *= 10;
   Int128 num = d->mantissa * unit->num;
   if (num % den != 0) {
-    return Status::Error(fmt::format("{}: finer than {}, got {}", field, kind.precision, text));
+    return Status::InvalidArgument(fmt::format("finer than {}, got {}", kind.precision, text),
+                                   std::string(field));
   }
   Int128 value = num / den;
   if (value > std::numeric_limits<std::int64_t>::max()) {
-    return Status::Error(fmt::format("{}: too large, got {}", field, text));
+    return Status::InvalidArgument(fmt::format("too large, got {}", text), std::string(field));
   }
   return static_cast<std::int64_t>(value);
 }
@@ -192,18 +198,21 @@ Result<Millis> ParseDuration(std::string_view text, std::string_view field) {
       }
     }
     if (unit == 0) {
-      return Status::Error(fmt::format(
-          "{}: each part of a compound duration needs a unit, got '{}' in '{}'", field, part,
-          text));
+      return Status::InvalidArgument(
+          fmt::format("each part of a compound duration needs a unit, got '{}' in '{}'", part,
+                      text),
+          std::string(field));
     }
     if (unit >= previous_unit) {
-      return Status::Error(fmt::format(
-          "{}: give the parts of a compound duration largest unit first, once each, got '{}'",
-          field, text));
+      return Status::InvalidArgument(
+          fmt::format(
+              "give the parts of a compound duration largest unit first, once each, got '{}'",
+              text),
+          std::string(field));
     }
     previous_unit = unit;
     if (*v > std::numeric_limits<Millis>::max() - total) {
-      return Status::Error(fmt::format("{}: too large, got {}", field, text));
+      return Status::InvalidArgument(fmt::format("too large, got {}", text), std::string(field));
     }
     total += *v;
   }

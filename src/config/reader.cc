@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "config/config.h"
+#include "store/names.h"
 
 namespace arbiter::config::internal {
 namespace {
@@ -48,23 +49,6 @@ std::string Join(const std::vector<std::string>& names, std::size_t cap) {
   return out;
 }
 
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 // ---- Value ----
@@ -75,7 +59,14 @@ void Value::Fail(std::string_view problem) const {
 }
 
 void Value::FailWith(const Status& status) const {
-  throw LoadError{fmt::format("{}: {}", Position(*file_, mark_), status.message())};
+  throw LoadError{fmt::format("{}: {}", Position(*file_, mark_), status.message()), status.code()};
+}
+
+void Value::FailAt(std::string_view suffix, std::string_view problem, StatusCode code) const {
+  std::string path = path_ + std::string(suffix);
+  if (path_.empty() && !suffix.empty() && suffix.front() == '.') path = suffix.substr(1);
+  if (path.empty()) throw LoadError{fmt::format("{}: {}", Position(*file_, mark_), problem), code};
+  throw LoadError{fmt::format("{}: {}: {}", Position(*file_, mark_), path, problem), code};
 }
 
 Value Value::Element(const YAML::Node& node, std::size_t index) const {
@@ -268,52 +259,49 @@ Status ParseDocument(std::string_view yaml, const std::string& file_name,
     if (root.IsNull() || mark.line < 0) mark = YAML::Mark();
     load(Value(&file_name, root, "", mark));
   } catch (const LoadError& e) {
-    return Status::Error(e.message);
+    // The position comes first (`FILE:LINE:COL: PATH: problem`), so the path stays in the text.
+    return Status::FromCode(e.code, e.message);
   } catch (const YAML::ParserException& e) {
-    return Status::Error(fmt::format("{}: syntax error: {}", Position(file_name, e.mark), e.msg));
+    return Status::InvalidArgument(
+        fmt::format("{}: syntax error: {}", Position(file_name, e.mark), e.msg));
   } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}: {}", Position(file_name, e.mark), e.msg));
+    return Status::InvalidArgument(fmt::format("{}: {}", Position(file_name, e.mark), e.msg));
   }
   return Status::Ok();
 }
 
+static Status FileError(const std::string& path, std::string_view what, int error) {
+  std::string message = fmt::format("{}: cannot {}: {}", path, what, std::strerror(error));
+  switch (error) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status::NotFound(std::move(message));
+    case EACCES:
+    case EPERM:
+      return Status::PermissionDenied(std::move(message));
+    default:
+      return Status::Unavailable(std::move(message));
+  }
+}
+
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!in) return FileError(path, "open", errno);
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad())
-    return Status::Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (in.bad()) return FileError(path, "read", errno);
   return text.str();
 }
 
 // ---- Names ----
 
 std::optional<std::string> Suggest(std::string_view name, const std::vector<std::string>& known) {
-  // Close enough: about one edit per three characters, at least one, at most three.
-  std::size_t limit = std::clamp<std::size_t>(name.size() / 3, 1, 3);
-  std::optional<std::string> best;
-  std::size_t best_distance = limit + 1;
-  for (const std::string& k : known) {
-    std::size_t d = EditDistance(name, k);
-    if (d < best_distance) {
-      best_distance = d;
-      best = k;
-    }
-  }
-  return best;
+  return store::Suggest(name, known);
 }
 
 std::string UnknownName(std::string_view what, std::string_view name,
                         const std::vector<std::string>& known, std::string_view list_label) {
-  constexpr std::size_t kListCap = 24;
-  std::string out = known.empty() ? fmt::format("unknown {} '{}' (none are defined)", what, name)
-                                  : fmt::format("unknown {} '{}' ({}: {})", what, name, list_label,
-                                                Join(known, kListCap));
-  if (std::optional<std::string> s = Suggest(name, known)) {
-    out += fmt::format("; did you mean '{}'?", *s);
-  }
-  return out;
+  return store::UnknownName(what, name, known, list_label);
 }
 
 }  // namespace arbiter::config::internal

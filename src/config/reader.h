@@ -26,6 +26,7 @@ namespace arbiter::config::internal {
 
 struct LoadError {
   std::string message;
+  StatusCode code = StatusCode::kInvalidArgument;
 };
 
 class Value {
@@ -42,6 +43,10 @@ class Value {
   [[noreturn]] void Fail(std::string_view problem) const;
   // Throws LoadError for a message that already names the field (`PATH: problem`).
   [[noreturn]] void FailWith(const Status& status) const;
+  // Throws LoadError at this value's position for a field below it: `suffix` follows the path
+  // (".queue", "[2].key", or "" for this value itself); the error keeps `code`.
+  [[noreturn]] void FailAt(std::string_view suffix, std::string_view problem,
+                           StatusCode code = StatusCode::kInvalidArgument) const;
 
   // The element of a sequence at `index` and the value of a mapping under `key`, for paths.
   Value Element(const YAML::Node& node, std::size_t index) const;
@@ -125,7 +130,7 @@ Result<T> LoadDocument(std::string_view yaml, const std::string& file_name,
 Status ParseDocument(std::string_view yaml, const std::string& file_name,
                      const std::function<void(const Value& root)>& load);
 
-// Reads a whole file; the error names the file.
+// Reads a whole file; the error names the file (not found, permission denied or unavailable).
 Result<std::string> ReadFile(const std::string& path);
 
 // The candidate closest to `name` by edit distance when it is close enough to be a likely typo.

@@ -111,11 +111,15 @@ std::string JobsCsv(const sim::RunResult& run) {
 Status WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) {
-    return Status::Error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+    const int error = errno;
+    std::string message = fmt::format("cannot write {}: {}", path.string(), std::strerror(error));
+    if (error == EACCES || error == EPERM) return Status::PermissionDenied(std::move(message));
+    if (error == ENOENT || error == ENOTDIR) return Status::NotFound(std::move(message));
+    return Status::Unavailable(std::move(message));
   }
   file << text;
   file.close();
-  if (!file) return Status::Error(fmt::format("cannot write {}", path.string()));
+  if (!file) return Status::Unavailable(fmt::format("cannot write {}", path.string()));
   return Status::Ok();
 }
 
@@ -125,7 +129,7 @@ Status WriteCsv(std::span<const sim::RunResult> runs, const std::string& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
-    return Status::Error(fmt::format("cannot create directory {}: {}", dir, error.message()));
+    return Status::Unavailable(fmt::format("cannot create directory {}: {}", dir, error.message()));
   }
   std::set<std::string> used;
   for (std::size_t i = 0; i < runs.size(); ++i) {

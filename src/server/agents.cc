@@ -85,7 +85,9 @@ void Core::ApplyHealthLocked() {
   for (NodeId n = 0; n < state_->node_count(); ++n) {
     auto it = agent_nodes_.find(state_->node(n).name);
     const bool healthy = it != agent_nodes_.end() && it->second.registered && !it->second.lost;
-    if (state_->node(n).healthy != healthy) (void)state_->SetHealthy(n, healthy);
+    if (state_->node(n).healthy != healthy) {
+      Check(state_->SetHealthy(n, healthy), "set a node's health");
+    }
   }
 }
 
@@ -97,20 +99,22 @@ void Core::BumpAssignments() {
 Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const Json& body,
                            const std::string& token) {
   if (caller.role != Role::kAgent && !caller.admin())
-    return Fail(403, fmt::format("{} may not register nodes (agent)", caller.name));
+    return Status::PermissionDenied(fmt::format("{} may not register nodes (agent)", caller.name));
   if (!agents()) {
-    return Fail(409,
-                "node: the server runs its nodes itself (--virtual-nodes); agents are not "
-                "taken");
+    return Status::Conflict(
+        "the server runs its nodes itself (--virtual-nodes); agents are not "
+        "taken",
+        "node");
   }
   std::lock_guard lock(mu_);
   auto it = agent_nodes_.find(node);
   const auto spec = std::find_if(config_.cluster.nodes.begin(), config_.cluster.nodes.end(),
                                  [&](const NodeSpec& s) { return s.name == node; });
   if (it == agent_nodes_.end() || spec == config_.cluster.nodes.end()) {
-    return Fail(404, fmt::format("node: no node '{}' in the configuration (declare it under "
-                                 "nodes: first)",
-                                 node));
+    return Status::NotFound(fmt::format("no node '{}' in the configuration (declare it under "
+                                        "nodes: first)",
+                                        node),
+                            "node");
   }
   AgentNode& a = it->second;
   // What it has must be what the configuration says it has, or the engine would place tasks on
@@ -156,9 +160,10 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
     std::string text;
     for (const std::string& p : problems) text += (text.empty() ? "" : "; ") + p;
     a.problem = "devices: " + text;
-    return Fail(409, fmt::format("devices: node {} does not have what the configuration says: "
-                                 "{}",
-                                 node, text));
+    return Status::Conflict(fmt::format("node {} does not have what the configuration says: "
+                                        "{}",
+                                        node, text),
+                            "devices");
   }
   // Labels the agent reports join the node's, as kubelet's --node-labels do, so that node
   // selectors can use them; the configuration's win where both name a key.
@@ -167,9 +172,10 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
     if (n.name == node) labels = n.labels;
   }
   if (body.contains("labels")) {
-    if (!body["labels"].is_object()) return Fail(400, "labels: must be an object of strings");
+    if (!body["labels"].is_object())
+      return Status::InvalidArgument("must be an object of strings", "labels");
     for (const auto& [key, value] : body["labels"].items()) {
-      if (!value.is_string()) return Fail(400, fmt::format("labels.{}: must be a string", key));
+      if (!value.is_string()) return Status::InvalidArgument("must be a string", "labels." + key);
       labels.emplace(key, value.get<std::string>());
     }
   }
@@ -178,7 +184,7 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
     for (NodeSpec& n : changed.cluster.nodes) {
       if (n.name == node) n.labels = labels;
     }
-    if (Status st = RebuildState(changed); !st.ok()) return Fail(500, st.message());
+    if (Status st = RebuildState(changed); !st.ok()) return st;
     config_ = std::move(changed);
   }
   const Millis now = Now();
@@ -197,27 +203,28 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
   dirty_ = true;
   Wake();
   BumpAssignments();
-  return Answer{200, Json{{"node", node},
-                          {"sync_wait_ms", config_.server.agent_sync_wait},
-                          {"node_lost_timeout_ms", config_.server.node_lost_timeout},
-                          {"kill_after_ms", config_.server.kill_after},
-                          {"checkpoint_root", config_.server.checkpoint_root}}};
+  return Answer(Json{{"node", node},
+                     {"sync_wait_ms", config_.server.agent_sync_wait},
+                     {"node_lost_timeout_ms", config_.server.node_lost_timeout},
+                     {"kill_after_ms", config_.server.kill_after},
+                     {"checkpoint_root", config_.server.checkpoint_root}});
 }
 
 Answer Core::SyncAgent(const Caller& caller, const std::string& node,
                        const std::vector<TaskReport>& reports, std::uint64_t version,
                        std::chrono::milliseconds wait) {
   if (caller.role != Role::kAgent && !caller.admin())
-    return Fail(403, fmt::format("{} may not sync nodes (agent)", caller.name));
+    return Status::PermissionDenied(fmt::format("{} may not sync nodes (agent)", caller.name));
   std::unique_lock lock(mu_);
   DrainInboxLocked();
   auto it = agent_nodes_.find(node);
-  if (it == agent_nodes_.end()) return Fail(404, fmt::format("node: no node '{}'", node));
+  if (it == agent_nodes_.end()) return Status::NotFound(fmt::format("no node '{}'", node), "node");
   if (!it->second.registered || it->second.lost) {
     // The server restarted, or gave the node up: the agent registers again (its devices are
     // checked again) before it is given work.
-    return Fail(409, fmt::format("node: {} is not registered{}; register first", node,
-                                 it->second.lost ? " (it was lost)" : ""));
+    return Status::Conflict(fmt::format("{} is not registered{}; register first", node,
+                                        it->second.lost ? " (it was lost)" : ""),
+                            "node");
   }
   it->second.last_seen = Now();
   TakeReportsLocked(node, reports, Now());
@@ -225,11 +232,10 @@ Answer Core::SyncAgent(const Caller& caller, const std::string& node,
     assignments_cv_.wait_for(lock, wait, [&] { return assignments_version_ != version; });
     it = agent_nodes_.find(node);
     if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
-      return Fail(409, fmt::format("node: {} is not registered; register first", node));
+      return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
     it->second.last_seen = Now();
   }
-  return Answer{200,
-                Json{{"version", assignments_version_}, {"tasks", AssignmentsLocked(node, Now())}}};
+  return Answer(Json{{"version", assignments_version_}, {"tasks", AssignmentsLocked(node, Now())}});
 }
 
 void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskReport>& reports,
@@ -311,9 +317,11 @@ void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskRepo
     fmt::print(stderr, "error: the store refused node {}'s reports: {}\n", node, st.message());
     return;
   }
-  for (const auto& [id, at] : checkpoints) (void)state_->RecordCheckpoint(id, at);
+  for (const auto& [id, at] : checkpoints) {
+    Check(state_->RecordCheckpoint(id, at), "record a checkpoint");
+  }
   for (JobId id : stopped) {
-    if (draining_.erase(id) == 0) (void)state_->Unbind(id, now);
+    if (draining_.erase(id) == 0) Check(state_->Unbind(id, now), "end a job");
   }
   dirty_ = true;
   Wake();
@@ -390,7 +398,7 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
       }
     }
     for (JobId id : jobs) {
-      if (draining_.erase(id) == 0) (void)state_->Unbind(id, now);
+      if (draining_.erase(id) == 0) Check(state_->Unbind(id, now), "end a lost node's job");
     }
   }
   if (!lost.empty()) {
@@ -501,10 +509,12 @@ Answer Core::LogSource(JobId id, std::uint32_t rank) {
   std::lock_guard lock(mu_);
   Entry* entry = FindLocked(id);
   if (!entry)
-    return Fail(404, fmt::format("job: no job {} in memory (its logs stay on its node)", id));
+    return Status::NotFound(fmt::format("no job {} in memory (its logs stay on its node)", id),
+                            "job");
   const std::uint32_t tasks = TaskCount(entry->stored.spec);
   if (rank >= tasks) {
-    return Fail(400, fmt::format("task: job {} has {} task(s), 0 to {}", id, tasks, tasks - 1));
+    return Status::InvalidArgument(
+        fmt::format("job {} has {} task(s), 0 to {}", id, tasks, tasks - 1), "task");
   }
   std::string node;
   for (const store::StoredTask& t : entry->stored.status.allocation.tasks) {
@@ -512,15 +522,15 @@ Answer Core::LogSource(JobId id, std::uint32_t rank) {
   }
   if (node.empty() && rank < entry->last_nodes.size()) node = entry->last_nodes[rank];
   if (node.empty())
-    return Fail(404, fmt::format("task: task {} of job {} has not run yet", rank, id));
+    return Status::NotFound(fmt::format("task {} of job {} has not run yet", rank, id), "task");
   auto a = agent_nodes_.find(node);
   if (a == agent_nodes_.end() || a->second.log_url.empty()) {
-    return Fail(404, fmt::format("node: {} has no agent to ask for the log", node));
+    return Status::NotFound(fmt::format("{} has no agent to ask for the log", node), "node");
   }
-  return Answer{200, Json{{"node", node},
-                          {"url", a->second.log_url},
-                          {"token", a->second.token},
-                          {"path", fmt::format("/logs/{}/{}", id, rank)}}};
+  return Answer(Json{{"node", node},
+                     {"url", a->second.log_url},
+                     {"token", a->second.token},
+                     {"path", fmt::format("/logs/{}/{}", id, rank)}});
 }
 
 }  // namespace arbiter::server

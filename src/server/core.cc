@@ -42,16 +42,6 @@ Json MilliOrNull(std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); }
 
 }  // namespace
 
-Answer Fail(int status, const std::string& message) {
-  // The field is what the message names before its first ": ", when that is a field path.
-  std::string field;
-  if (auto colon = message.find(": "); colon != std::string::npos) {
-    std::string head = message.substr(0, colon);
-    if (head.find(' ') == std::string::npos) field = head;
-  }
-  return Answer{status, Json{{"error", {{"field", field}, {"message", message}}}}};
-}
-
 Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options)
     : options_(std::move(options)),
       base_(config),
@@ -107,7 +97,7 @@ Status Core::Recover() {
   // The jobs are resolved against the configured names (queues, classes, GPU types, levels),
   // which the stored quota overrides and node states do not change.
   Result<ClusterState> names = ClusterState::Create(config_.cluster);
-  if (!names.ok()) return Status::Error("configuration: " + names.status().message());
+  if (!names.ok()) return Status(names.status()).WithContext("configuration: ");
   // The store hands the jobs over a batch at a time while it reads the next. Each batch is
   // resolved and moved into entries by every processor, each into a map of its own (allocating
   // and filling a million entries is most of the work), whose nodes are then spliced into jobs_
@@ -148,7 +138,7 @@ Status Core::Recover() {
     for (std::size_t p = 0; p < parts; ++p) {
       if (!errors[p].empty()) {
         const store::StoredJob& stored = batch[failed[p]];
-        return Status::Error(fmt::format(
+        return Status::Conflict(fmt::format(
             "store: job {} ({}) no longer fits the configuration: {}; restore the configuration "
             "it was accepted under",
             stored.id, stored.spec.name, errors[p]));
@@ -210,7 +200,7 @@ Status Core::Recover() {
 
 Status Core::RebuildState(const config::ClusterConfig& config) {
   Result<ClusterState> created = ClusterState::Create(config.cluster);
-  if (!created.ok()) return Status::Error("configuration: " + created.status().message());
+  if (!created.ok()) return Status(created.status()).WithContext("configuration: ");
   ClusterState& state = *created;
   for (auto& [id, entry] : jobs_) {
     if (!entry.stored.status.evictions.empty())
@@ -218,14 +208,19 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
     if (entry.stored.status.state != JobState::kRunning || draining_.count(id)) continue;
     Result<Allocation> allocation = store::ToAllocation(entry.stored.status.allocation, state);
     if (!allocation.ok()) {
-      return Status::Error(fmt::format("store: job {} runs where the configuration has no room: {}",
-                                       id, allocation.status().message()));
+      return Status::Conflict(
+          fmt::format("store: job {} runs where the configuration has no room: {}", id,
+                      allocation.status().message()));
     }
     if (Status st = state.Bind(entry.job, *allocation, entry.stored.status.start_time); !st.ok()) {
-      return Status::Error(fmt::format("store: job {} cannot be placed back: {}", id, st.message()));
+      return Status::Conflict(
+          fmt::format("store: job {} cannot be placed back: {}", id, st.message()));
     }
     if (entry.stored.status.last_checkpoint >= 0) {
-      (void)state.RecordCheckpoint(id, entry.stored.status.last_checkpoint);
+      // The job was just bound: it runs, so this cannot fail.
+      if (Status st = state.RecordCheckpoint(id, entry.stored.status.last_checkpoint); !st.ok()) {
+        return Status::Internal(fmt::format("job {}: {}", id, st.message()));
+      }
     }
   }
   // The queues' recent usage (fair share) carries over to the new state.
@@ -239,7 +234,7 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
   state_.emplace(std::move(state));
   ApplyHealthLocked();
   Result<ClusterState> probe = ClusterState::Create(config.cluster);
-  if (!probe.ok()) return Status::Error("configuration: " + probe.status().message());
+  if (!probe.ok()) return Status(probe.status()).WithContext("configuration: ");
   {
     std::lock_guard lock(probe_mu_);
     probe_.emplace(std::move(probe).value());
@@ -432,8 +427,10 @@ Millis Core::DueEventsLocked(Millis now) {
     return now + kMillisPerSecond;
   }
   for (JobId id : evicted) draining_.erase(id);
-  for (JobId id : completed) (void)state_->Unbind(id, now);
-  for (const auto& [id, at] : checkpoints) (void)state_->RecordCheckpoint(id, at);
+  for (JobId id : completed) Check(state_->Unbind(id, now), "end a completed job");
+  for (const auto& [id, at] : checkpoints) {
+    Check(state_->RecordCheckpoint(id, at), "record a checkpoint");
+  }
   if (!completed.empty() || !evicted.empty()) dirty_ = true;
   return now;
 }
@@ -446,12 +443,41 @@ Status Core::AppendLocked(std::vector<Event> events) {
   return Status::Ok();
 }
 
+Status Core::RebindLocked(const Job& job, Millis now) {
+  const RunningJob* running = state_->FindRunning(job.id);
+  if (running == nullptr) {
+    return Status::Internal(fmt::format("job {} is not running in the state", job.id));
+  }
+  const Allocation allocation = running->allocation;
+  const Millis start = running->start_time, checkpoint = running->last_checkpoint;
+  const Job before = running->job;
+  if (Status st = state_->Unbind(job.id, now); !st.ok()) return st;
+  if (Status st = state_->Bind(job, allocation, start); !st.ok()) {
+    // Its devices were its own a moment ago: bound back as it was, it fits.
+    Check(state_->Bind(before, allocation, start), "bind a job back as it was");
+    if (checkpoint >= 0) Check(state_->RecordCheckpoint(job.id, checkpoint), "record a checkpoint");
+    return st;
+  }
+  if (checkpoint >= 0) return state_->RecordCheckpoint(job.id, checkpoint);
+  return Status::Ok();
+}
+
+void Core::Check(const Status& status, std::string_view what) {
+  if (status.ok()) return;
+  metrics_.internal_errors.fetch_add(1, std::memory_order_relaxed);
+  fmt::print(stderr,
+             "error: internal: cannot {}: {} (memory may disagree with the store until the server "
+             "restarts)\n",
+             what, status.message());
+}
+
 void Core::ApplyLocked(const Event& event) {
   auto it = jobs_.find(event.job);
   if (it == jobs_.end()) return;
   Entry& entry = it->second;
   const bool was_finished = store::IsFinished(entry.stored.status.state);
-  (void)store::ApplyEvent(entry.stored.status, event);
+  // The store has applied the same event to the same status: it cannot be refused here.
+  Check(store::ApplyEvent(entry.stored.status, event), "apply a stored event");
   if (event.kind == EventKind::kStarted) {
     entry.reports.clear();
     RememberNodes(entry);
@@ -495,37 +521,44 @@ Core::Entry* Core::FindLocked(JobId id) {
 
 Answer Core::Submit(const Caller& caller, std::string_view body) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (caller.role == Role::kAgent) return Fail(403, "an agent token may not submit jobs");
+  if (caller.role == Role::kAgent) {
+    return Status::PermissionDenied("an agent token may not submit jobs");
+  }
+  // The job pipeline of every reader of jobs: the JSON reader, the validator (the limits of
+  // config/limits.h), the resolver.
   Result<store::JobSpec> spec = store::DecodeJobSpec(body);
   if (!spec.ok()) {
-    const std::string& message = spec.status().message();
-    const bool whole = message.rfind("malformed JSON", 0) == 0 ||
-                       message.rfind("must be an object", 0) == 0;
-    return Fail(400, whole ? "body: " + message : message);
+    // An error of no one field (malformed JSON, not an object) concerns the whole body.
+    if (spec.status().field().empty())
+      return Status::InvalidArgument(spec.status().detail(), "body");
+    return std::move(spec).status();
   }
   if (!spec->user.empty() || spec->submit_time != 0) {
-    return Fail(400, fmt::format("{}: set by the server (the token's identity, the time of "
-                                 "acceptance); leave it out",
-                                 spec->user.empty() ? "submit_time_ms" : "user"));
+    return Status::InvalidArgument(
+        "set by the server (the token's identity, the time of acceptance); leave it out",
+        spec->user.empty() ? "submit_time_ms" : "user");
   }
   spec->user = caller.name;
   spec->submit_time = Now();
-  if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return Fail(400, st.message());
+  if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return st;
   if (agents() && spec->argv.empty() && spec->command.empty()) {
-    return Fail(400, "argv: the nodes' agents run each task: give argv (a program and its "
-                     "arguments) or command (a shell command)");
+    return Status::InvalidArgument(
+        "the nodes' agents run each task: give argv (a program and its arguments) or command (a "
+        "shell command)",
+        "argv");
   }
   Job job;
   {
     std::lock_guard lock(probe_mu_);
     Result<Job> resolved = store::ToJob(kProbeId, *spec, *probe_);
-    if (!resolved.ok()) return Fail(400, resolved.status().message());
+    if (!resolved.ok()) return std::move(resolved).status();
     job = std::move(resolved).value();
     if (caller.role == Role::kUser && std::find(caller.queues.begin(), caller.queues.end(),
                                                 spec->queue) == caller.queues.end()) {
-      return Fail(403, fmt::format("queue: {} may not submit to queue '{}' (allowed: {})",
-                                   caller.name, spec->queue,
-                                   caller.queues.empty() ? "none" : Join(caller.queues)));
+      return Status::PermissionDenied(
+          fmt::format("{} may not submit to queue '{}' (allowed: {})", caller.name, spec->queue,
+                      caller.queues.empty() ? "none" : Join(caller.queues)),
+          "queue");
     }
     // A job that could never fit is refused now rather than left pending forever: one cycle
     // over this job alone on the configured cluster with nothing running places it, or says
@@ -535,7 +568,7 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
     for (const Unplaced& u : probe.unplaced) {
       if (u.reason.verdict != Verdict::kNever) continue;
       const char* field = u.reason.stage == Stage::kQuota ? "queue" : "groups";
-      return Fail(400, fmt::format("{}: {}", field, u.reason.Describe()));
+      return Status::InvalidArgument(u.reason.Describe(), field);
     }
   }
   {
@@ -543,9 +576,11 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
     const std::int64_t limit = base_.server.max_active_jobs_per_user;
     std::int64_t& active = active_[spec->user];
     if (limit > 0 && active >= limit) {
-      return Fail(400, fmt::format("user: {} has {} pending, held or running jobs, the most "
-                                   "allowed (server.max_active_jobs_per_user)",
-                                   spec->user, active));
+      // Valid, but more than the user's share now: it may be taken once jobs finish.
+      return Status::Conflict(fmt::format("{} has {} pending, held or running jobs, the most "
+                                          "allowed (server.max_active_jobs_per_user)",
+                                          spec->user, active),
+                              "user");
     }
     ++active;  // reserved while the store commits
   }
@@ -554,8 +589,8 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
   std::lock_guard lock(inbox_mu_);
   if (!submitted.ok() || submitted->duplicate) {
     if (--active_[spec->user] <= 0) active_.erase(spec->user);
-    if (!submitted.ok()) return Fail(500, "store: " + submitted.status().message());
-    return Answer{200, Json{{"id", submitted->id}, {"duplicate", true}}};
+    if (!submitted.ok()) return std::move(submitted).status().WithContext("store: ");
+    return Answer(Json{{"id", submitted->id}, {"duplicate", true}});
   }
   const JobId id = submitted->id;
   Entry entry;
@@ -569,7 +604,7 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
   if (wake) cv_.notify_one();
   metrics_.submitted.fetch_add(1, std::memory_order_relaxed);
   metrics_.submit_seconds.Observe(SecondsSince(t0));
-  return Answer{201, Json{{"id", id}, {"name", name}, {"duplicate", false}}};
+  return Answer(Json{{"id", id}, {"name", name}, {"duplicate", false}}, true);
 }
 
 namespace {
@@ -622,7 +657,7 @@ Answer Core::ListJobs(const JobFilter& filter) {
     if (filter.state && s.status.state != *filter.state) continue;
     jobs.push_back(JobJson(entry));
   }
-  return Answer{200, Json{{"jobs", std::move(jobs)}}};
+  return Answer(Json{{"jobs", std::move(jobs)}});
 }
 
 Answer Core::GetJob(JobId id) {
@@ -630,30 +665,30 @@ Answer Core::GetJob(JobId id) {
     std::lock_guard lock(mu_);
     DrainInboxLocked();
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) return Answer{200, JobJson(it->second)};
+    if (it != jobs_.end()) return Answer(JobJson(it->second));
   }
   // Finished long ago: from the store.
   Result<std::optional<store::StoredJob>> stored = store_->GetJob(id);
-  if (!stored.ok()) return Fail(500, "store: " + stored.status().message());
-  if (!*stored) return Fail(404, fmt::format("job: no job {}", id));
-  return Answer{200, StoredJobJson(**stored)};
+  if (!stored.ok()) return std::move(stored).status().WithContext("store: ");
+  if (!*stored) return Status::NotFound(fmt::format("no job {}", id), "job");
+  return Answer(StoredJobJson(**stored));
 }
 
 Answer Core::CheckOwner(const Caller& caller, const Entry& entry, const char* what) const {
   if (caller.admin()) return {};
   if (caller.role == Role::kUser && caller.name == entry.stored.spec.user) return {};
-  return Fail(403, fmt::format("{} may not {} job {} (submitted by {})", caller.name, what,
-                               entry.stored.id, entry.stored.spec.user));
+  return Status::PermissionDenied(fmt::format("{} may not {} job {} (submitted by {})", caller.name,
+                                              what, entry.stored.id, entry.stored.spec.user));
 }
 
 Answer Core::Cancel(const Caller& caller, JobId id) {
   std::lock_guard lock(mu_);
   Entry* entry = FindLocked(id);
-  if (!entry) return Fail(404, fmt::format("job: no active job {}", id));
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (Answer a = CheckOwner(caller, *entry, "cancel"); !a.ok()) return a;
   const JobState from = entry->stored.status.state;
   if (store::IsFinished(from)) {
-    return Fail(409, fmt::format("job {} is already {}", id, store::JobStateName(from)));
+    return Status::Conflict(fmt::format("job {} is already {}", id, store::JobStateName(from)));
   }
   Event ev;
   ev.time = Now();
@@ -661,33 +696,38 @@ Answer Core::Cancel(const Caller& caller, JobId id) {
   ev.job = id;
   ev.actor = caller.name;
   ev.message = "cancelled by " + caller.name;
-  if (Status st = AppendLocked({ev}); !st.ok()) return Fail(500, "store: " + st.message());
-  if (from == JobState::kRunning && draining_.erase(id) == 0) (void)state_->Unbind(id, ev.time);
+  if (Status st = AppendLocked({ev}); !st.ok()) return std::move(st).WithContext("store: ");
+  if (from == JobState::kRunning && draining_.erase(id) == 0) {
+    Check(state_->Unbind(id, ev.time), "end a cancelled job");
+  }
   Wake();
-  return Answer{200, JobJson(jobs_.at(id))};
+  return Answer(JobJson(jobs_.at(id)));
 }
 
 Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& priority_class) {
   std::lock_guard lock(mu_);
   Entry* entry = FindLocked(id);
-  if (!entry) return Fail(404, fmt::format("job: no active job {}", id));
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (Answer a = CheckOwner(caller, *entry, "change the priority of"); !a.ok()) return a;
   std::optional<PriorityClassId> pc = state_->FindPriorityClass(priority_class);
   if (!pc) {
     std::vector<std::string> known;
     for (PriorityClassId c = 0; c < state_->priority_class_count(); ++c)
       known.push_back(state_->priority_class(c).name);
-    return Fail(400, fmt::format("priority_class: unknown priority class '{}' (known: {})",
-                                 priority_class, Join(known)));
+    return Status::InvalidArgument(
+        fmt::format("unknown priority class '{}' (known: {})", priority_class, Join(known)),
+        "priority_class");
   }
   const PriorityClassSpec& current = state_->priority_class(entry->job.priority_class);
   if (!caller.admin() && state_->priority_class(*pc).value > current.value) {
-    return Fail(403, fmt::format("priority_class: a user may only lower a job's priority ({} "
-                                 "is above {})", priority_class, current.name));
+    return Status::PermissionDenied(fmt::format("a user may only lower a job's priority ({} "
+                                                "is above {})",
+                                                priority_class, current.name),
+                                    "priority_class");
   }
   if (store::IsFinished(entry->stored.status.state)) {
-    return Fail(409, fmt::format("job {} is already {}", id,
-                                 store::JobStateName(entry->stored.status.state)));
+    return Status::Conflict(
+        fmt::format("job {} is already {}", id, store::JobStateName(entry->stored.status.state)));
   }
   Event ev;
   ev.time = Now();
@@ -695,46 +735,53 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
   ev.job = id;
   ev.actor = caller.name;
   ev.priority_class = priority_class;
-  if (Status st = AppendLocked({ev}); !st.ok()) return Fail(500, "store: " + st.message());
-  entry->job.priority_class = *pc;
-  if (entry->stored.status.state == JobState::kRunning && !draining_.count(id)) {
-    // The running job's class matters to the victim search: place it back under its new class.
-    const RunningJob* running = state_->FindRunning(id);
-    if (running) {
-      Allocation allocation = running->allocation;
-      const Millis start = running->start_time, checkpoint = running->last_checkpoint;
-      (void)state_->Unbind(id, ev.time);
-      (void)state_->Bind(entry->job, allocation, start);
-      (void)state_->RecordCheckpoint(id, checkpoint);
+  // A running job's class matters to the victim search: it is bound again under its new class.
+  // Memory is changed first and changed back if the store refuses the event, so that a failure
+  // on either side leaves both as they were.
+  const bool rebind = entry->stored.status.state == JobState::kRunning && !draining_.count(id) &&
+                      state_->FindRunning(id) != nullptr;
+  Job changed = entry->job;
+  changed.priority_class = *pc;
+  if (rebind) {
+    if (Status st = RebindLocked(changed, ev.time); !st.ok()) {
+      return Status::Internal(
+          fmt::format("job {}: cannot bind it under class {}: {}; nothing "
+                      "changed",
+                      id, priority_class, st.message()));
     }
   }
+  if (Status st = AppendLocked({ev}); !st.ok()) {
+    if (rebind) Check(RebindLocked(entry->job, ev.time), "bind a job back under its class");
+    return std::move(st).WithContext("store: ");
+  }
+  entry->job = std::move(changed);
   Wake();
-  return Answer{200, JobJson(*entry)};
+  return Answer(JobJson(*entry));
 }
 
 Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
   std::lock_guard lock(mu_);
   Entry* entry = FindLocked(id);
-  if (!entry) return Fail(404, fmt::format("job: no active job {}", id));
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (!hold && !caller.admin()) {
-    return Fail(403, fmt::format("{} may not release job {}: only an admin releases", caller.name,
-                                 id));
+    return Status::PermissionDenied(
+        fmt::format("{} may not release job {}: only an admin releases", caller.name, id));
   }
   if (Answer a = CheckOwner(caller, *entry, "hold"); !a.ok()) return a;
   const JobState want = hold ? JobState::kPending : JobState::kHeld;
   if (entry->stored.status.state != want) {
-    return Fail(409, fmt::format("job {} is {}; only a {} job can be {}", id,
-                                 store::JobStateName(entry->stored.status.state),
-                                 store::JobStateName(want), hold ? "held" : "released"));
+    return Status::Conflict(fmt::format("job {} is {}; only a {} job can be {}", id,
+                                        store::JobStateName(entry->stored.status.state),
+                                        store::JobStateName(want), hold ? "held" : "released"));
   }
   Event ev;
   ev.time = Now();
   ev.kind = hold ? EventKind::kHeld : EventKind::kReleased;
   ev.job = id;
   ev.actor = caller.name;
-  if (Status st = AppendLocked({ev}); !st.ok()) return Fail(500, "store: " + st.message());
+  if (Status st = AppendLocked({ev}); !st.ok()) return std::move(st).WithContext("store: ");
   Wake();
-  return Answer{200, JobJson(*entry)};
+  return Answer(JobJson(*entry));
 }
 
 // ---- Queues and nodes ----
@@ -783,11 +830,12 @@ Answer Core::ListQueues() {
                           {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
                           {"jobs", std::move(jobs)}});
   }
-  return Answer{200, Json{{"queues", std::move(queues)}}};
+  return Answer(Json{{"queues", std::move(queues)}});
 }
 
 Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const Json& quota) {
-  if (!caller.admin()) return Fail(403, fmt::format("{} may not change quotas (admin)", caller.name));
+  if (!caller.admin())
+    return Status::PermissionDenied(fmt::format("{} may not change quotas (admin)", caller.name));
   std::lock_guard lock(mu_);
   auto find = [&](config::ClusterConfig& c) {
     return std::find_if(c.cluster.queues.begin(), c.cluster.queues.end(),
@@ -795,7 +843,8 @@ Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const
   };
   config::ClusterConfig changed = config_;
   auto it = find(changed);
-  if (it == changed.cluster.queues.end()) return Fail(404, fmt::format("queue: no queue '{}'", queue));
+  if (it == changed.cluster.queues.end())
+    return Status::NotFound(fmt::format("no queue '{}'", queue), "queue");
   const Millis now = Now();
   if (quota.is_null()) {
     const config::ClusterConfig& base = base_;
@@ -804,19 +853,25 @@ Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const
                     ->quota;
   } else {
     Result<std::map<std::string, QuotaSpec>> parsed = store::QuotaFromJson(quota, "quota");
-    if (!parsed.ok()) return Fail(400, parsed.status().message());
+    if (!parsed.ok()) return std::move(parsed).status();
     it->quota = *parsed;
   }
-  if (Result<ClusterState> check = ClusterState::Create(changed.cluster); !check.ok())
-    return Fail(400, "quota: " + check.status().message());
+  if (Result<ClusterState> check = ClusterState::Create(changed.cluster); !check.ok()) {
+    return Status::InvalidArgument(check.status().message(), "quota");
+  }
   Result<Event> written =
       quota.is_null() ? store_->ResetQueueQuota(queue, now, caller.name)
                       : store_->SetQueueQuota({queue, it->quota, now, caller.name});
-  if (!written.ok()) return Fail(500, "store: " + written.status().message());
-  if (Status st = RebuildState(changed); !st.ok()) return Fail(500, st.message());
+  if (!written.ok()) return std::move(written).status().WithContext("store: ");
+  // The same configuration was just created: a failure here is a broken invariant, after the
+  // store has recorded the change.
+  if (Status st = RebuildState(changed); !st.ok()) {
+    Check(st, "apply a quota change");
+    return st;
+  }
   config_ = std::move(changed);
   Wake();
-  return Answer{200, Json{{"queue", queue}, {"quota", store::QuotaToJson(find(config_)->quota)}}};
+  return Answer(Json{{"queue", queue}, {"quota", store::QuotaToJson(find(config_)->quota)}});
 }
 
 Answer Core::ListNodes() const {
@@ -866,23 +921,23 @@ Answer Core::ListNodes() const {
                          {"memory_free_mib", node.memory_free.value()},
                          {"jobs", std::move(jobs)}});
   }
-  return Answer{200, Json{{"nodes", std::move(nodes)}}};
+  return Answer(Json{{"nodes", std::move(nodes)}});
 }
 
 Answer Core::SetNodeState(const Caller& caller, const std::string& name,
                           store::NodeAdminState admin, const std::string& reason) {
   if (!caller.admin()) {
-    return Fail(403, fmt::format("{} may not cordon, uncordon or drain nodes (admin)",
-                                 caller.name));
+    return Status::PermissionDenied(
+        fmt::format("{} may not cordon, uncordon or drain nodes (admin)", caller.name));
   }
   std::lock_guard lock(mu_);
   std::optional<NodeId> node = state_->FindNode(name);
-  if (!node) return Fail(404, fmt::format("node: no node '{}'", name));
+  if (!node) return Status::NotFound(fmt::format("no node '{}'", name), "node");
   const Millis now = Now();
   Result<Event> written = store_->SetNodeState({name, admin, reason, now, caller.name});
-  if (!written.ok()) return Fail(500, "store: " + written.status().message());
+  if (!written.ok()) return std::move(written).status().WithContext("store: ");
   const bool cordoned = admin != store::NodeAdminState::kSchedulable;
-  (void)state_->SetCordoned(*node, cordoned);
+  Check(state_->SetCordoned(*node, cordoned), "cordon a node");
   for (NodeSpec& spec : config_.cluster.nodes) {
     if (spec.name == name) spec.cordoned = cordoned;
   }
@@ -907,12 +962,12 @@ Answer Core::SetNodeState(const Caller& caller, const std::string& name,
     for (const Event& ev : events) ids.push_back(ev.job);
     if (!events.empty()) {
       if (Status st = AppendLocked(std::move(events)); !st.ok())
-        return Fail(500, "store: " + st.message());
-      for (JobId id : ids) (void)state_->Unbind(id, now);
+        return std::move(st).WithContext("store: ");
+      for (JobId id : ids) Check(state_->Unbind(id, now), "requeue a drained node's job");
     }
   }
   Wake();
-  return Answer{200, Json{{"node", name}, {"state", store::NodeAdminStateName(admin)}}};
+  return Answer(Json{{"node", name}, {"state", store::NodeAdminStateName(admin)}});
 }
 
 // ---- Events and metrics ----
@@ -924,14 +979,14 @@ Answer Core::Events(std::uint64_t cursor, std::size_t limit,
     store_->WaitForEvents(cursor, wait);
     events = store_->EventsSince(cursor, limit);
   }
-  if (!events.ok()) return Fail(500, "store: " + events.status().message());
+  if (!events.ok()) return std::move(events).status().WithContext("store: ");
   Json list = Json::array();
   std::uint64_t last = cursor;
   for (const Event& e : *events) {
     list.push_back(store::EventToJson(e));
     last = e.seq;
   }
-  return Answer{200, Json{{"events", std::move(list)}, {"cursor", last}}};
+  return Answer(Json{{"events", std::move(list)}, {"cursor", last}});
 }
 
 std::string Core::MetricsText() {
@@ -976,9 +1031,12 @@ std::string Core::MetricsText() {
       "# HELP arbiter_cycles_total Scheduling cycles run.\n"
       "# TYPE arbiter_cycles_total counter\narbiter_cycles_total {}\n"
       "# HELP arbiter_bad_requests_total Requests refused as bad input.\n"
-      "# TYPE arbiter_bad_requests_total counter\narbiter_bad_requests_total {}\n",
+      "# TYPE arbiter_bad_requests_total counter\narbiter_bad_requests_total {}\n"
+      "# HELP arbiter_internal_errors_total State changes that failed after the store had "
+      "recorded them (restart the server to rebuild from the store).\n"
+      "# TYPE arbiter_internal_errors_total counter\narbiter_internal_errors_total {}\n",
       metrics_.evictions.load(), metrics_.submitted.load(), metrics_.cycles.load(),
-      metrics_.bad_requests.load());
+      metrics_.bad_requests.load(), metrics_.internal_errors.load());
   out += metrics_.cycle_seconds.Text("arbiter_cycle_duration_seconds",
                                      "Time of one scheduling cycle.");
   out += metrics_.submit_seconds.Text("arbiter_submit_duration_seconds",

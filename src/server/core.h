@@ -40,14 +40,28 @@ struct Caller {
   bool admin() const { return role == config::TokenSpec::Role::kAdmin; }
 };
 
-// The outcome of an API operation: an HTTP status and a JSON body. Errors have the body
-// {"error": {"field": F, "message": "F: problem"}} (field empty when none is to blame).
+// The outcome of an API operation: a JSON body, or an error Status (its code, field and message).
+// Only the HTTP layer (http.cc) turns codes into HTTP statuses and errors into the error body
+// {"error": {"code", "field", "message"}} (docs/api.md).
 struct Answer {
-  int status = 200;
+  Answer() = default;
+  Answer(nlohmann::json answer, bool is_new = false)  // NOLINT: implicit by design
+      : body(std::move(answer)), created(is_new) {}
+  Answer(Status status) : error(std::move(status)) {}  // NOLINT: an error, implicit by design
+
+  // The handler wrote the response itself (a streamed or plain-text body).
+  static Answer Written() {
+    Answer a;
+    a.written = true;
+    return a;
+  }
+
+  Status error;  // ok: the call succeeded and `body` is its answer
   nlohmann::json body;
-  bool ok() const { return status < 400; }
+  bool created = false;  // it created a resource (HTTP 201)
+  bool written = false;  // see Written()
+  bool ok() const { return error.ok(); }
 };
-Answer Fail(int status, const std::string& message);
 
 struct CoreOptions {
   // Run the configured nodes inside the server: a job completes after its runtime estimate
@@ -163,6 +177,12 @@ class Core {
   // Writes job events and applies them to the jobs in memory (not to the state).
   Status AppendLocked(std::vector<store::Event> events);
   void ApplyLocked(const store::Event& event);
+  // Binds a running job again on its allocation as `job` (e.g. under a new priority class),
+  // keeping its start and checkpoint. On error the state is as before.
+  Status RebindLocked(const Job& job, Millis now);
+  // A state change the store has already recorded cannot be refused: when it is (a broken
+  // invariant), it is logged and counted (arbiter_internal_errors_total).
+  void Check(const Status& status, std::string_view what);
   void Finish(Entry& entry);
   // Writes the queues' recent usage (fair share) to the store.
   void SaveUsageLocked(Millis now);

@@ -6,10 +6,11 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -28,8 +29,45 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The one place where error codes become HTTP statuses.
+int HttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kConflict:
+      return 409;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+// {"error": {"code": "invalid_argument", "field": "groups[0].tasks", "message": "groups[0].tasks:
+// must be at least 1, got 0"}}: the code's name with '_' for ' ', the field path ("" when the
+// error concerns no one field) and the message for people.
+void SendError(httplib::Response& res, int status, std::string code, const std::string& field,
+               const std::string& message) {
+  std::replace(code.begin(), code.end(), ' ', '_');
+  res.status = status;
+  res.set_content(
+      store::Dump(Json{{"error", {{"code", code}, {"field", field}, {"message", message}}}}) + "\n",
+      "application/json");
+}
+
 void Send(httplib::Response& res, const Answer& answer) {
-  res.status = answer.status;
+  if (!answer.ok()) {
+    const Status& e = answer.error;
+    return SendError(res, HttpStatus(e.code()), StatusCodeName(e.code()), e.field(), e.message());
+  }
+  res.status = answer.created ? 201 : 200;
   res.set_content(store::Dump(answer.body) + "\n", "application/json");
 }
 
@@ -49,121 +87,147 @@ class Api {
     svr.set_payload_max_length(max_body_);
     svr.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
       if (res.status == 413) {
-        Send(res, Fail(400, fmt::format("body: larger than {} bytes (server.max_body_bytes)",
-                                        max_body_)));
+        Send(res,
+             Status::InvalidArgument(
+                 fmt::format("larger than {} bytes (server.max_body_bytes)", max_body_), "body"));
         CountBad();
       } else if (res.body.empty()) {
-        Send(res, Fail(res.status, res.status == 404 ? "path: no such endpoint (see docs/api.md)"
-                                                     : "request refused"));
+        if (res.status == 404) {
+          Send(res, Status::NotFound("no such endpoint (see docs/api.md)", "path"));
+        } else {
+          // The HTTP library's own refusals (405 ...) keep their status.
+          SendError(res, res.status, "invalid argument", "", "request refused");
+        }
       }
     });
-    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                 std::exception_ptr) {
-      Send(res, Fail(500, "internal error"));
-    });
+    svr.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+          Send(res, Status::Internal("internal error"));
+        });
 
     svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      Send(res, Answer{200, Json{{"status", "ok"}}});
+      Send(res, Answer(Json{{"status", "ok"}}));
     });
     svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-      Send(res, core() ? Answer{200, Json{{"status", "ready"}}}
-                       : Fail(503, "recovering from the store"));
+      Send(res, core() ? Answer(Json{{"status", "ready"}})
+                       : Status::Unavailable("recovering from the store"));
     });
     svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       Core* c = core();
-      if (!c) return Send(res, Fail(503, "recovering from the store"));
+      if (!c) return Send(res, Status::Unavailable("recovering from the store"));
       res.set_content(c->MetricsText(), "text/plain; version=0.0.4");
     });
 
-    Route(svr, "POST", "/v1/jobs", [](Core& c, const Caller& who, const httplib::Request& req,
-                                      httplib::Response&) {
-      if (req.body.empty()) return Fail(400, "body: empty; expected a job spec (JSON)");
-      return c.Submit(who, req.body);
-    });
-    Route(svr, "GET", "/v1/jobs", [](Core& c, const Caller&, const httplib::Request& req,
-                                     httplib::Response&) {
-      JobFilter filter;
-      filter.queue = req.get_param_value("queue");
-      filter.user = req.get_param_value("user");
-      if (req.has_param("state")) {
-        const std::string s = req.get_param_value("state");
-        filter.state = store::ParseJobState(s);
-        if (!filter.state) {
-          return Fail(400, fmt::format("state: unknown job state '{}' (known: pending, held, "
-                                       "running, completed, failed, cancelled)", s));
-        }
-      }
-      if (req.has_param("limit")) {
-        std::optional<std::uint64_t> limit = Number(req.get_param_value("limit"));
-        if (!limit || *limit == 0)
-          return Fail(400, "limit: must be a positive integer");
-        filter.limit = static_cast<std::size_t>(*limit);
-      }
-      return c.ListJobs(filter);
-    });
-    Route(svr, "GET", R"(/v1/jobs/(\d+))", [](Core& c, const Caller&, const httplib::Request& req,
-                                              httplib::Response&) {
+    Route(
+        svr, "POST", "/v1/jobs",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          if (req.body.empty())
+            return Status::InvalidArgument("empty; expected a job spec (JSON)", "body");
+          return c.Submit(who, req.body);
+        });
+    Route(svr, "GET", "/v1/jobs",
+          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
+            JobFilter filter;
+            filter.queue = req.get_param_value("queue");
+            filter.user = req.get_param_value("user");
+            if (req.has_param("state")) {
+              const std::string s = req.get_param_value("state");
+              filter.state = store::ParseJobState(s);
+              if (!filter.state) {
+                return Status::InvalidArgument(
+                    fmt::format("unknown job state '{}' (known: pending, held, "
+                                "running, completed, failed, cancelled)",
+                                s),
+                    "state");
+              }
+            }
+            if (req.has_param("limit")) {
+              std::optional<std::uint64_t> limit = Number(req.get_param_value("limit"));
+              if (!limit || *limit == 0)
+                return Status::InvalidArgument("must be a positive integer", "limit");
+              filter.limit = static_cast<std::size_t>(*limit);
+            }
+            return c.ListJobs(filter);
+          });
+    Route(svr, "GET", R"(/v1/jobs/(\d+))",
+          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
+            std::optional<JobId> id = Number(req.matches[1]);
+            if (!id) return Status::InvalidArgument("not a job id", "id");
+            return c.GetJob(*id);
+          });
+    auto cancel = [](Core& c, const Caller& who, const httplib::Request& req,
+                     httplib::Response&) -> Answer {
       std::optional<JobId> id = Number(req.matches[1]);
-      if (!id) return Fail(400, "id: not a job id");
-      return c.GetJob(*id);
-    });
-    auto cancel = [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
-      std::optional<JobId> id = Number(req.matches[1]);
-      if (!id) return Fail(400, "id: not a job id");
+      if (!id) return Status::InvalidArgument("not a job id", "id");
       return c.Cancel(who, *id);
     };
     Route(svr, "DELETE", R"(/v1/jobs/(\d+))", cancel);
     Route(svr, "POST", R"(/v1/jobs/(\d+)/cancel)", cancel);
-    Route(svr, "POST", R"(/v1/jobs/(\d+)/(hold|release))",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
-            std::optional<JobId> id = Number(req.matches[1]);
-            if (!id) return Fail(400, "id: not a job id");
-            return c.Hold(who, *id, req.matches[2] == "hold");
-          });
-    Route(svr, "PATCH", R"(/v1/jobs/(\d+))", [](Core& c, const Caller& who,
-                                                const httplib::Request& req, httplib::Response&) {
-      std::optional<JobId> id = Number(req.matches[1]);
-      if (!id) return Fail(400, "id: not a job id");
-      Result<Json> body = Body(req);
-      if (!body.ok()) return Fail(400, body.status().message());
-      if (!body->is_object()) return Fail(400, "body: expected a JSON object");
-      for (const auto& [key, value] : body->items()) {
-        if (key != "priority_class")
-          return Fail(400, fmt::format("{}: unknown field (a job's priority_class can be "
-                                       "changed; hold and release have their own endpoints)",
-                                       key));
-      }
-      if (!body->contains("priority_class") || !(*body)["priority_class"].is_string())
-        return Fail(400, "priority_class: must be given, as a string");
-      return c.SetPriority(who, *id, (*body)["priority_class"].get<std::string>());
-    });
+    Route(
+        svr, "POST", R"(/v1/jobs/(\d+)/(hold|release))",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          std::optional<JobId> id = Number(req.matches[1]);
+          if (!id) return Status::InvalidArgument("not a job id", "id");
+          return c.Hold(who, *id, req.matches[2] == "hold");
+        });
+    Route(
+        svr, "PATCH", R"(/v1/jobs/(\d+))",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          std::optional<JobId> id = Number(req.matches[1]);
+          if (!id) return Status::InvalidArgument("not a job id", "id");
+          Result<Json> body = Body(req);
+          if (!body.ok()) return body.status();
+          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
+          for (const auto& [key, value] : body->items()) {
+            if (key != "priority_class")
+              return Status::InvalidArgument(
+                  "unknown field (a job's priority_class can be changed; hold and release have "
+                  "their "
+                  "own endpoints)",
+                  key);
+          }
+          if (!body->contains("priority_class") || !(*body)["priority_class"].is_string())
+            return Status::InvalidArgument("must be given, as a string", "priority_class");
+          return c.SetPriority(who, *id, (*body)["priority_class"].get<std::string>());
+        });
 
-    Route(svr, "GET", "/v1/queues", [](Core& c, const Caller&, const httplib::Request&,
-                                       httplib::Response&) { return c.ListQueues(); });
-    Route(svr, "PUT", R"(/v1/queues/([^/]+)/quota)",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
-            Result<Json> body = Body(req);
-            if (!body.ok()) return Fail(400, body.status().message());
-            if (!body->is_object()) return Fail(400, "quota: expected an object of resources");
-            return c.SetQueueQuota(who, req.matches[1], *body);
+    Route(svr, "GET", "/v1/queues",
+          [](Core& c, const Caller&, const httplib::Request&, httplib::Response&) -> Answer {
+            return c.ListQueues();
           });
-    Route(svr, "DELETE", R"(/v1/queues/([^/]+)/quota)",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
-            return c.SetQueueQuota(who, req.matches[1], nullptr);
-          });
+    Route(
+        svr, "PUT", R"(/v1/queues/([^/]+)/quota)",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          Result<Json> body = Body(req);
+          if (!body.ok()) return body.status();
+          if (!body->is_object())
+            return Status::InvalidArgument("expected an object of resources", "quota");
+          return c.SetQueueQuota(who, req.matches[1], *body);
+        });
+    Route(
+        svr, "DELETE", R"(/v1/queues/([^/]+)/quota)",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          return c.SetQueueQuota(who, req.matches[1], nullptr);
+        });
 
-    Route(svr, "GET", "/v1/nodes", [](Core& c, const Caller&, const httplib::Request&,
-                                      httplib::Response&) { return c.ListNodes(); });
+    Route(svr, "GET", "/v1/nodes",
+          [](Core& c, const Caller&, const httplib::Request&, httplib::Response&) -> Answer {
+            return c.ListNodes();
+          });
     Route(svr, "POST", R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+          [](Core& c, const Caller& who, const httplib::Request& req,
+             httplib::Response&) -> Answer {
             std::string reason;
             if (!req.body.empty()) {
               Result<Json> body = Body(req);
-              if (!body.ok()) return Fail(400, body.status().message());
-              if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+              if (!body.ok()) return body.status();
+              if (!body->is_object())
+                return Status::InvalidArgument("expected a JSON object", "body");
               for (const auto& [key, value] : body->items()) {
-                if (key != "reason") return Fail(400, key + ": unknown field (only reason)");
-                if (!value.is_string()) return Fail(400, "reason: must be a string");
+                if (key != "reason")
+                  return Status::InvalidArgument("unknown field (only reason)", key);
+                if (!value.is_string())
+                  return Status::InvalidArgument("must be a string", "reason");
                 reason = value.get<std::string>();
               }
             }
@@ -176,41 +240,46 @@ class Api {
           });
 
     // Node agents (docs/api.md, "Node agents").
-    Route(svr, "POST", R"(/v1/nodes/([^/]+)/register)",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
-            Result<Json> body = Body(req);
-            if (!body.ok()) return Fail(400, body.status().message());
-            if (!body->is_object()) return Fail(400, "body: expected a JSON object");
-            if (body->contains("devices") && !(*body)["devices"].is_array())
-              return Fail(400, "devices: must be an array");
-            const std::string header = req.get_header_value("Authorization");
-            return c.RegisterAgent(who, req.matches[1], *body, header.substr(7));
-          });
+    Route(
+        svr, "POST", R"(/v1/nodes/([^/]+)/register)",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          Result<Json> body = Body(req);
+          if (!body.ok()) return body.status();
+          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
+          if (body->contains("devices") && !(*body)["devices"].is_array())
+            return Status::InvalidArgument("must be an array", "devices");
+          const std::string header = req.get_header_value("Authorization");
+          return c.RegisterAgent(who, req.matches[1], *body, header.substr(7));
+        });
     Route(svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
-          [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) {
+          [](Core& c, const Caller& who, const httplib::Request& req,
+             httplib::Response&) -> Answer {
             Result<Json> body = Body(req);
-            if (!body.ok()) return Fail(400, body.status().message());
-            if (!body->is_object()) return Fail(400, "body: expected a JSON object");
+            if (!body.ok()) return body.status();
+            if (!body->is_object())
+              return Status::InvalidArgument("expected a JSON object", "body");
             std::uint64_t wait = 0;
             if (req.has_param("wait_ms")) {
               std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
-              if (!v || *v > 60000) return Fail(400, "wait_ms: must be 0 to 60000");
+              if (!v || *v > 60000) return Status::InvalidArgument("must be 0 to 60000", "wait_ms");
               wait = *v;
             }
             Result<std::vector<TaskReport>> reports = Reports(*body);
-            if (!reports.ok()) return Fail(400, reports.status().message());
+            if (!reports.ok()) return reports.status();
             const std::uint64_t version = body->value("version", std::uint64_t{0});
             return c.SyncAgent(who, req.matches[1], *reports, version,
                                std::chrono::milliseconds(wait));
           });
     Route(svr, "GET", R"(/v1/jobs/(\d+)/logs)",
-          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) {
+          [](Core& c, const Caller&, const httplib::Request& req,
+             httplib::Response& res) -> Answer {
             std::optional<JobId> id = Number(req.matches[1]);
-            if (!id) return Fail(400, "id: not a job id");
+            if (!id) return Status::InvalidArgument("not a job id", "id");
             std::uint64_t task = 0;
             if (req.has_param("task")) {
               std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
-              if (!v || *v > UINT32_MAX) return Fail(400, "task: must be a task index");
+              if (!v || *v > UINT32_MAX)
+                return Status::InvalidArgument("must be a task index", "task");
               task = *v;
             }
             Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
@@ -222,81 +291,89 @@ class Api {
             httplib::Headers headers{
                 {"Authorization", "Bearer " + where.body["token"].get<std::string>()}};
             std::string path = where.body["path"].get<std::string>();
-            if (req.has_param("tail_bytes")) path += "?tail_bytes=" + req.get_param_value("tail_bytes");
+            if (req.has_param("tail_bytes"))
+              path += "?tail_bytes=" + req.get_param_value("tail_bytes");
             httplib::Result got = agent.Get(path, headers);
             if (!got) {
-              return Fail(502, fmt::format("node: the agent of {} did not answer for the log",
-                                           where.body["node"].get<std::string>()));
+              return Status::Unavailable(
+                  fmt::format("node: the agent of {} did not answer for "
+                              "the log",
+                              where.body["node"].get<std::string>()));
             }
             if (got->status != 200) {
-              return Fail(got->status == 404 ? 404 : 502,
-                          fmt::format("log: the agent of {} answered {}: {}",
-                                      where.body["node"].get<std::string>(), got->status,
-                                      got->body));
+              const std::string problem =
+                  fmt::format("the agent of {} answered {}: {}",
+                              where.body["node"].get<std::string>(), got->status, got->body);
+              if (got->status == 404) return Status::NotFound(problem, "log");
+              return Status::FromCode(StatusCode::kUnavailable, problem, "log");
             }
             res.status = 200;
             res.set_content(got->body, "text/plain; charset=utf-8");
-            return Answer{0, nullptr};
+            return Answer::Written();
           });
 
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
     // says where to go on. A comment line after 5 s without events keeps idle connections open.
-    Route(svr, "GET", "/v1/events/stream", [](Core& c, const Caller&, const httplib::Request& req,
-                                              httplib::Response& res) {
-      std::string from = req.get_header_value("Last-Event-ID");
-      if (req.has_param("cursor")) from = req.get_param_value("cursor");
-      std::optional<std::uint64_t> cursor = from.empty() ? std::optional<std::uint64_t>(0)
-                                                         : Number(from);
-      if (!cursor) return Fail(400, "cursor: must be a non-negative integer");
-      struct Position {
-        std::uint64_t cursor = 0;
-        int idle = 0;  // seconds without an event
-      };
-      auto position = std::make_shared<Position>(Position{*cursor, 0});
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
-            // Waits a second at a time, so that a stopping server is not kept waiting.
-            Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
-            if (!answer.ok() || !sink.is_writable()) return false;
-            std::string text;
-            for (const Json& e : answer.body["events"]) {
-              text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e["seq"].get<std::uint64_t>(),
+    Route(
+        svr, "GET", "/v1/events/stream",
+        [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) -> Answer {
+          std::string from = req.get_header_value("Last-Event-ID");
+          if (req.has_param("cursor")) from = req.get_param_value("cursor");
+          std::optional<std::uint64_t> cursor =
+              from.empty() ? std::optional<std::uint64_t>(0) : Number(from);
+          if (!cursor) return Status::InvalidArgument("must be a non-negative integer", "cursor");
+          struct Position {
+            std::uint64_t cursor = 0;
+            int idle = 0;  // seconds without an event
+          };
+          auto position = std::make_shared<Position>(Position{*cursor, 0});
+          res.set_header("Cache-Control", "no-cache");
+          res.set_chunked_content_provider(
+              "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
+                // Waits a second at a time, so that a stopping server is not kept waiting.
+                Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
+                if (!answer.ok() || !sink.is_writable()) return false;
+                std::string text;
+                for (const Json& e : answer.body["events"]) {
+                  text +=
+                      fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e["seq"].get<std::uint64_t>(),
                                   e["kind"].get<std::string>(), store::Dump(e));
+                }
+                position->cursor = answer.body["cursor"].get<std::uint64_t>();
+                if (text.empty()) {
+                  if (++position->idle < 5) return true;
+                  text = ": waiting\n\n";
+                }
+                position->idle = 0;
+                return sink.write(text.data(), text.size());
+              });
+          return Answer::Written();  // the provider writes the body
+        });
+    Route(svr, "GET", "/v1/events",
+          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
+            std::uint64_t cursor = 0;
+            std::size_t limit = 1000;
+            std::uint64_t wait = 0;
+            if (req.has_param("cursor")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("cursor"));
+              if (!v) return Status::InvalidArgument("must be a non-negative integer", "cursor");
+              cursor = *v;
             }
-            position->cursor = answer.body["cursor"].get<std::uint64_t>();
-            if (text.empty()) {
-              if (++position->idle < 5) return true;
-              text = ": waiting\n\n";
+            if (req.has_param("limit")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("limit"));
+              if (!v || *v == 0 || *v > 10000)
+                return Status::InvalidArgument("must be 1 to 10000", "limit");
+              limit = static_cast<std::size_t>(*v);
             }
-            position->idle = 0;
-            return sink.write(text.data(), text.size());
+            if (req.has_param("wait")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("wait"));
+              if (!v || *v > 60)
+                return Status::InvalidArgument("must be 0 to 60 (seconds)", "wait");
+              wait = *v;
+            }
+            return c.Events(cursor, limit, std::chrono::seconds(wait));
           });
-      return Answer{0, nullptr};  // the provider writes the body
-    });
-    Route(svr, "GET", "/v1/events", [](Core& c, const Caller&, const httplib::Request& req,
-                                       httplib::Response&) {
-      std::uint64_t cursor = 0;
-      std::size_t limit = 1000;
-      std::uint64_t wait = 0;
-      if (req.has_param("cursor")) {
-        std::optional<std::uint64_t> v = Number(req.get_param_value("cursor"));
-        if (!v) return Fail(400, "cursor: must be a non-negative integer");
-        cursor = *v;
-      }
-      if (req.has_param("limit")) {
-        std::optional<std::uint64_t> v = Number(req.get_param_value("limit"));
-        if (!v || *v == 0 || *v > 10000) return Fail(400, "limit: must be 1 to 10000");
-        limit = static_cast<std::size_t>(*v);
-      }
-      if (req.has_param("wait")) {
-        std::optional<std::uint64_t> v = Number(req.get_param_value("wait"));
-        if (!v || *v > 60) return Fail(400, "wait: must be 0 to 60 (seconds)");
-        wait = *v;
-      }
-      return c.Events(cursor, limit, std::chrono::seconds(wait));
-    });
   }
 
  private:
@@ -315,14 +392,14 @@ class Api {
   static Result<std::vector<TaskReport>> Reports(const Json& body) {
     std::vector<TaskReport> out;
     if (!body.contains("tasks")) return out;
-    if (!body["tasks"].is_array()) return Status::Error("tasks: must be an array");
+    if (!body["tasks"].is_array()) return Status::InvalidArgument("must be an array", "tasks");
     for (std::size_t i = 0; i < body["tasks"].size(); ++i) {
       const Json& t = body["tasks"][i];
       const std::string f = fmt::format("tasks[{}]", i);
-      if (!t.is_object()) return Status::Error(f + ": must be an object");
+      if (!t.is_object()) return Status::InvalidArgument("must be an object", f);
       for (const char* key : {"job", "rank", "run"}) {
         if (!t.contains(key) || !t[key].is_number_integer())
-          return Status::Error(fmt::format("{}.{}: must be an integer", f, key));
+          return Status::InvalidArgument("must be an integer", fmt::format("{}.{}", f, key));
       }
       TaskReport r;
       try {
@@ -335,8 +412,10 @@ class Api {
       r.lost = t.value("lost", false);
       r.checkpoint = t.value("checkpoint_ms", Millis{-1});
       } catch (const nlohmann::json::exception&) {
-        return Status::Error(f + ": running and lost must be booleans; exit_code, signal and "
-                                 "checkpoint_ms integers");
+        return Status::InvalidArgument(
+            "running and lost must be booleans; exit_code, signal and "
+            "checkpoint_ms integers",
+            f);
       }
       out.push_back(r);
     }
@@ -344,27 +423,27 @@ class Api {
   }
 
   static Result<Json> Body(const httplib::Request& req) {
-    if (req.body.empty()) return Status::Error("body: empty; expected JSON");
-    Result<Json> json = store::ParseJson(req.body);
-    if (!json.ok()) return Status::Error("body: " + json.status().message());
-    return json;
+    if (req.body.empty()) return Status::InvalidArgument("empty; expected JSON", "body");
+    return store::ParseJson(req.body, "body");
   }
 
   void Route(httplib::Server& svr, const std::string& method, const std::string& pattern,
              Handler handler) {
     auto wrapped = [this, handler](const httplib::Request& req, httplib::Response& res) {
       Core* c = core();
-      if (!c) return Send(res, Fail(503, "recovering from the store; retry shortly"));
+      if (!c) return Send(res, Status::Unavailable("recovering from the store; retry shortly"));
       std::optional<Caller> who = Authenticate(req);
       if (!who) {
+        // Authentication is HTTP's own (no Status code): 401 with its challenge.
         res.set_header("WWW-Authenticate", "Bearer");
-        return Send(res, Fail(401, req.has_header("Authorization")
-                                       ? "Authorization: unknown token"
-                                       : "Authorization: missing (expected 'Bearer TOKEN')"));
+        return SendError(res, 401, "unauthenticated", "Authorization",
+                         req.has_header("Authorization")
+                             ? "Authorization: unknown token"
+                             : "Authorization: missing (expected 'Bearer TOKEN')");
       }
       Answer answer = handler(*c, *who, req, res);
-      if (answer.status == 0) return;  // a streamed body
-      if (answer.status == 400) CountBad();
+      if (answer.written) return;  // a streamed or plain-text body
+      if (answer.error.code() == StatusCode::kInvalidArgument) CountBad();
       Send(res, answer);
     };
     if (method == "GET") svr.Get(pattern, wrapped);
@@ -418,8 +497,9 @@ class ServerImpl : public Server {
       if (ec != std::errc() || end != p.data() + p.size() || port < 0 || port > 65535) port = -1;
     }
     if (port < 0) {
-      return Status::Error(fmt::format(
-          "--listen: expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'", args.listen));
+      return Status::InvalidArgument(
+          fmt::format("expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'", args.listen),
+          "--listen");
     }
     const std::string host = args.listen.substr(0, colon);
     api_ = std::make_unique<Api>(*config);
@@ -438,7 +518,10 @@ class ServerImpl : public Server {
     });
     api_->Register(svr_);
     port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
-    if (port_ < 0) return Status::Error(fmt::format("--listen: cannot listen on {}", args.listen));
+    if (port_ < 0) {
+      return Status::FromCode(StatusCode::kUnavailable,
+                              fmt::format("cannot listen on {}", args.listen), "--listen");
+    }
     if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
     http_ = std::thread([this] {
       svr_.listen_after_bind();
@@ -512,7 +595,8 @@ int RunServer(const ServerArgs& args) {
   });
   if (!server.ok()) {
     fmt::print(stderr, "error: {}\n", server.status().message());
-    return server.status().message().rfind("--listen", 0) == 0 ? 2 : 1;
+    // A bad command line is a usage error (2), as for every command.
+    return server.status().field() == "--listen" ? 2 : 1;
   }
   fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),

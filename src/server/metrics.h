@@ -33,6 +33,9 @@ struct Metrics {
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> bad_requests{0};
+  // A change to the cluster state that failed after the store had recorded it: memory and store
+  // may disagree until a restart rebuilds memory from the store (each is also logged).
+  std::atomic<std::uint64_t> internal_errors{0};
 };
 
 }  // namespace arbiter::server

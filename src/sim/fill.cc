@@ -126,8 +126,8 @@ Result<Variant> ParseVariant(std::string_view text) {
   } else if (kind == "gpushare") {
     v.kind = Variant::Kind::kGpuShare;
   } else {
-    return Status::Error("variant '" + std::string(text) +
-                         "': unknown kind (known: gpuspec, multigpu, gpushare)");
+    return Status::InvalidArgument("variant '" + std::string(text) +
+                                   "': unknown kind (known: gpuspec, multigpu, gpushare)");
   }
   const std::string_view number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
   int percent = -1;
@@ -135,9 +135,9 @@ Result<Variant> ParseVariant(std::string_view text) {
       std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
     percent = std::stoi(std::string(number));
   if (percent < 0 || percent > 100) {
-    return Status::Error("variant '" + std::string(text) +
-                         "': the share must be a percentage from 0 to 100, e.g. " +
-                         std::string(kind) + "=33");
+    return Status::InvalidArgument("variant '" + std::string(text) +
+                                   "': the share must be a percentage from 0 to 100, e.g. " +
+                                   std::string(kind) + "=33");
   }
   v.percent = percent;
   return v;
@@ -163,9 +163,9 @@ Result<std::vector<Pod>> MakeVariant(std::span<const Pod> pods,
       donors.push_back(&p);
   }
   if (variant.kind != Variant::Kind::kGpuSpec && donors.empty()) {
-    return Status::Error("variant " + VariantName(variant) + ": the list has no " +
-                         (variant.kind == Variant::Kind::kMultiGpu ? "multi-GPU pods"
-                                                                   : "pods sharing a GPU"));
+    return Status::InvalidArgument(
+        "variant " + VariantName(variant) + ": the list has no " +
+        (variant.kind == Variant::Kind::kMultiGpu ? "multi-GPU pods" : "pods sharing a GPU"));
   }
   std::vector<Pod> out;
   out.reserve(pods.size());
@@ -260,7 +260,7 @@ Result<RunResult> RunOnce(const ClusterSpec& spec, std::span<const Pod> pods,
   if (!created.ok()) return created.status();
   ClusterState& state = *created;
   const std::int64_t capacity = static_cast<std::int64_t>(state.device_count()) * kMilliPerGpu;
-  if (capacity == 0) return Status::Error("the cluster has no GPUs");
+  if (capacity == 0) return Status::InvalidArgument("the cluster has no GPUs", "nodes");
 
   EngineOptions options;
   options.preemption.enabled = false;
@@ -337,9 +337,9 @@ Result<RunResult> RunOnce(const ClusterSpec& spec, std::span<const Pod> pods,
 Result<FillReport> RunFill(
     std::span<const trace::TraceNode> nodes, std::span<const Pod> pods, const FillOptions& options,
     const std::function<void(PlacementPolicy, std::uint64_t, const RunResult&)>& progress) {
-  if (options.seeds < 1) return Status::Error("seeds: at least 1");
-  if (!(options.inflate > 0)) return Status::Error("inflate: must be positive");
-  if (options.step_pct < 1) return Status::Error("step: at least 1");
+  if (options.seeds < 1) return Status::InvalidArgument("at least 1", "seeds");
+  if (!(options.inflate > 0)) return Status::InvalidArgument("must be positive", "inflate");
+  if (options.step_pct < 1) return Status::InvalidArgument("at least 1", "step");
   const ClusterSpec spec = MakeCluster(nodes);
   FillReport report;
   report.nodes = nodes.size();

@@ -592,9 +592,12 @@ Status Simulation::Start() {
   runs_.reserve(workload_.jobs.size());
   arrivals_.reserve(workload_.jobs.size());
   for (const SimJob& job : workload_.jobs) {
-    if (job.job.queue >= queues) return Status::Error("job " + job.job.name + ": unknown queue id");
+    if (job.job.queue >= queues) {
+      return Status::InvalidArgument("job " + job.job.name + ": unknown queue id", "queue");
+    }
     if (job.job.priority_class >= state_.priority_class_count()) {
-      return Status::Error("job " + job.job.name + ": unknown priority class id");
+      return Status::InvalidArgument("job " + job.job.name + ": unknown priority class id",
+                                     "priority_class");
     }
     const std::uint32_t r = AddRun(&job, -1);
     ++future_;
@@ -612,11 +615,13 @@ Status Simulation::Start() {
     Push(0, EventKind::kScale, s);
   }
   if (!services_.empty() && options_.horizon <= 0) {
-    return Status::Error("a workload with inference services needs a horizon");
+    return Status::InvalidArgument("a workload with inference services needs a horizon", "horizon");
   }
   for (std::uint32_t o = 0; o < workload_.outages.size(); ++o) {
     const NodeOutage& outage = workload_.outages[o];
-    if (outage.node >= state_.node_count()) return Status::Error("outage of an unknown node");
+    if (outage.node >= state_.node_count()) {
+      return Status::InvalidArgument("outage of an unknown node", "outages");
+    }
     Push(outage.at, EventKind::kNodeDown, o);
   }
   if (options_.sample_interval > 0) Push(options_.sample_interval, EventKind::kSample);
@@ -770,7 +775,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     index = 0;
     while (index < runs_.size() && runs_[index].spec->job.name != job) ++index;
     if (index == runs_.size()) {
-      return Status::Error("no job named '" + job + "' by " + std::to_string(at / 1000) + " s");
+      return Status::NotFound("no job named '" + job + "' by " + std::to_string(at / 1000) + " s");
     }
   }
   const struct Run& r = runs_[index];

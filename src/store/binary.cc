@@ -161,7 +161,8 @@ Status Decode(std::string_view bytes, std::string_view path, T& out, F&& read) {
     r.End(root);
     return Status::Ok();
   } catch (const DecodeError& e) {
-    return Status::Error(e.message);
+    // Only the store's own records are decoded here: a bad one is a broken invariant.
+    return Status::Internal(e.message);
   }
 }
 

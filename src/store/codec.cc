@@ -16,13 +16,18 @@
 #include <string>
 #include <utility>
 
+#include "config/limits.h"
+
 namespace arbiter::store {
 namespace {
 
 using nlohmann::json;
 
+// A decoding error: the path of the field ("groups[0].tasks"; empty for the whole text) and the
+// problem.
 struct DecodeError {
-  std::string message;
+  std::string field;
+  std::string detail;
 };
 
 // Where a value is, as a chain on the stack; written out ("groups[0].tasks") only for an error.
@@ -45,9 +50,7 @@ Path Field(const Path& p, std::string_view key) { return {&p, key, Path::kNoInde
 Path Element(const Path& p, std::size_t i) { return {&p, {}, i}; }
 
 [[noreturn]] void Fail(const Path& p, std::string_view problem) {
-  const std::string where = p.Str();
-  if (where.empty()) throw DecodeError{std::string(problem)};
-  throw DecodeError{fmt::format("{}: {}", where, problem)};
+  throw DecodeError{p.Str(), std::string(problem)};
 }
 
 [[noreturn]] void Unknown(const Path& p, std::string_view key,
@@ -572,7 +575,9 @@ void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
       s.env = ReadStringMap(r, f);
     } else if (key == "max_retries") {
       const std::int64_t v = r.ReadInt(f);
-      if (v < 0 || v > 1000000) Fail(f, fmt::format("must be 0 to 1000000, got {}", v));
+      if (v < 0 || v > limits::kMaxRetries) {
+        Fail(f, fmt::format("must be 0 to {}, got {}", limits::kMaxRetries, v));
+      }
       s.max_retries = static_cast<std::int32_t>(v);
     } else if (key == "idempotency_key") {
       s.idempotency_key = r.ReadString(f);
@@ -589,7 +594,7 @@ void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
   if (!has_class) Fail(Field(p, "priority_class"), "is required");
   if (!has_groups) Fail(Field(p, "groups"), "is required");
   for (std::size_t i = 0; i < s.groups.size(); ++i) {
-    if (!named[i]) s.groups[i].name = s.groups.size() == 1 ? "main" : fmt::format("group-{}", i);
+    if (!named[i]) s.groups[i].name = limits::DefaultGroupName(i, s.groups.size());
   }
 }
 
@@ -779,7 +784,7 @@ Status DecodeInto(std::string_view text, std::string_view path, T& out, F&& read
     r.End();
     return Status::Ok();
   } catch (const DecodeError& e) {
-    return Status::Error(e.message);
+    return Status::InvalidArgument(e.detail, e.field);
   }
 }
 
@@ -848,9 +853,8 @@ Result<json> ParseJson(std::string_view text, std::string_view path) {
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> after "] ".
     if (std::size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    const std::string message = fmt::format("malformed JSON at byte {}: {}", e.byte, what);
-    if (path.empty()) return Status::Error(message);
-    return Status::Error(fmt::format("{}: {}", path, message));
+    return Status::InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, what),
+                                   std::string(path));
   }
 }
 

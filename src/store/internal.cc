@@ -6,20 +6,26 @@
 
 namespace arbiter::store::internal {
 
+Status ValidateSubmission(const JobSpec& spec) {
+  if (spec.user.empty())
+    return Status::InvalidArgument("must not be empty (the submitter)", "user");
+  return ValidateJobSpec(spec);
+}
+
 Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch) {
-  if (batch && specs.empty()) return Status::Error("jobs: give at least one job");
+  if (batch && specs.empty()) return Status::InvalidArgument("give at least one job", "jobs");
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    Status s = ValidateJobSpec(specs[i]);
+    Status s = ValidateSubmission(specs[i]);
     if (!s.ok()) {
       if (!batch) return s;
-      return Status::Error(fmt::format("jobs[{}].{}", i, s.message()));
+      return std::move(s).InField(fmt::format("jobs[{}]", i));
     }
   }
   return Status::Ok();
 }
 
 Status ValidateEvents(const std::vector<Event>& events) {
-  if (events.empty()) return Status::Error("events: give at least one event");
+  if (events.empty()) return Status::InvalidArgument("give at least one event", "events");
   for (std::size_t i = 0; i < events.size(); ++i) {
     if (Status s = ValidateEvent(events[i], fmt::format("events[{}]", i)); !s.ok()) return s;
   }
@@ -27,22 +33,30 @@ Status ValidateEvents(const std::vector<Event>& events) {
 }
 
 Status EventError(std::size_t index, const Event& event, std::string_view problem) {
-  return Status::Error(fmt::format("events[{}] (job {}, {}): {}", index, event.job,
-                                   EventKindName(event.kind), problem));
+  // A transition the job's state does not allow: the input contradicts the stored state.
+  return Status::Conflict(
+      fmt::format("(job {}, {}): {}", event.job, EventKindName(event.kind), problem),
+      fmt::format("events[{}]", index));
 }
 
 Status ValidateQuota(const QueueQuotaOverride& q) {
-  if (q.queue.empty()) return Status::Error("queue: must not be empty");
-  if (!ValidUtf8(q.queue)) return Status::Error("queue: is not valid UTF-8");
-  if (!ValidUtf8(q.actor)) return Status::Error("actor: is not valid UTF-8");
-  if (q.time < 0) return Status::Error(fmt::format("time: must not be negative, got {}", q.time));
+  if (q.queue.empty()) return Status::InvalidArgument("must not be empty", "queue");
+  if (!ValidUtf8(q.queue)) return Status::InvalidArgument("is not valid UTF-8", "queue");
+  if (!ValidUtf8(q.actor)) return Status::InvalidArgument("is not valid UTF-8", "actor");
+  if (q.time < 0) {
+    return Status::InvalidArgument(fmt::format("must not be negative, got {}", q.time), "time");
+  }
   for (const auto& [resource, spec] : q.quota) {
-    if (resource.empty()) return Status::Error("quota: a resource name must not be empty");
-    if (!ValidUtf8(resource)) return Status::Error("quota: a resource name is not valid UTF-8");
+    if (resource.empty()) {
+      return Status::InvalidArgument("a resource name must not be empty", "quota");
+    }
+    if (!ValidUtf8(resource)) {
+      return Status::InvalidArgument("a resource name is not valid UTF-8", "quota");
+    }
     auto check = [&](const char* field, const std::optional<MilliGpu>& v) {
       if (v && v->value() < 0) {
-        return Status::Error(
-            fmt::format("quota.{}.{}: must not be negative, got {}", resource, field, v->value()));
+        return Status::InvalidArgument(fmt::format("must not be negative, got {}", v->value()),
+                                       fmt::format("quota.{}.{}", resource, field));
       }
       return Status::Ok();
     };
@@ -55,14 +69,14 @@ Status ValidateQuota(const QueueQuotaOverride& q) {
 }
 
 Status ValidateNode(const NodeAdmin& node) {
-  if (node.node.empty()) return Status::Error("node: must not be empty");
+  if (node.node.empty()) return Status::InvalidArgument("must not be empty", "node");
   for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"node", &node.node},
                                     {"reason", &node.reason},
                                     {"actor", &node.actor}}) {
-    if (!ValidUtf8(*text)) return Status::Error(fmt::format("{}: is not valid UTF-8", field));
+    if (!ValidUtf8(*text)) return Status::InvalidArgument("is not valid UTF-8", field);
   }
   if (node.time < 0) {
-    return Status::Error(fmt::format("time: must not be negative, got {}", node.time));
+    return Status::InvalidArgument(fmt::format("must not be negative, got {}", node.time), "time");
   }
   return Status::Ok();
 }

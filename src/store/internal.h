@@ -9,7 +9,9 @@
 
 namespace arbiter::store::internal {
 
-// ValidateJobSpec of each spec; in a batch the errors are prefixed "jobs[i].".
+// What Submit takes: a spec that ValidateJobSpec accepts, with its submitter (user) set.
+Status ValidateSubmission(const JobSpec& spec);
+// ValidateSubmission of each spec; in a batch the errors' fields are prefixed "jobs[i].".
 Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch);
 // ValidateEvent of each event, "events[i]".
 Status ValidateEvents(const std::vector<Event>& events);

@@ -16,7 +16,7 @@ namespace {
 class MemoryStore final : public Store {
  public:
   Result<Submitted> Submit(JobSpec spec) override {
-    if (Status s = ValidateJobSpec(spec); !s.ok()) return s;
+    if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
     std::lock_guard lock(mu_);
     return Record(std::move(spec));
   }
@@ -40,7 +40,7 @@ class MemoryStore final : public Store {
       if (it == touched.end()) {
         auto job = jobs_.find(e.job);
         if (job == jobs_.end())
-          return Status::Error(fmt::format("events[{}]: no job {}", i, e.job));
+          return Status::NotFound(fmt::format("no job {}", e.job), fmt::format("events[{}]", i));
         it = touched.emplace(e.job, job->second.status).first;
       }
       if (Status s = ApplyEvent(it->second, e); !s.ok()) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "arbiter/store.h"
+#include "config/limits.h"
 #include "store/codec.h"
 
 namespace arbiter::store {
@@ -43,8 +44,8 @@ bool SameTask(const StoredTask& a, const StoredTask& b) {
                     SameDevice);
 }
 
-Status FieldError(std::string_view field, std::string_view problem) {
-  return Status::Error(fmt::format("{}: {}", field, problem));
+Status FieldError(std::string_view field, std::string problem) {
+  return Status::InvalidArgument(std::move(problem), std::string(field));
 }
 
 Status NonNegative(std::string_view field, std::int64_t value) {
@@ -53,25 +54,44 @@ Status NonNegative(std::string_view field, std::int64_t value) {
 }
 
 Status ValidateGroup(const TaskGroup& g, const std::string& f) {
-  if (g.name.empty()) return FieldError(f + ".name", "must not be empty");
-  if (g.count < 1)
-    return FieldError(f + ".tasks", fmt::format("must be at least 1, got {}", g.count));
-  const std::int64_t gpu = g.request.gpu.value();
-  if (Status s = NonNegative(f + ".gpu_milli", gpu); !s.ok()) return s;
-  if (gpu > kMilliPerGpu && gpu % kMilliPerGpu != 0) {
-    return FieldError(f + ".gpu_milli",
-                      fmt::format("a share of one GPU is below 1000 milli, above it whole GPUs "
-                                  "(a multiple of 1000); got {}",
-                                  gpu));
+  if (Status s = limits::CheckName(f + ".name", g.name, true); !s.ok()) return s;
+  if (Status s = limits::CheckCount(f + ".tasks", g.count, 1, limits::kMaxTasksPerJob); !s.ok()) {
+    return s;
   }
-  if (Status s = NonNegative(f + ".gpu_memory_mib", g.request.gpu_memory.value()); !s.ok()) {
+  const std::int64_t gpu = g.request.gpu.value();
+  if (Status s = limits::CheckTaskGpus(f + ".gpu_milli", gpu); !s.ok()) return s;
+  if (Status s = limits::CheckCount(f + ".gpu_memory_mib", g.request.gpu_memory.value(), 0,
+                                    limits::kMaxMemoryMiB);
+      !s.ok()) {
     return s;
   }
   if (g.request.gpu_memory.value() > 0 && gpu == 0) {
-    return FieldError(f + ".gpu_memory_mib", "needs gpu_milli: GPU memory is asked per device");
+    return FieldError(f + ".gpu_memory_mib",
+                      "needs GPUs: GPU memory is asked per device of a task with GPUs");
   }
-  if (Status s = NonNegative(f + ".cpu_milli", g.request.cpu.value()); !s.ok()) return s;
-  return NonNegative(f + ".memory_mib", g.request.memory.value());
+  if (Status s = limits::CheckCount(f + ".cpu_milli", g.request.cpu.value(), 0,
+                                    limits::kMaxCpuMilliPerTask);
+      !s.ok()) {
+    return s;
+  }
+  return limits::CheckCount(f + ".memory_mib", g.request.memory.value(), 0, limits::kMaxMemoryMiB);
+}
+
+// A label map: at most kMaxLabels entries, keys not empty, keys and values of at most
+// kMaxNameBytes.
+Status ValidateLabels(const std::string& field, const Labels& labels, bool required) {
+  if (required && labels.empty()) return FieldError(field, "give at least one label to match");
+  if (labels.size() > limits::kMaxLabels) {
+    return FieldError(field,
+                      fmt::format("at most {} labels, got {}", limits::kMaxLabels, labels.size()));
+  }
+  for (const auto& [key, value] : labels) {
+    if (Status s = limits::CheckName(field, key, true); !s.ok()) {
+      return FieldError(field, fmt::format("a key {}", s.detail()));
+    }
+    if (Status s = limits::CheckName(field + "." + key, value, false); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status Text(std::string_view field, std::string_view text) {
@@ -197,40 +217,70 @@ bool operator==(const Event& a, const Event& b) {
 
 Status ValidateJobSpec(const JobSpec& spec) {
   if (Status s = SpecTexts(spec); !s.ok()) return s;
-  if (spec.name.empty()) return FieldError("name", "must not be empty");
-  if (spec.user.empty()) return FieldError("user", "must not be empty (the submitter)");
-  if (spec.queue.empty()) return FieldError("queue", "must not be empty");
-  if (spec.priority_class.empty()) return FieldError("priority_class", "must not be empty");
+  if (Status s = limits::CheckName("name", spec.name, true); !s.ok()) return s;
+  if (Status s = limits::CheckName("user", spec.user, false); !s.ok()) return s;
+  if (Status s = limits::CheckName("queue", spec.queue, true); !s.ok()) return s;
+  if (Status s = limits::CheckName("priority_class", spec.priority_class, true); !s.ok()) return s;
   if (spec.groups.empty()) return FieldError("groups", "give at least one task group");
+  if (spec.groups.size() > limits::kMaxGroups) {
+    return FieldError("groups", fmt::format("at most {} task groups, got {}", limits::kMaxGroups,
+                                            spec.groups.size()));
+  }
   std::set<std::string> group_names;
+  std::int64_t tasks = 0;
   for (std::size_t i = 0; i < spec.groups.size(); ++i) {
     const std::string f = fmt::format("groups[{}]", i);
     if (Status s = ValidateGroup(spec.groups[i], f); !s.ok()) return s;
     if (!group_names.insert(spec.groups[i].name).second) {
       return FieldError(f + ".name", fmt::format("duplicate group name '{}'", spec.groups[i].name));
     }
+    tasks += spec.groups[i].count;
+  }
+  if (tasks > limits::kMaxTasksPerJob) {
+    return FieldError(
+        "groups", fmt::format("at most {} tasks in a job, got {}", limits::kMaxTasksPerJob, tasks));
+  }
+  if (spec.gpu_types.size() > kMaxGpuTypes) {
+    return FieldError("gpu_types", fmt::format("at most {} GPU types, got {}", kMaxGpuTypes,
+                                               spec.gpu_types.size()));
   }
   for (std::size_t i = 0; i < spec.gpu_types.size(); ++i) {
-    if (spec.gpu_types[i].empty()) {
-      return FieldError(fmt::format("gpu_types[{}]", i), "must not be empty");
+    if (Status s = limits::CheckName(fmt::format("gpu_types[{}]", i), spec.gpu_types[i], true);
+        !s.ok()) {
+      return s;
     }
+  }
+  if (Status s = limits::CheckName("topology.level", spec.topology_level, false); !s.ok()) return s;
+  if (Status s = ValidateLabels("node_selector", spec.node_selector, false); !s.ok()) return s;
+  if (Status s = ValidateLabels("labels", spec.labels, false); !s.ok()) return s;
+  if (spec.tolerations.size() > limits::kMaxTolerations) {
+    return FieldError("tolerations", fmt::format("at most {} tolerations, got {}",
+                                                 limits::kMaxTolerations, spec.tolerations.size()));
   }
   for (std::size_t i = 0; i < spec.tolerations.size(); ++i) {
     const Toleration& t = spec.tolerations[i];
     const std::string f = fmt::format("tolerations[{}]", i);
+    if (Status s = limits::CheckName(f + ".key", t.key, false); !s.ok()) return s;
+    if (Status s = limits::CheckName(f + ".value", t.value, false); !s.ok()) return s;
     if (t.op == Toleration::Op::kExists && !t.value.empty()) {
       return FieldError(f + ".value", "operator Exists matches any value; leave 'value' out");
     }
     if (t.op == Toleration::Op::kEqual && t.key.empty()) {
-      return FieldError(f + ".key", "operator Equal needs a key");
+      return FieldError(f + ".key",
+                        "operator Equal needs a key (an empty key with operator "
+                        "Exists tolerates all)");
     }
+  }
+  if (spec.affinity.size() > limits::kMaxAffinityTerms) {
+    return FieldError("affinity", fmt::format("at most {} terms, got {}", limits::kMaxAffinityTerms,
+                                              spec.affinity.size()));
   }
   for (std::size_t i = 0; i < spec.affinity.size(); ++i) {
     const std::string f = fmt::format("affinity[{}]", i);
-    if (spec.affinity[i].match.empty()) {
-      return FieldError(f + ".match", "give at least one label to match");
+    if (Status s = ValidateLabels(f + ".match", spec.affinity[i].match, true); !s.ok()) return s;
+    if (Status s = limits::CheckName(f + ".level", spec.affinity[i].level, true); !s.ok()) {
+      return s;
     }
-    if (spec.affinity[i].level.empty()) return FieldError(f + ".level", "must not be empty");
   }
   if (!spec.argv.empty() && !spec.command.empty()) {
     return FieldError("argv", "give either argv (no shell) or command (run by /bin/sh -c), "
@@ -239,6 +289,16 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (!spec.argv.empty() && spec.argv[0].empty()) {
     return FieldError("argv[0]", "must name the program to run");
   }
+  if (spec.argv.size() > limits::kMaxArgs) {
+    return FieldError(
+        "argv", fmt::format("at most {} arguments, got {}", limits::kMaxArgs, spec.argv.size()));
+  }
+  if (spec.env.size() > limits::kMaxEnv) {
+    return FieldError(
+        "env", fmt::format("at most {} variables, got {}", limits::kMaxEnv, spec.env.size()));
+  }
+  std::size_t command_bytes = spec.command.size();
+  for (const std::string& a : spec.argv) command_bytes += a.size() + 1;
   for (const auto& [name, value] : spec.env) {
     if (name.empty() || name.find('=') != std::string::npos ||
         name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
@@ -246,9 +306,17 @@ Status ValidateJobSpec(const JobSpec& spec) {
                         "a variable's name must be non-empty without '=', and no text may "
                         "hold a NUL");
     }
+    command_bytes += name.size() + value.size() + 2;
   }
-  if (spec.max_retries < 0) {
-    return FieldError("max_retries", fmt::format("must not be negative, got {}", spec.max_retries));
+  if (command_bytes > limits::kMaxCommandBytes) {
+    return FieldError(spec.argv.empty() && spec.env.empty() ? "command" : "argv",
+                      fmt::format("argv, command and env together must be at most {} bytes, "
+                                  "got {}",
+                                  limits::kMaxCommandBytes, command_bytes));
+  }
+  if (Status s = limits::CheckCount("max_retries", spec.max_retries, 0, limits::kMaxRetries);
+      !s.ok()) {
+    return s;
   }
   if (spec.topology_level.empty() && spec.topology_mode == ConstraintMode::kPreferred) {
     return FieldError("topology.level", "must be given with mode preferred");
@@ -256,12 +324,18 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (!spec.topology_level.empty() && spec.topology_mode == ConstraintMode::kUnconstrained) {
     return FieldError("topology.mode", "must be required or preferred");
   }
-  if (Status s = NonNegative("submit_time_ms", spec.submit_time); !s.ok()) return s;
-  if (Status s = NonNegative("runtime_estimate_ms", spec.runtime_estimate); !s.ok()) return s;
-  if (Status s = NonNegative("checkpoint_interval_ms", spec.checkpoint_interval); !s.ok()) {
+  if (Status s = limits::CheckDuration("submit_time_ms", spec.submit_time); !s.ok()) return s;
+  if (Status s = limits::CheckDuration("runtime_estimate_ms", spec.runtime_estimate); !s.ok()) {
     return s;
   }
-  return NonNegative("restart_overhead_ms", spec.restart_overhead);
+  if (Status s = limits::CheckDuration("checkpoint_interval_ms", spec.checkpoint_interval);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = limits::CheckDuration("restart_overhead_ms", spec.restart_overhead); !s.ok()) {
+    return s;
+  }
+  return limits::CheckName("idempotency_key", spec.idempotency_key, false);
 }
 
 Status ValidateEvent(const Event& e, std::string_view field) {
@@ -306,12 +380,12 @@ Status ValidateEvent(const Event& e, std::string_view field) {
 Status ApplyEvent(JobStatus& status, const Event& e) {
   const JobState from = status.state;
   auto refuse = [&](std::string_view allowed) {
-    return Status::Error(fmt::format("job is {}; {}", JobStateName(from), allowed));
+    return Status::Conflict(fmt::format("job is {}; {}", JobStateName(from), allowed));
   };
   const bool pending = from == JobState::kPending || from == JobState::kHeld;
   switch (e.kind) {
     case EventKind::kSubmitted:
-      return Status::Error("'submitted' is recorded by Submit only");
+      return Status::InvalidArgument("'submitted' is recorded by Submit only", "kind");
     case EventKind::kHeld:
       if (from != JobState::kPending) return refuse("only a pending job can be held");
       status.state = JobState::kHeld;
@@ -361,7 +435,8 @@ Status ApplyEvent(JobStatus& status, const Event& e) {
       if (!pending && from != JobState::kRunning) return refuse("it has already finished");
       break;
     default:
-      return Status::Error(fmt::format("'{}' is not a job event", EventKindName(e.kind)));
+      return Status::InvalidArgument(fmt::format("'{}' is not a job event", EventKindName(e.kind)),
+                                     "kind");
   }
   // The finishing kinds.
   status.state = e.kind == EventKind::kCompleted ? JobState::kCompleted

@@ -3,23 +3,37 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
 #include "arbiter/store.h"
+#include "store/names.h"
 
 namespace arbiter::store {
 namespace {
 
-Status Unknown(std::string_view field, std::string_view what, std::string_view name,
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                  std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A name the cluster does not have: not found, naming the field.
+Status Unknown(std::string field, std::string_view what, std::string_view name,
                const std::vector<std::string>& known) {
-  constexpr std::size_t kListCap = 24;
-  std::vector<std::string> shown(
-      known.begin(), known.begin() + static_cast<std::ptrdiff_t>(std::min(known.size(), kListCap)));
-  if (known.size() > kListCap) shown.push_back(fmt::format("... {} more", known.size() - kListCap));
-  return Status::Error(
-      fmt::format("{}: unknown {} '{}' (known: {})", field, what, name,
-                  known.empty() ? std::string("none") : fmt::format("{}", fmt::join(shown, ", "))));
+  return Status::NotFound(UnknownName(what, name, known), std::move(field));
 }
 
 std::vector<std::string> QueueNames(const ClusterState& state) {
@@ -49,6 +63,38 @@ std::vector<std::string> GpuTypeNames(const ClusterState& state) {
 
 }  // namespace
 
+std::optional<std::string> Suggest(std::string_view name, const std::vector<std::string>& known) {
+  // Close enough: about one edit per three characters, at least one, at most three.
+  std::size_t limit = std::clamp<std::size_t>(name.size() / 3, 1, 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  for (const std::string& k : known) {
+    std::size_t d = EditDistance(name, k);
+    if (d < best_distance) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  return best;
+}
+
+std::string UnknownName(std::string_view what, std::string_view name,
+                        const std::vector<std::string>& known, std::string_view list_label) {
+  constexpr std::size_t kListCap = 24;
+  std::string list;
+  for (std::size_t i = 0; i < known.size() && i < kListCap; ++i) {
+    list += (i > 0 ? ", " : "") + known[i];
+  }
+  if (known.size() > kListCap) list += fmt::format(", ... ({} more)", known.size() - kListCap);
+  std::string out = known.empty()
+                        ? fmt::format("unknown {} '{}' (none are defined)", what, name)
+                        : fmt::format("unknown {} '{}' ({}: {})", what, name, list_label, list);
+  if (std::optional<std::string> s = Suggest(name, known)) {
+    out += fmt::format("; did you mean '{}'?", *s);
+  }
+  return out;
+}
+
 Result<Job> ToJob(JobId id, const JobSpec& spec, const ClusterState& state,
                   const std::string& priority_class) {
   Job job;
@@ -56,8 +102,13 @@ Result<Job> ToJob(JobId id, const JobSpec& spec, const ClusterState& state,
   job.name = spec.name;
   job.user = spec.user;
   std::optional<QueueId> queue = state.FindQueue(spec.queue);
-  if (!queue || !state.queue(*queue).children.empty()) {
-    return Unknown("queue", "leaf queue", spec.queue, QueueNames(state));
+  if (!queue) return Unknown("queue", "leaf queue", spec.queue, QueueNames(state));
+  if (!state.queue(*queue).children.empty()) {
+    // The engine takes jobs only in leaf queues; a parent's quota is its children's.
+    return Status::InvalidArgument(
+        fmt::format("queue '{}' has child queues; jobs go to leaf queues ({})", spec.queue,
+                    fmt::join(QueueNames(state), ", ")),
+        "queue");
   }
   job.queue = *queue;
   const std::string& class_name = priority_class.empty() ? spec.priority_class : priority_class;
@@ -144,14 +195,16 @@ Result<Allocation> ToAllocation(const StoredAllocation& stored, const ClusterSta
     const StoredTask& t = stored.tasks[i];
     std::optional<NodeId> node = state.FindNode(t.node);
     if (!node) {
-      return Status::Error(fmt::format("allocation.tasks[{}].node: unknown node '{}'", i, t.node));
+      return Status::NotFound(fmt::format("unknown node '{}'", t.node),
+                              fmt::format("allocation.tasks[{}].node", i));
     }
     const std::size_t devices = state.node(*node).devices.size();
     for (std::size_t k = 0; k < t.devices.size(); ++k) {
       if (t.devices[k].device >= devices) {
-        return Status::Error(fmt::format(
-            "allocation.tasks[{}].devices[{}].device: node '{}' has {} devices, got index {}", i, k,
-            t.node, devices, t.devices[k].device));
+        return Status::InvalidArgument(
+            fmt::format("node '{}' has {} devices, got index {}", t.node, devices,
+                        t.devices[k].device),
+            fmt::format("allocation.tasks[{}].devices[{}].device", i, k));
       }
     }
     a.tasks.push_back({t.group, t.index, *node, t.cpu, t.memory, t.devices});

@@ -231,14 +231,15 @@ class Resetter {
 };
 
 Status DbError(sqlite3* db, std::string_view what) {
-  return Status::Error(fmt::format("store: {}: {} (SQLite error {})", what, sqlite3_errmsg(db),
-                                   sqlite3_extended_errcode(db)));
+  return Status::Unavailable(fmt::format("store: {}: {} (SQLite error {})", what,
+                                         sqlite3_errmsg(db), sqlite3_extended_errcode(db)));
 }
 
 Status Exec(sqlite3* db, const char* sql, std::string_view what) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = Status::Error(fmt::format("store: {}: {}", what, err != nullptr ? err : "error"));
+    Status s =
+        Status::Unavailable(fmt::format("store: {}: {}", what, err != nullptr ? err : "error"));
     sqlite3_free(err);
     return s;
   }
@@ -334,7 +335,8 @@ Status RegisterMigrationFunctions(sqlite3* db) {
 }
 
 Status JobError(JobId id, const Status& st) {
-  return Status::Error(fmt::format("store: job {}: {}", id, st.message()));
+  // A stored record that does not read back: a broken invariant.
+  return Status::Internal(fmt::format("store: job {}: {}", id, st.message()));
 }
 
 // One row of kJobColumns into `job` (a fresh record), all but the binary records of the spec
@@ -344,7 +346,8 @@ Status ReadJobColumns(const Stmt& s, StoredJob& job) {
   JobStatus& st = job.status;
   st.priority_class = std::string(s.Text(2));
   std::optional<JobState> state = ParseJobState(s.Text(3));
-  if (!state) return JobError(job.id, Status::Error(fmt::format("state: unknown '{}'", s.Text(3))));
+  if (!state)
+    return JobError(job.id, Status::Internal(fmt::format("state: unknown '{}'", s.Text(3))));
   st.state = *state;
   st.start_time = s.Time(5);
   st.first_start_time = s.Time(6);
@@ -385,11 +388,11 @@ Result<Event> ReadEvent(const Stmt& s) {
   Event e;
   e.seq = static_cast<std::uint64_t>(s.Int(0));
   auto fail = [&](const Status& st) {
-    return Status::Error(fmt::format("store: event {}: {}", e.seq, st.message()));
+    return Status::Internal(fmt::format("store: event {}: {}", e.seq, st.message()));
   };
   e.time = s.Int(1);
   std::optional<EventKind> kind = ParseEventKind(s.Text(2));
-  if (!kind) return fail(Status::Error(fmt::format("kind: unknown '{}'", s.Text(2))));
+  if (!kind) return fail(Status::Internal(fmt::format("kind: unknown '{}'", s.Text(2))));
   e.kind = *kind;
   e.job = static_cast<JobId>(s.Int(3));
   e.target = std::string(s.Text(4));
@@ -402,7 +405,7 @@ Result<Event> ReadEvent(const Stmt& s) {
   e.stop_at = s.Time(9);
   if (!s.IsNull(10)) {
     std::optional<JobState> state = ParseJobState(s.Text(10));
-    if (!state) return fail(Status::Error(fmt::format("state: unknown '{}'", s.Text(10))));
+    if (!state) return fail(Status::Internal(fmt::format("state: unknown '{}'", s.Text(10))));
     e.state = *state;
   }
   return e;
@@ -491,7 +494,9 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const SqliteOptions& options) {
 }
 
 Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
-  if (options.dir.empty()) return Status::Error("store: the data directory is not given");
+  if (options.dir.empty()) {
+    return Status::InvalidArgument("store: the data directory is not given", "dir");
+  }
   dir_ = options.dir;
   max_batch_ = std::max<std::size_t>(1, options.max_batch);
   std::error_code ec;
@@ -500,7 +505,7 @@ Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
     SyncDirectory(std::filesystem::absolute(dir_).parent_path().string());
   }
   if (ec) {
-    return Status::Error(
+    return Status::Unavailable(
         fmt::format("store: cannot create the data directory {}: {}", dir_, ec.message()));
   }
   // One process at a time: a second server on the same directory would break group commit's
@@ -508,10 +513,11 @@ Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
   const std::string lock_path = dir_ + "/arbiter.lock";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) {
-    return Status::Error(fmt::format("store: cannot open {}: {}", lock_path, std::strerror(errno)));
+    return Status::Unavailable(
+        fmt::format("store: cannot open {}: {}", lock_path, std::strerror(errno)));
   }
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::Error(fmt::format(
+    return Status::Conflict(fmt::format(
         "store: the data directory {} is in use (another server, or another store of this "
         "process, has it open)",
         dir_));
@@ -530,7 +536,7 @@ Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
       return DbError(wdb_, fmt::format("{}: cannot set WAL mode", db_path_));
     }
     if (mode.Text(0) != "wal") {
-      return Status::Error(
+      return Status::Unavailable(
           fmt::format("store: {}: WAL mode refused (journal mode {})", db_path_, mode.Text(0)));
     }
   }
@@ -586,20 +592,20 @@ Status SqliteStore::Migrate() {
     const std::int64_t count = tables.Int(0);
     const bool has_version = tables.Int(1) > 0;
     if (count > 0 && !has_version) {
-      return fail(Status::Error(fmt::format(
+      return fail(Status::InvalidArgument(fmt::format(
           "store: {} is not an Arbiter store (it has tables but no schema_version)", db_path_)));
     }
     if (has_version) {
       Stmt v;
       if (v.Prepare(wdb_, "SELECT max(version) FROM schema_version") != SQLITE_OK ||
           v.Step() != SQLITE_ROW || v.IsNull(0)) {
-        return fail(Status::Error(fmt::format("store: {}: schema_version is empty", db_path_)));
+        return fail(Status::Internal(fmt::format("store: {}: schema_version is empty", db_path_)));
       }
       version = static_cast<int>(v.Int(0));
     }
   }
   if (version > kSchemaVersion) {
-    return fail(Status::Error(fmt::format(
+    return fail(Status::Conflict(fmt::format(
         "store: {} has schema version {}, newer than this build's {}: it was written by a newer "
         "Arbiter; run that version (or a newer one), or restore a backup",
         db_path_, version, kSchemaVersion)));
@@ -699,7 +705,7 @@ Status SqliteStore::Execute(std::function<Status(std::uint64_t& seq)> body) {
   Op op;
   op.body = std::move(body);
   std::unique_lock lock(mu_);
-  if (stop_) return Status::Error("store: closed");
+  if (stop_) return Status::Unavailable("store: closed");
   queue_.push_back(&op);
   work_cv_.notify_one();
   op.cv.wait(lock, [&] { return op.done; });
@@ -753,7 +759,7 @@ void SqliteStore::RunBatch(const std::vector<Op*>& batch) {
     // Some errors (disk full, I/O) make SQLite roll the whole transaction back: nothing of the
     // batch is written, so no Op of it may succeed.
     if (sqlite3_get_autocommit(wdb_) != 0) {
-      return fail_all(Status::Error(
+      return fail_all(Status::Unavailable(
           fmt::format("store: the transaction was rolled back ({}); nothing of it was written",
                       op->status.ok() ? std::string(sqlite3_errmsg(wdb_)) : op->status.message())));
     }
@@ -828,7 +834,7 @@ Status SqliteStore::InsertJobs(const std::vector<JobSpec>& specs,
 }
 
 Result<Submitted> SqliteStore::Submit(JobSpec spec) {
-  if (Status s = ValidateJobSpec(spec); !s.ok()) return s;
+  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
   std::vector<JobSpec> specs;
   specs.push_back(std::move(spec));
   const std::vector<std::string> encoded = {EncodeJobSpecBinary(specs[0])};  // outside the writer
@@ -857,11 +863,13 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
     Resetter reset(s);
     s.Bind(1, static_cast<std::int64_t>(e.job));
     const int rc = s.Step();
-    if (rc == SQLITE_DONE) return Status::Error(fmt::format("events[{}]: no job {}", index, e.job));
+    if (rc == SQLITE_DONE) {
+      return Status::NotFound(fmt::format("no job {}", e.job), fmt::format("events[{}]", index));
+    }
     if (rc != SQLITE_ROW) return DbError(wdb_, "read a job's status");
     std::optional<JobState> state = ParseJobState(s.Text(0));
     if (!state)
-      return Status::Error(fmt::format("store: job {}: unknown state '{}'", e.job, s.Text(0)));
+      return Status::Internal(fmt::format("store: job {}: unknown state '{}'", e.job, s.Text(0)));
     status.state = *state;
     status.priority_class = std::string(s.Text(1));
     status.start_time = s.Time(2);
@@ -870,7 +878,8 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
     status.stop_at = s.Time(5);
     Result<std::vector<Millis>> evictions = ParseEvictions(s.Text(6));
     if (!evictions.ok()) {
-      return Status::Error(fmt::format("store: job {}: {}", e.job, evictions.status().message()));
+      return Status::Internal(
+          fmt::format("store: job {}: {}", e.job, evictions.status().message()));
     }
     status.evictions = std::move(evictions).value();
     status.end_time = s.Time(7);
@@ -1162,7 +1171,7 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                  q.queue = std::string(row.Text(0));
                  const std::string field = fmt::format("queue_quotas.{}", q.queue);
                  Result<std::map<std::string, QuotaSpec>> quota = DecodeQuota(row.Text(1), field);
-                 if (!quota.ok()) return Status::Error("store: " + quota.status().message());
+                 if (!quota.ok()) return Status::Internal("store: " + quota.status().message());
                  q.quota = std::move(quota).value();
                  q.time = row.Int(2);
                  q.actor = std::string(row.Text(3));
@@ -1186,8 +1195,8 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                  } else if (row.Text(1) == "draining") {
                    n.state = NodeAdminState::kDraining;
                  } else {
-                   return Status::Error(fmt::format("store: node_states.{}: unknown state '{}'",
-                                                    n.node, row.Text(1)));
+                   return Status::Internal(fmt::format("store: node_states.{}: unknown state '{}'",
+                                                       n.node, row.Text(1)));
                  }
                  n.reason = std::string(row.Text(2));
                  n.time = row.Int(3);

@@ -11,7 +11,7 @@
 namespace arbiter::trace::internal {
 namespace {
 
-constexpr std::int64_t kMaxMemoryMiB = 1'000'000'000'000;
+constexpr std::int64_t kMaxMemoryMiB = limits::kMaxMemoryMiB;
 
 std::size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -78,9 +78,8 @@ std::string SetJobField(std::string_view name, std::string_view text, TraceJob* 
     std::int64_t milli = 0;
     std::string problem = ParseMilli(name, text, /*allow_milli_suffix=*/true, &milli);
     if (!problem.empty()) return problem;
-    if (milli > kMilliPerGpu && milli % kMilliPerGpu != 0) {
-      return "gpus: neither a share of one GPU nor whole GPUs: " + Quote(text);
-    }
+    // The rule of every reader of jobs (config/limits.h).
+    if (Status st = limits::CheckTaskGpus(name, milli); !st.ok()) return st.message();
     job->gpu_per_task = MilliGpu(milli);
   } else if (name == "cpu") {
     std::int64_t milli = 0;

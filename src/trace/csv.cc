@@ -5,6 +5,8 @@
 #include <limits>
 #include <system_error>
 
+#include "config/limits.h"
+
 namespace arbiter::trace::internal {
 namespace {
 
@@ -94,7 +96,7 @@ std::string_view Trim(std::string_view text) {
 }
 
 Status LineError(const std::string& file_name, std::int64_t line, const std::string& problem) {
-  return Status::Error(file_name + ":" + std::to_string(line) + ": " + problem);
+  return Status::InvalidArgument(file_name + ":" + std::to_string(line) + ": " + problem);
 }
 
 std::string Quote(std::string_view text) {
@@ -307,7 +309,47 @@ void SplitGpus(std::int64_t gpus, std::int64_t gpus_per_node, TraceJob* job) {
   job->gpu_per_task = MilliGpu(per_task * kMilliPerGpu);
 }
 
+namespace {
+
+// A row's job against the limits every reader of jobs shares (config/limits.h): "" when it keeps
+// them, else the problem.
+std::string CheckLimits(const TraceJob& job) {
+  Status s = limits::CheckName("name", job.name, true);
+  if (s.ok()) s = limits::CheckName("queue", job.queue, false);
+  if (s.ok()) s = limits::CheckName("user", job.user, false);
+  if (s.ok()) s = limits::CheckName("priority_class", job.priority_class, false);
+  if (s.ok()) s = limits::CheckCount("tasks", job.tasks, 1, limits::kMaxTasksPerJob);
+  if (s.ok()) s = limits::CheckTaskGpus("gpus per task", job.gpu_per_task.value());
+  if (s.ok()) {
+    s = limits::CheckCount("cpu per task", job.cpu_per_task.value(), 0,
+                           limits::kMaxCpuMilliPerTask);
+  }
+  if (s.ok()) {
+    s = limits::CheckCount("memory per task", job.memory_per_task.value(), 0,
+                           limits::kMaxMemoryMiB);
+  }
+  if (s.ok()) s = limits::CheckDuration("submit", job.submit);
+  if (s.ok()) s = limits::CheckDuration("duration", job.duration);
+  if (s.ok()) s = limits::CheckDuration("checkpoint_interval", job.checkpoint_interval);
+  if (s.ok()) {
+    s = limits::CheckCount("gpu models", static_cast<std::int64_t>(job.gpu_models.size()), 0,
+                           kMaxGpuTypes);
+  }
+  for (std::size_t i = 0; s.ok() && i < job.gpu_models.size(); ++i) {
+    s = limits::CheckName("gpu model", job.gpu_models[i], true);
+  }
+  return s.message();
+}
+
+}  // namespace
+
 void Finish(Trace* trace) {
+  std::erase_if(trace->jobs, [&](const TraceJob& job) {
+    std::string problem = CheckLimits(job);
+    if (problem.empty()) return false;
+    trace->bad_rows.push_back(BadRow{job.line, std::move(problem)});
+    return true;
+  });
   if (!trace->jobs.empty()) {
     Millis earliest = std::numeric_limits<Millis>::max();
     for (const TraceJob& job : trace->jobs) earliest = std::min(earliest, job.submit);

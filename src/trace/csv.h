@@ -12,6 +12,7 @@
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
 #include "arbiter/trace.h"
+#include "config/limits.h"
 
 namespace arbiter::trace::internal {
 
@@ -51,11 +52,12 @@ Status LineError(const std::string& file_name, std::int64_t line, const std::str
 // `"text"`, cut short when long, for problems.
 std::string Quote(std::string_view text);
 
-// The largest whole number a reader accepts in a count (GPUs, tasks): keeps sums far from
-// overflow.
-inline constexpr std::int64_t kMaxCount = 1'000'000;
+// The largest whole number a reader accepts in a count (GPUs of a job, tasks): the limits of
+// every reader of jobs (config/limits.h).
+inline constexpr std::int64_t kMaxCount = limits::kMaxGpusPerJob;
+static_assert(limits::kMaxGpusPerJob == limits::kMaxTasksPerJob);
 // The largest time in seconds a reader accepts (about 31,700 years).
-inline constexpr std::int64_t kMaxSeconds = 1'000'000'000'000;
+inline constexpr std::int64_t kMaxSeconds = limits::kMaxDuration / kMillisPerSecond;
 
 // Numbers are parsed as exact decimals, never through floating point.
 // A whole number in [min, max] ("66.0" and "1e3" are whole). `column` names the field in the
@@ -76,7 +78,8 @@ std::vector<std::string> SplitList(std::string_view text);
 // by GpusPerTask. Sets tasks=1 and 0 GPUs when `gpus` is 0.
 void SplitGpus(std::int64_t gpus, std::int64_t gpus_per_node, TraceJob* job);
 
-// Makes submit times relative to the earliest one, sorts the jobs stably by submit time and the
+// Moves the jobs outside the limits of every reader of jobs (config/limits.h) to the bad rows,
+// makes submit times relative to the earliest one, sorts the jobs stably by submit time and the
 // bad rows by line.
 void Finish(Trace* trace);
 

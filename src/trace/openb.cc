@@ -13,7 +13,8 @@ namespace {
 // openb nodes have at most 8 GPUs, and a pod is one task on one node.
 constexpr std::int64_t kMaxPodGpus = 8;
 // Bounds for CPU (milli-cores) and memory (MiB) of one pod or node.
-constexpr std::int64_t kMaxResource = 1'000'000'000'000;
+constexpr std::int64_t kMaxResource = limits::kMaxMemoryMiB;  // CPU milli or MiB
+static_assert(limits::kMaxMemoryMiB == limits::kMaxCpuMilliPerTask);
 
 }  // namespace
 

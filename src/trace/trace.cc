@@ -42,10 +42,12 @@ Result<std::string> ReadWholeFile(const std::string& path) {
     const int error = errno;
     std::string message = path + ": cannot open";
     if (error != 0) message += ": " + std::generic_category().message(error);
-    return Status::Error(message);
+    if (error == ENOENT || error == ENOTDIR) return Status::NotFound(std::move(message));
+    if (error == EACCES || error == EPERM) return Status::PermissionDenied(std::move(message));
+    return Status::Unavailable(std::move(message));
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::Error(path + ": cannot read");
+  if (in.bad()) return Status::Unavailable(path + ": cannot read");
   return text;
 }
 
@@ -71,15 +73,15 @@ Result<Format> ParseFormat(std::string_view name) {
   for (Format format : kFormats) {
     if (name == FormatName(format)) return format;
   }
-  return Status::Error("unknown trace format " + internal::Quote(name) +
-                       " (formats: philly, tiresias, openb, csv, json)");
+  return Status::InvalidArgument("unknown trace format " + internal::Quote(name) +
+                                 " (formats: philly, tiresias, openb, csv, json)");
 }
 
 Result<Format> DetectFormat(std::string_view text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
-    return Status::Error("cannot detect the trace format: the text is empty");
+    return Status::InvalidArgument("cannot detect the trace format: the text is empty");
   }
   if (text[first] == '{' || text[first] == '[') return Format::kJson;
   text.remove_prefix(first);
@@ -93,7 +95,7 @@ Result<Format> DetectFormat(std::string_view text) {
       if (field == "submit") return Format::kCsv;
     }
   }
-  return Status::Error(
+  return Status::InvalidArgument(
       "cannot detect the trace format from the first line " + internal::Quote(header) +
       ": expected philly (timestamp,duration,num_gpus,...), tiresias "
       "(job_id,num_gpu,submit_time,...), openb (name,cpu_milli,memory_mib,num_gpu,...), csv (a "
@@ -113,10 +115,10 @@ std::int32_t GpusPerTask(std::int64_t gpus, std::int64_t gpus_per_node) {
 Result<Trace> ReadTrace(std::string_view text, Format format, const std::string& file_name,
                         std::int64_t gpus_per_node) {
   if (gpus_per_node < 1) {
-    return Status::Error(file_name + ": GPUs per node must be at least 1, not " +
-                         std::to_string(gpus_per_node));
+    return Status::InvalidArgument(file_name + ": GPUs per node must be at least 1, not " +
+                                   std::to_string(gpus_per_node));
   }
-  Result<Trace> trace = Status::Error("unreachable");
+  Result<Trace> trace = Status::Internal("unknown trace format");
   switch (format) {
     case Format::kPhilly:
       trace = internal::ReadPhilly(text, file_name, gpus_per_node);
@@ -143,7 +145,7 @@ Result<Trace> ReadTraceFile(const std::string& path, std::string_view format,
   Result<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   Result<Format> parsed = format.empty() ? DetectFormat(*text) : ParseFormat(format);
-  if (!parsed.ok()) return Status::Error(path + ": " + parsed.status().message());
+  if (!parsed.ok()) return Status(parsed.status()).WithContext(path + ": ");
   return ReadTrace(*text, *parsed, path, gpus_per_node);
 }
 
