@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "store/codec.h"
+#include "store/names.h"
 
 namespace arbiter::server {
 namespace {
@@ -714,9 +715,8 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
     std::vector<std::string> known;
     for (PriorityClassId c = 0; c < state_->priority_class_count(); ++c)
       known.push_back(state_->priority_class(c).name);
-    return Status::InvalidArgument(
-        fmt::format("unknown priority class '{}' (known: {})", priority_class, Join(known)),
-        "priority_class");
+    return Status::NotFound(store::UnknownName("priority class", priority_class, known),
+                            "priority_class");
   }
   const PriorityClassSpec& current = state_->priority_class(entry->job.priority_class);
   if (!caller.admin() && state_->priority_class(*pc).value > current.value) {

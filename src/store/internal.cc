@@ -35,7 +35,7 @@ Status ValidateEvents(const std::vector<Event>& events) {
 Status EventError(std::size_t index, const Event& event, std::string_view problem) {
   // A transition the job's state does not allow: the input contradicts the stored state.
   return Status::Conflict(
-      fmt::format("(job {}, {}): {}", event.job, EventKindName(event.kind), problem),
+      fmt::format("job {} ({}): {}", event.job, EventKindName(event.kind), problem),
       fmt::format("events[{}]", index));
 }
 

@@ -15,7 +15,7 @@ Status ValidateSubmission(const JobSpec& spec);
 Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch);
 // ValidateEvent of each event, "events[i]".
 Status ValidateEvents(const std::vector<Event>& events);
-// "events[i] (job N, started): PROBLEM".
+// A conflict naming the field "events[i]": "events[i]: job N (started): PROBLEM".
 Status EventError(std::size_t index, const Event& event, std::string_view problem);
 
 Status ValidateQuota(const QueueQuotaOverride& quota);

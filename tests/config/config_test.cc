@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -509,10 +510,23 @@ TEST(ConfigClusterErrors, Counts) {
                 "c.yaml:20:5: nodes[0].devices: give either 'gpus'"));
 }
 
+// Regression: the loader allowed 1024 devices per node and the state 256, so a 300-GPU node
+// passed the loader and then failed without a line. The loader uses the state's maximum.
+TEST(ConfigClusterErrors, DevicesPerNodeIsTheStatesMaximum) {
+  EXPECT_EQ(ClusterError(Edit("count: 8, memory: 80Gi}", "count: 300, memory: 80Gi}")),
+            fmt::format("c.yaml:19:32: nodes[0].gpus.count: must be at most {}, got 300",
+                        kMaxDevicesPerNode));
+  Result<ClusterConfig> ok =
+      ParseCluster(Edit("count: 8, memory: 80Gi}", "count: 256, memory: 80Gi}"), "c.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ClusterState::Create(ok->cluster).ok());
+}
+
 TEST(ConfigClusterErrors, MissingFile) {
   Result<ClusterConfig> c = LoadClusterFile("/nonexistent/cluster.yaml");
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(StartsWith(c.status().message(), "/nonexistent/cluster.yaml: cannot open"));
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -613,7 +627,7 @@ TEST(ConfigJobs, Resolves) {
 TEST(ConfigJobs, UnknownNames) {
   ClusterState state = MakeState();
   EXPECT_EQ(JobsError(state, "jobs:\n  - {name: a, queue: trainng, priority_class: P1}\n"),
-            "j.yaml:2:22: jobs[0].queue: unknown queue 'trainng' (known: org, training, batch); "
+            "j.yaml:2:22: jobs[0].queue: unknown leaf queue 'trainng' (known: training, batch); "
             "did you mean 'training'?");
   EXPECT_EQ(JobsError(state, "jobs:\n  - {name: a, queue: org, priority_class: P1}\n"),
             "j.yaml:2:22: jobs[0].queue: queue 'org' has child queues; jobs go to leaf queues "
@@ -637,10 +651,10 @@ TEST(ConfigJobs, TaskChecks) {
   const std::string head = "jobs:\n  - name: a\n    queue: batch\n    priority_class: P1\n";
   EXPECT_EQ(JobsError(state, head + "    gpus: 1.5\n"),
             "j.yaml:5:11: jobs[0].gpus: above 1 GPU must be a whole number (a task takes a share "
-            "of one GPU or whole GPUs), got 1.5");
+            "of one GPU or whole GPUs), got 1.5 GPUs");
   EXPECT_EQ(JobsError(state, head + "    gpu_memory: 10Gi\n"),
-            "j.yaml:5:17: jobs[0].gpu_memory: needs 'gpus': GPU memory is asked per device of a "
-            "task with GPUs");
+            "j.yaml:5:17: jobs[0].gpu_memory: needs GPUs: GPU memory is asked per device of a task "
+            "with GPUs");
   EXPECT_EQ(JobsError(state, head + "    tasks: 0\n"),
             "j.yaml:5:12: jobs[0].tasks: must be at least 1, got 0");
   EXPECT_EQ(JobsError(state, head + "    groups: [{name: w, tasks: -2}]\n"),
@@ -664,12 +678,39 @@ TEST(ConfigJobs, TaskChecks) {
             "of: name, user, queue, priority_class, submit_time, runtime_estimate, "
             "checkpoint_interval, restart_overhead, gpu_types, topology, node_selector, "
             "tolerations, labels, "
-            "affinity, replicas, groups, tasks, gpus, gpu_memory, cpu, memory); did you mean "
-            "'runtime_estimate'?");
+            "affinity, replicas, groups, tasks, gpus, gpu_memory, cpu, memory, argv, command, "
+            "env, ... (2 more)); did you mean 'runtime_estimate'?");
   EXPECT_EQ(JobsError(state, "jobs:\n  - {queue: batch, priority_class: P1}\n"),
             "j.yaml:2:5: jobs[0]: missing required field 'name'");
   EXPECT_EQ(JobsError(state, "jobs: {a: 1}\n"), "j.yaml:1:7: jobs: expected a list, got a mapping");
   EXPECT_TRUE(StartsWith(JobsError(state, "jobs:\n  - {name: a\n"), "j.yaml:3:1: syntax error"));
+}
+
+// Every check of a job is the validator's or the resolver's (store::ValidateJobSpec, ToJob);
+// their errors come back at the line of the field, with the path as the file wrote it.
+TEST(ConfigJobs, ValidatorErrorsNameTheFileLineAndField) {
+  ClusterState state = MakeState();
+  const std::string head =
+      "jobs:\n  - {name: ok, queue: batch, priority_class: P1}\n"
+      "  - name: b\n    queue: batch\n    priority_class: P1\n";
+  EXPECT_EQ(JobsError(state, head + "    groups:\n      - {name: w, gpus: 2.5}\n"),
+            "j.yaml:7:25: jobs[1].groups[0].gpus: above 1 GPU must be a whole number (a task "
+            "takes a share of one GPU or whole GPUs), got 2.5 GPUs");
+  EXPECT_EQ(JobsError(state, head + "    tasks: 1000001\n"),
+            "j.yaml:6:12: jobs[1].tasks: must be at most 1000000, got 1000001");
+  EXPECT_EQ(JobsError(state, head + "    runtime_estimate: 40000000d\n"),
+            "j.yaml:6:23: jobs[1].runtime_estimate: must be at most 1000000000000000, got "
+            "3456000000000000");
+  EXPECT_EQ(JobsError(state, head + "    labels: {team: " + std::string(300, 'x') + "}\n"),
+            "j.yaml:6:13: jobs[1].labels.team: must be at most 256 bytes long, got 300");
+  EXPECT_EQ(JobsError(state, head + "    affinity: [{match: {}}]\n"),
+            "j.yaml:6:24: jobs[1].affinity[0].match: give at least one label to match");
+  EXPECT_EQ(JobsError(state, head + "    affinity: [{match: {a: b}, level: rack}]\n"),
+            "j.yaml:6:39: jobs[1].affinity[0].level: unknown topology level 'rack' (known: "
+            "spine, leaf, node, nvlink)");
+  EXPECT_EQ(JobsError(state, head + "    tolerations: [{value: x}]\n"),
+            "j.yaml:6:19: jobs[1].tolerations[0].key: operator Equal needs a key (an empty key "
+            "with operator Exists tolerates all)");
 }
 
 TEST(ConfigJobs, Empty) {

@@ -1358,7 +1358,7 @@ TEST(ScenarioErrors, PositionAndPath) {
   yaml = Scn(Gen("{every: 1h}"));
   yaml.replace(yaml.find("queue: shared"), 13, "queue: shraed");
   e = ScenarioError(yaml);
-  EXPECT_TRUE(StartsWith(e, Pos(yaml, "shraed") + ": workloads[0].job.queue: unknown queue"));
+  EXPECT_TRUE(StartsWith(e, Pos(yaml, "shraed") + ": workloads[0].job.queue: unknown leaf queue"));
 }
 
 }  // namespace

@@ -265,35 +265,40 @@ TEST_F(ServerTest, EveryBadInputIsRefusedNamingTheFieldAndLosesNothing) {
   const std::uint64_t kept = Submit(kAlice, Job("kept", "low", 1, 1000, 3600000));
   struct Case {
     std::string body, field;
+    int status = 400;
+    std::string code = "invalid_argument";
   };
   const std::string big(5000, 'x');
   const std::vector<Case> cases = {
-      {"{\"name\": ", "body"},                                              // malformed JSON
-      {"[1, 2]", "body"},                                                   // not an object
+      {"{\"name\": ", "body"},  // malformed JSON
+      {"[1, 2]", "body"},       // not an object
       {R"({"name": "x", "queue": "main", "priority_class": "low", "groups": [{}], "colour": 1})",
-       "colour"},                                                           // unknown field
-      {Job("x", "low", 0, 1000, 1000), "groups[0].tasks"},                  // zero count
-      {Job("x", "low", -2, 1000, 1000), "groups[0].tasks"},                 // negative count
-      {Job("x", "low", 1, -1000, 1000), "groups[0].gpu_milli"},             // negative GPUs
-      {Job("x", "low", 1, 1500, 1000), "groups[0].gpu_milli"},              // a fraction above 1000
-      {Job("x", "low", 1, 1000, 1000, "nowhere"), "queue"},                 // unknown queue
-      {Job("x", "urgent", 1, 1000, 1000), "priority_class"},                // unknown class
-      {Job("x", "low", 1, 8000, 1000), "groups"},                           // never fits a node
-      {R"({"name": ")" + big + R"(", "queue": "main"})", "body"},            // oversized body
+       "colour"},                                                 // unknown field
+      {Job("x", "low", 0, 1000, 1000), "groups[0].tasks"},        // zero count
+      {Job("x", "low", -2, 1000, 1000), "groups[0].tasks"},       // negative count
+      {Job("x", "low", 1, -1000, 1000), "groups[0].gpu_milli"},   // negative GPUs
+      {Job("x", "low", 1, 1500, 1000), "groups[0].gpu_milli"},    // a fraction above 1000
+      {Job("x", "low", 2000000, 1000, 1000), "groups[0].tasks"},  // above the limit
+      {Job("x", "low", 1, 1000, 1000, "nowhere"), "queue", 404, "not_found"},   // unknown queue
+      {Job("x", "urgent", 1, 1000, 1000), "priority_class", 404, "not_found"},  // unknown class
+      {Job("x", "low", 1, 8000, 1000), "groups"},                               // never fits a node
+      {R"({"name": ")" + big + R"(", "queue": "main"})", "body"},               // oversized body
       {R"({"name": "x", "user": "mallory", "queue": "main", "priority_class": "low", "groups": [{}]})",
-       "user"},                                                             // claims a submitter
+       "user"},  // claims a submitter
   };
   for (const Case& c : cases) {
     Reply r = Call(port(), kAlice, "POST", "/v1/jobs", c.body);
-    EXPECT_EQ(r.status, 400) << c.body.substr(0, 200) << " -> " << r.body.dump();
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 200) << " -> " << r.body.dump();
     EXPECT_EQ(r.body["error"]["field"], c.field) << r.body.dump();
+    EXPECT_EQ(r.body["error"]["code"], c.code) << r.body.dump();
     EXPECT_FALSE(r.body["error"].value("message", "").empty());
   }
-  // Too many jobs from one user.
+  // Too many jobs from one user: valid, but in conflict with what the user runs now.
   Submit(kAlice, Job("two", "low", 1, 1000, 3600000));
   Submit(kAlice, Job("three", "low", 1, 1000, 3600000));
   Reply limit = Call(port(), kAlice, "POST", "/v1/jobs", Job("four", "low", 1, 1000, 3600000));
-  EXPECT_EQ(limit.status, 400);
+  EXPECT_EQ(limit.status, 409);
+  EXPECT_EQ(limit.body["error"]["code"], "conflict") << limit.body.dump();
   EXPECT_EQ(limit.body["error"]["field"], "user") << limit.body.dump();
   // Other bad requests.
   EXPECT_EQ(Call(port(), kAlice, "GET", "/v1/jobs?state=sleeping").body["error"]["field"], "state");
@@ -306,10 +311,65 @@ TEST_F(ServerTest, EveryBadInputIsRefusedNamingTheFieldAndLosesNothing) {
   for (const Json& j : all.body["jobs"]) names.insert(j["spec"]["name"].get<std::string>());
   EXPECT_EQ(names, (std::set<std::string>{"kept", "two", "three"}));
   EXPECT_EQ(GetJob(kept)["spec"]["name"], "kept");
-  // The command reports the server's error, naming the field.
+  // The command checks a job as the server does before sending it, naming the flag.
   CommandResult bad = RunCli(server_->address(), kAdmin, "submit -q main -p low -g 1.5");
-  EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.output.find("groups[0].gpu_milli"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("-g/--gpus: above 1 GPU must be a whole number"), std::string::npos)
+      << bad.output;
+  // It reports the server's error, naming the field.
+  CommandResult refused = RunCli(server_->address(), kAdmin, "submit -q main -p urgent -g 1");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("priority_class: unknown priority class 'urgent'"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("HTTP 404"), std::string::npos) << refused.output;
+}
+
+// Each code of the server's errors has its HTTP status, and its name in the error body.
+TEST_F(ServerTest, ErrorCodesMapToHttpStatuses) {
+  Start();
+  const std::uint64_t id = Submit(kAlice, Job("j", "low", 1, 1000, 3600000));
+  struct Case {
+    std::string token, method, path, body;
+    int status;
+    std::string code, field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {kAlice, "GET", "/v1/jobs?limit=0", "", 400, "invalid_argument", "limit"},
+           {kBob, "POST", "/v1/jobs/" + std::to_string(id) + "/cancel", "", 403,
+            "permission_denied", ""},
+           {kAlice, "GET", "/v1/jobs/999", "", 404, "not_found", "job"},
+           {kAdmin, "POST", "/v1/nodes/nope/cordon", "", 404, "not_found", "node"},
+           {kAlice, "GET", "/v1/nothing", "", 404, "not_found", "path"},
+           {kAlice, "POST", "/v1/jobs/" + std::to_string(id) + "/release", "", 403,
+            "permission_denied", ""},
+           {kAdmin, "POST", "/v1/jobs/" + std::to_string(id) + "/release", "", 409, "conflict", ""},
+           {kAlice, "PATCH", "/v1/jobs/" + std::to_string(id), R"({"priority_class": "nope"})", 404,
+            "not_found", "priority_class"},
+           {kAlice, "PATCH", "/v1/jobs/" + std::to_string(id), R"({"queue": "other"})", 400,
+            "invalid_argument", "queue"},
+           {"", "GET", "/v1/jobs", "", 401, "unauthenticated", "Authorization"},
+       }) {
+    Reply r = Call(port(), c.token, c.method, c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << " -> " << r.body.dump();
+    EXPECT_EQ(r.body["error"]["code"], c.code) << r.body.dump();
+    EXPECT_EQ(r.body["error"]["field"], c.field) << r.body.dump();
+  }
+}
+
+// Regression: `arbiter submit -n 0` submitted one task; `arbiter cancel 1 abc 2` cancelled job 1
+// and stopped. Both are usage errors found before anything is sent (no server is needed to see
+// it: nothing listens at this address).
+TEST(ServerCommandTest, BadTaskCountAndBadIdsAreRefusedBeforeSending) {
+  CommandResult zero = RunCli("127.0.0.1:1", "t", "submit -q main -p low -n 0");
+  EXPECT_EQ(zero.status, 2) << zero.output;
+  EXPECT_NE(zero.output.find("-n/--tasks: must be at least 1, got 0"), std::string::npos)
+      << zero.output;
+  CommandResult cancel = RunCli("127.0.0.1:1", "t", "cancel 1 abc 2");
+  EXPECT_EQ(cancel.status, 2) << cancel.output;
+  EXPECT_NE(cancel.output.find("'abc'"), std::string::npos) << cancel.output;
+  EXPECT_NE(cancel.output.find("no job was cancelled"), std::string::npos) << cancel.output;
+  EXPECT_EQ(cancel.output.find("cannot reach"), std::string::npos) << cancel.output;
 }
 
 // `arbiter server --config examples/cluster.yaml --virtual-nodes` runs as shipped, with the
@@ -330,6 +390,23 @@ TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
   CommandResult jobs = RunCli(server.address(), "example-alice-token", "jobs");
   EXPECT_NE(jobs.output.find("h800-"), std::string::npos) << jobs.output;
   EXPECT_EQ(RunCli(server.address(), "example-agent-token", "submit -q batch -p P2 -g 1").status, 1);
+  // The shipped jobs file as it is: every job is sent (user: ignored with a note, affinity and
+  // replicas taken); the server refuses only the two that the example shows can never fit.
+  CommandResult file =
+      RunCli(server.address(), "example-admin-token",
+             "submit -f " + std::string(ARBITER_SOURCE_DIR) + "/examples/jobs.yaml");
+  EXPECT_EQ(file.status, 1) << file.output;
+  EXPECT_NE(file.output.find("user: ignored: the server records the submitter"), std::string::npos)
+      << file.output;
+  EXPECT_NE(file.output.find("(chat-serving-2)"), std::string::npos) << file.output;
+  EXPECT_NE(file.output.find("(llama-70b-pretrain)"), std::string::npos) << file.output;
+  EXPECT_EQ(file.output.find("unknown field"), std::string::npos) << file.output;
+  std::size_t refused = 0;
+  for (std::size_t at = file.output.find("HTTP 400"); at != std::string::npos;
+       at = file.output.find("HTTP 400", at + 1)) {
+    ++refused;
+  }
+  EXPECT_EQ(refused, 2u) << file.output;  // moe-giant and distill-32g
   // The address and token from the user's client file.
   const std::string client = (dir.path() / "client.yaml").string();
   std::ofstream(client) << "server: http://" << server.address() << "\ntoken: example-admin-token\n";

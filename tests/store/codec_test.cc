@@ -370,21 +370,24 @@ TEST(StoreRecords, ValidateJobSpecNamesTheField) {
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = -3; }),
             "groups[1].tasks: must be at least 1, got -3");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].request.gpu = MilliGpu(1500); }),
-            "groups[1].gpu_milli: a share of one GPU is below 1000 milli, above it whole GPUs (a "
-            "multiple of 1000); got 1500");
+            "groups[1].gpu_milli: above 1 GPU must be a whole number (a task takes a share of one "
+            "GPU or whole GPUs), got 1.5 GPUs");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[0].request.cpu = MilliCpu(-1); }),
             "groups[0].cpu_milli: must not be negative, got -1");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[0].request.gpu_memory = GpuMemMiB(10); }),
-            "groups[0].gpu_memory_mib: needs gpu_milli: GPU memory is asked per device");
+            "groups[0].gpu_memory_mib: needs GPUs: GPU memory is asked per device of a task with "
+            "GPUs");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].name = "launcher"; }),
             "groups[1].name: duplicate group name 'launcher'");
   EXPECT_EQ(error([](JobSpec& s) { s.groups.clear(); }), "groups: give at least one task group");
-  EXPECT_EQ(error([](JobSpec& s) { s.user.clear(); }), "user: must not be empty (the submitter)");
+  // The submitter is the store's to require (Submit), not the spec's: a jobs file has none.
+  EXPECT_EQ(error([](JobSpec& s) { s.user.clear(); }), "");
   EXPECT_EQ(error([](JobSpec& s) { s.queue.clear(); }), "queue: must not be empty");
   EXPECT_EQ(error([](JobSpec& s) { s.tolerations[1].value = "x"; }),
             "tolerations[1].value: operator Exists matches any value; leave 'value' out");
   EXPECT_EQ(error([](JobSpec& s) { s.tolerations[0].key.clear(); }),
-            "tolerations[0].key: operator Equal needs a key");
+            "tolerations[0].key: operator Equal needs a key (an empty key with operator Exists "
+            "tolerates all)");
   EXPECT_EQ(error([](JobSpec& s) { s.affinity[0].match.clear(); }),
             "affinity[0].match: give at least one label to match");
   EXPECT_EQ(error([](JobSpec& s) { s.runtime_estimate = -5; }),
@@ -539,11 +542,12 @@ TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
     return r.ok() ? std::string("ok") : r.status().message();
   };
   EXPECT_EQ(error([](JobSpec& s) { s.queue = "trainin"; }),
-            "queue: unknown leaf queue 'trainin' (known: training, batch)");
+            "queue: unknown leaf queue 'trainin' (known: training, batch); did you mean "
+            "'training'?");
   EXPECT_EQ(error([](JobSpec& s) { s.queue = "root"; }),
-            "queue: unknown leaf queue 'root' (known: training, batch)");
+            "queue: queue 'root' has child queues; jobs go to leaf queues (training, batch)");
   EXPECT_EQ(error([](JobSpec& s) { s.priority_class = "P9"; }),
-            "priority_class: unknown priority class 'P9' (known: P0, P1, P2)");
+            "priority_class: unknown priority class 'P9' (known: P0, P1, P2); did you mean 'P0'?");
   EXPECT_EQ(error([](JobSpec& s) { s.gpu_types = {"B200"}; }),
             "gpu_types[0]: unknown GPU type 'B200' (known: H800, L40S)");
   EXPECT_EQ(error([](JobSpec& s) { s.topology_level = "rack"; }),

@@ -238,7 +238,9 @@ TEST_P(StoreTest, AppendIsAllOrNothing) {
   Result<std::vector<Event>> r = store_->Append({Start(a, 10, "h800-0"), Start(a, 11, "h800-1")});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "events[1] (job 1, started): job is running; only a pending job can start");
+            "events[1]: job 1 (started): job is running; only a pending job can start");
+  EXPECT_EQ(r.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(r.status().field(), "events[1]");
   EXPECT_EQ(MustGet(a).status.state, JobState::kPending);
   EXPECT_EQ(store_->LastSeq(), seq);
   Result<std::vector<Event>> none = store_->EventsSince(seq, 10);

@@ -595,7 +595,9 @@ TEST(TraceCsv, BadRows) {
   ASSERT_EQ(trace.jobs.size(), 1u);
   EXPECT_EQ(trace.jobs[0].name, "h");
   const std::vector<std::pair<std::int64_t, std::string>> expected = {
-      {2, "gpus: neither a share of one GPU nor whole GPUs: \"1.5\""},
+      {2,
+       "gpus: above 1 GPU must be a whole number (a task takes a share of one GPU or whole GPUs), "
+       "got 1.5 GPUs"},
       {3, "tasks: must be at least 1: \"0\""},
       {4, "submit: empty"},
       {5, "gpus: finer than a thousandth: \"0.3333\""},
@@ -707,6 +709,28 @@ TEST(TraceJson, MalformedJsonFailsWithThePosition) {
   EXPECT_EQ(ReadError("{}", Format::kJson), "t.csv:1: no \"jobs\" field");
   EXPECT_EQ(ReadError("42", Format::kJson),
             "t.csv:1: expected {\"jobs\": [...]} or an array of jobs");
+}
+
+// The trace readers keep the limits of every reader of jobs (config/limits.h): a row outside them
+// is a bad row naming the field, never a job.
+TEST(TraceLimits, RowsOutsideTheJobLimitsAreBadRows) {
+  const std::string long_name(300, 'n');
+  Trace t = MustRead(
+      "name,submit,duration,gpus,queue\n"
+      "ok,0,10,1,q\n" +
+          long_name +
+          ",1,10,1,q\n"
+          "gpu-share,2,10,1.5,q\n",
+      Format::kCsv);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].name, "ok");
+  ASSERT_EQ(t.bad_rows.size(), 2u);
+  EXPECT_EQ(t.bad_rows[0].line, 3);
+  EXPECT_EQ(t.bad_rows[0].problem, "name: must be at most 256 bytes long, got 300");
+  EXPECT_EQ(t.bad_rows[1].line, 4);
+  EXPECT_EQ(t.bad_rows[1].problem,
+            "gpus: above 1 GPU must be a whole number (a task takes a share of one GPU or whole "
+            "GPUs), got 1.5 GPUs");
 }
 
 }  // namespace
