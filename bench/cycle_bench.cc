@@ -200,9 +200,10 @@ void RunVariant(const Variant& v, const Options& opt) {
   Print("cycle_gpu_allocated_pct", v.suffix,
         100.0 * static_cast<double>(allocated) / capacity_milli, "%");
   for (const StageTiming& t : median.plan.timings) {
-    Print(std::string("cycle_stage_") + t.stage + "_seconds", v.suffix,
+    Print(std::string("cycle_stage_") + StageName(t.stage) + "_seconds", v.suffix,
           static_cast<double>(t.micros) / 1e6, "s");
-    Print(std::string("cycle_stage_") + t.stage + "_calls", v.suffix, static_cast<double>(t.calls),
+    Print(std::string("cycle_stage_") + StageName(t.stage) + "_calls", v.suffix,
+          static_cast<double>(t.calls),
           "calls");
   }
   std::fflush(stdout);

@@ -64,7 +64,7 @@ void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std
     for (std::size_t k = 0; k < p.timings.size(); ++k) {
       if (stage_micros.size() <= k) {
         stage_micros.push_back(0);
-        stage_names.push_back(p.timings[k].stage);
+        stage_names.push_back(StageName(p.timings[k].stage));
       }
       stage_micros[k] += p.timings[k].micros;
     }

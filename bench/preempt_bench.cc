@@ -80,9 +80,9 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
     cycle_us.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     for (const StageTiming& t : p.timings) {
-      if (std::string(t.stage) == "preempt") preempt_us.push_back(static_cast<double>(t.micros));
-      if (std::string(t.stage) == "backfill") backfill_us.push_back(static_cast<double>(t.micros));
-      if (std::string(t.stage) == "explain") explain_us.push_back(static_cast<double>(t.micros));
+      if (t.stage == Stage::kPreempt) preempt_us.push_back(static_cast<double>(t.micros));
+      if (t.stage == Stage::kBackfill) backfill_us.push_back(static_cast<double>(t.micros));
+      if (t.stage == Stage::kExplain) explain_us.push_back(static_cast<double>(t.micros));
     }
     victims += p.evictions.size();
     placed += p.binds.size();

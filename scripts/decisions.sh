@@ -24,10 +24,13 @@ openb="$root/data/traces/openb"
 for seed in 42 7; do
   "$build/arbiter" fill --nodes "$openb/openb_node_list_gpu_node.csv" \
     --pods "$openb/openb_pod_list_default.csv" --seeds 1 --seed "$seed" \
-    --placement arbiter --placement fgd --placement best-fit --quiet --json - > "$out/fill-$seed.json"
+    --placement arbiter --placement fgd --placement best-fit --quiet \
+    --json "$out/fill-$seed.json" > /dev/null
 done
 
-"$build/arbiter" sim "$root/scenarios/mixed-cluster.yaml" > "$out/make-run.txt"
+# (The first line says how long the run took: left out.)
+"$build/arbiter" sim "$root/scenarios/mixed-cluster.yaml" | sed -E 's/ events in [0-9.]+ s/ events/' \
+  > "$out/make-run.txt"
 for scenario in "$root"/scenarios/*.yaml; do
   "$build/arbiter" sim "$scenario" --json "$out/sim-$(basename "$scenario" .yaml).json" > /dev/null
 done

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -64,7 +63,8 @@ struct BackfillOptions {
 };
 
 // How the placement stage chooses a node (and devices) among those that can host a task.
-// `kArbiter` is the engine's own placement (bucketed best fit, see docs/design/engine.md); the
+// `kArbiter` is the engine's own placement (candidates from the free-capacity buckets, ranked by the
+// growth of expected fragmentation weighed by scarcity: docs/design/placement.md); the
 // others are the published baselines of Weng et al., "Beware of Fragmentation" (ATC 2023), scored
 // as their simulator scores them (docs/placement.md), FGD itself, and kFrag. Under these every
 // feasible node of every accepted GPU type is scored and the best taken; equal scores go to the
@@ -106,7 +106,8 @@ struct PlacementOptions {
   // kArbiter: shapes beyond about this many are merged (those of one GPU request, CPU and memory
   // averaged), which bounds the cost of scoring a node; 0: no limit.
   std::size_t max_shapes = 64;
-  // Built by the engine from `shapes` (not to be set by callers).
+  // Built by the engine from `shapes`: whatever a caller sets here, an engine replaces with its
+  // own (a model keeps scratch space, which two engines must not share).
   std::shared_ptr<const engine::FragModel> model;
 };
 
@@ -121,12 +122,22 @@ struct EngineOptions {
   std::function<std::int64_t()> clock_micros;
 };
 
+// One engine schedules one cycle at a time: it keeps caches (the fragmentation models it built,
+// with the scratch space and remembered measures inside them) that its cycles change, without
+// locks. It cannot be copied, so that no two engines share them; a program that schedules on
+// several threads gives each its own engine.
 class Engine {
  public:
   explicit Engine(EngineOptions options = {});
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  Engine(Engine&&) = default;
+  Engine& operator=(Engine&&) = default;
 
-  // One scheduling cycle. `state` serves as scratch space during the cycle and is returned
-  // exactly as it was given; the driver applies the plan afterwards (ClusterState::Apply).
+  // One scheduling cycle. `state` serves as scratch space during the cycle (a Transaction that is
+  // discarded) and is returned exactly as it was given; the driver applies the plan afterwards
+  // (ClusterState::Apply). The plan depends only on the state, the pending jobs, `now` and the
+  // options, never on the cycles this engine ran before or on other states it scheduled.
   Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const;
 
   const EngineOptions& options() const { return options_; }
@@ -136,26 +147,20 @@ class Engine {
   // about the same), weighed by the cluster's capacity where the policy does (FragModel).
   std::shared_ptr<const engine::FragModel> ModelOf(const ClusterState& state) const;
 
-  EngineOptions options_;
-  struct ObservedModel {
-    std::mutex mutex;
-    // The models built last, the one in use first, each with the fingerprint of the rounded
-    // counts it was built from: as jobs start and end, a shape's count often goes back and forth
-    // across a rounding step, and the model of either side is then kept rather than built again.
-    struct Built {
-      std::uint64_t fingerprint = 0;
-      std::shared_ptr<const engine::FragModel> model;
-    };
-    std::vector<Built> recent;
+  EngineOptions options_;  // placement.model: the engine's own (built from the given shapes)
+  // The models built last, the one in use first, each under the key of what it was built from:
+  // the digest of the rounded counts of the running shapes (when no shapes are given) and of the
+  // cluster's capacity (when the policy weighs scarcity). As jobs start and end, a shape's count
+  // often goes back and forth across a rounding step, and the model of either side is then kept
+  // rather than built again.
+  struct Built {
+    std::uint64_t key = 0;
+    std::shared_ptr<const engine::FragModel> model;
   };
-  std::shared_ptr<ObservedModel> observed_;  // shared by copies of the engine
-  // options_ with the observed model set, made again only when the model changes (a cycle then
+  mutable std::vector<Built> recent_;
+  // options_ with the model in use set, made again only when the model changes (a cycle then
   // copies no options).
-  struct CycleOptions {
-    std::mutex mutex;
-    std::shared_ptr<const EngineOptions> options;
-  };
-  std::shared_ptr<CycleOptions> cycle_options_;  // shared by copies of the engine
+  mutable std::shared_ptr<const EngineOptions> cycle_options_;
 };
 
 }  // namespace arbiter

@@ -32,8 +32,27 @@ struct Allocation {
   std::vector<TaskAllocation> tasks;
 };
 
-// The stage of the cycle that decided a job could not be placed.
-enum class Stage : std::uint8_t { kValidate, kQuota, kFilter, kPlace };
+// The stages of a cycle, in the order they run: order the pending jobs; then, for each job in
+// order, validate it, admit it by quota, place it (each node passing the filter first), explain
+// why not when it was not placed, and give the first blocked jobs a backfill reservation; last,
+// let blocked jobs preempt. A Reason names the stage that said no (validate, quota, filter or
+// place); Plan::timings counts and times every stage. The values are stable (plans' fingerprints
+// read them): new stages take new values.
+enum class Stage : std::uint8_t {
+  kOrder = 4,
+  kValidate = 0,
+  kQuota = 1,
+  kFilter = 2,
+  kPlace = 3,
+  kExplain = 5,
+  kBackfill = 6,
+  kPreempt = 7,
+};
+inline constexpr int kStageCount = 8;
+// Every stage, in the order a cycle runs them.
+inline constexpr Stage kStages[kStageCount] = {Stage::kOrder,   Stage::kValidate, Stage::kQuota,
+                                               Stage::kFilter,  Stage::kPlace,    Stage::kExplain,
+                                               Stage::kBackfill, Stage::kPreempt};
 
 // Why a node, a queue or the topology could not take a job. Node causes come first, in the order
 // the filter checks them; a node is counted under the first cause it fails.
@@ -114,9 +133,9 @@ struct Unplaced {
   Reason reason;
 };
 
-// Work and time of one named stage of the cycle. Time is 0 when the engine was given no clock.
+// Work and time of one stage of the cycle. Time is 0 when the engine was given no clock.
 struct StageTiming {
-  const char* stage = "";
+  Stage stage = Stage::kOrder;
   std::int64_t calls = 0;
   std::int64_t micros = 0;
 };
@@ -137,7 +156,7 @@ struct Plan {
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;
   std::vector<Unplaced> unplaced;  // in the order the cycle took them
-  std::vector<StageTiming> timings;
+  std::vector<StageTiming> timings;  // every stage but filter (timed within place and explain)
 };
 
 }  // namespace arbiter

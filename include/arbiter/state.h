@@ -123,21 +123,20 @@ struct alignas(64) NodeState {
   std::uint64_t resident_queues = 0;
 };
 
-// A running job as its nodes see it: what the victim search needs, stored with the node so that
-// scanning a node reads nothing else. `job` points into the state's running jobs, which never move
-// while they run (the state cannot be copied, only moved).
+// A running job as its nodes see it: the facts the victim search reads, stored with the node so
+// that scanning a node reads nothing else (the rules that read them are the engine's
+// VictimPolicy). `job` points into the state's running jobs, which never move while they run (the
+// state cannot be copied, only moved).
 struct Resident {
   const struct RunningJob* job = nullptr;
   QueueId queue = 0;
-  std::int32_t class_value = 0;
+  PriorityClassId priority_class = 0;
   GpuTypeId gpu_type = kNone;
   std::int64_t gpus = 0;  // the job's milli-GPU in all
   std::int64_t held = 0;  // milli-GPU of its devices on this node
   Millis since = 0;       // its start or last checkpoint, the later
   Millis restart_overhead = 0;
-  bool class_preemptible = true;
-  bool queue_preemptable = true;
-  bool evictable = false;  // both of the above, no minimum runtime and no eviction history
+  bool evicted_before = false;  // the job has an eviction history (RunningJob::evictions)
 };
 
 // A topology domain above the node level. Nodes are stored so that every domain is a contiguous
@@ -257,6 +256,11 @@ class ClusterState {
   // under which what was computed from that capacity may be remembered.
   std::uint64_t NodeStamp(NodeId n) const { return node_stamp_[n]; }
   std::uint64_t id() const { return id_; }
+  // A digest of every node's capacity (CPU, memory, devices with their type, memory and NVLink
+  // group, in node order), which never changes: states of the same nodes have the same digest,
+  // others (but for a 2^-64 chance) not. What is computed from the capacity alone may be kept
+  // under it across states.
+  std::uint64_t capacity_digest() const { return capacity_digest_; }
   // Fully free devices and free milli-GPU of `type` within a domain.
   std::int64_t DomainFreeDevices(DomainId d, GpuTypeId type) const {
     return domain_free_devices_[d * gpu_types_.size() + type];
@@ -470,6 +474,7 @@ class ClusterState {
   bool check_discards_ = DefaultCheckDiscards();
   static bool DefaultCheckDiscards();
   std::uint64_t id_ = NextStateId();
+  std::uint64_t capacity_digest_ = 0;
   static std::uint64_t NextStateId();
 
   std::vector<QuotaLimits> limits_;

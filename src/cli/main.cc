@@ -132,7 +132,8 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
   }
   std::string stages;
   for (const StageTiming& t : plan.timings)
-    stages += fmt::format("{}{} {}x {}us", stages.empty() ? "" : ", ", t.stage, t.calls, t.micros);
+    stages += fmt::format("{}{} {}x {}us", stages.empty() ? "" : ", ", StageName(t.stage), t.calls,
+                          t.micros);
   fmt::print("stages: {}\n", stages);
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/victim_policy.h"
+
 namespace arbiter::config {
 namespace {
 
@@ -36,63 +38,37 @@ std::string Percent(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-// What the engine's preemption stage can do, from the configuration alone (src/engine/preempt.cc):
-//  - within a queue: a job of a queue with preempt_within_queue evicts lower-valued classes' jobs
-//    of the same queue;
-//  - by queue priority: a job of a queue with preempt_lower_priority evicts work of queues of the
-//    same tree with a lower `priority`;
-//  - by reclaim: a job of a queue with reclaim, within its nominal quota, evicts work that other
-//    queues of its tree run on borrowed quota.
-// Jobs name leaf queues only, so preemptors and victims are leaf queues. Where the configuration
-// alone cannot tell (which classes a queue's jobs use, how much is borrowed at a given time), the
-// analysis answers "can evict", so that the rules built on it stay quiet.
+// What the engine's preemption stage can do, from the configuration alone: the engine's own
+// rules (engine::VictimPolicy, which the victim search asks too) applied to every pair of leaf
+// queues and classes. Jobs name leaf queues only, so preemptors and victims are leaf queues. Where
+// the configuration alone cannot tell (which classes a queue's jobs use, how much is borrowed at a
+// given time, whether a queue is within its guarantee when it would reclaim), the analysis answers
+// "can evict", so that the rules built on it stay quiet.
 class Analysis {
  public:
   Analysis(const ClusterConfig& config, const ClusterState& state)
-      : preemption_(config.engine.preemption.enabled), state_(state) {
+      : preemption_(config.engine.preemption.enabled), state_(state), policy_(state) {
     const std::size_t n = state.queue_count();
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
-      top_value_ = std::max(top_value_, state.priority_class(c).value);
-    for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
-      const PriorityClassSpec& pc = state.priority_class(c);
-      any_preemptible_ = any_preemptible_ || pc.preemptible;
-      preemptible_below_another_ =
-          preemptible_below_another_ || (pc.preemptible && pc.value < top_value_);
-    }
+      any_preemptible_ = any_preemptible_ || state.priority_class(c).preemptible;
     root_.resize(n);
-    can_borrow_.resize(n);
-    can_reclaim_.resize(n);
     for (QueueId q = 0; q < n; ++q) {
       QueueId r = q;
       while (state.queue(r).parent != kNone) r = state.queue(r).parent;
       root_[q] = r;
-      can_borrow_[q] = ComputeCanBorrow(q);
-      can_reclaim_[q] = ComputeCanReclaim(q);
     }
-    // Per tree (indexed by root): the highest priority of a leaf with preempt_lower_priority, the
-    // leaves that may reclaim, the highest leaf priority.
+    // Per tree (indexed by root): the highest leaf priority.
     constexpr std::int64_t kNoPriority = std::numeric_limits<std::int64_t>::min();
-    std::vector<std::int64_t> top_evictor(n, kNoPriority);
-    std::vector<int> reclaimers(n, 0);
     top_leaf_priority_.assign(n, kNoPriority);
     for (QueueId q = 0; q < n; ++q) {
       if (!leaf(q)) continue;
-      const QueueSpec& s = spec(q);
-      if (s.preempt_lower_priority)
-        top_evictor[root_[q]] = std::max<std::int64_t>(top_evictor[root_[q]], s.priority);
-      if (can_reclaim_[q]) ++reclaimers[root_[q]];
       top_leaf_priority_[root_[q]] =
-          std::max<std::int64_t>(top_leaf_priority_[root_[q]], s.priority);
+          std::max<std::int64_t>(top_leaf_priority_[root_[q]], spec(q).priority);
     }
-    by_queue_priority_.resize(n);
-    by_reclaim_.resize(n);
     evictable_.resize(n);
     evictable_leaves_.assign(n, 0);
     for (QueueId q = 0; q < n; ++q) {
       if (!leaf(q)) continue;
-      // A queue does not outrank itself, so the top evictor is another queue when it outranks q.
-      by_queue_priority_[q] = top_evictor[root_[q]] > spec(q).priority;
-      by_reclaim_[q] = can_borrow_[q] && reclaimers[root_[q]] - (can_reclaim_[q] ? 1 : 0) > 0;
       evictable_[q] = preemption_ && any_preemptible_ && spec(q).preemptable &&
                       EvictableByRule(q, std::nullopt);
       if (evictable_[q]) ++evictable_leaves_[root_[q]];
@@ -106,15 +82,27 @@ class Analysis {
   const QueueSpec& spec(QueueId q) const { return state_.queue(q).spec; }
   // Whether leaf queue q may use more than its nominal quota in some resource limited in its tree
   // (its own limits only: borrowing_limit not 0, and max, when given, above nominal).
-  bool can_borrow(QueueId q) const { return can_borrow_[q]; }
+  bool can_borrow(QueueId q) const { return policy_.MayEverBorrow(q); }
 
-  // Whether work of leaf queue v in a class of value `value` (any preemptible class when unset)
-  // can be evicted by some rule. Assumes preemption is enabled, v preemptable and the class
-  // preemptible.
-  bool EvictableByRule(QueueId v, std::optional<std::int32_t> value) const {
-    const bool within =
-        spec(v).preempt_within_queue && (value ? *value < top_value_ : preemptible_below_another_);
-    return within || by_queue_priority_[v] || by_reclaim_[v];
+  // Whether work of leaf queue v in class `cls` (any preemptible class when unset) can be evicted
+  // by some rule: some leaf queue's jobs, of some class, may evict it (VictimPolicy::Relation,
+  // reclaim assumed possible for every queue that may ever reclaim), on some GPU type where the
+  // eviction does not need borrowed work that v can never have. Assumes preemption is enabled, v
+  // preemptable and the class preemptible.
+  bool EvictableByRule(QueueId v, std::optional<PriorityClassId> cls) const {
+    const std::size_t classes = state_.priority_class_count();
+    for (PriorityClassId victim = 0; victim < classes; ++victim) {
+      if (cls ? victim != *cls : !state_.priority_class(victim).preemptible) continue;
+      for (QueueId q = 0; q < state_.queue_count(); ++q) {
+        if (!leaf(q) || !same_tree(q, v)) continue;
+        for (PriorityClassId by = 0; by < classes; ++by) {
+          const std::optional<Eviction::Kind> kind =
+              policy_.Relation(q, by, v, victim, policy_.MayEverReclaim(q));
+          if (kind && (policy_.MayEverBorrow(v) || !NeedsBorrowedWork(*kind, v))) return true;
+        }
+      }
+    }
+    return false;
   }
   // Whether work of leaf queue v, in some class, can ever be evicted.
   bool Evictable(QueueId v) const { return evictable_[v]; }
@@ -125,33 +113,21 @@ class Analysis {
   }
 
  private:
-  bool ComputeCanBorrow(QueueId q) const {
-    for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
-      const QuotaLimits& l = state_.quota(q, r);
-      if (!l.limited || l.borrowing_limit == 0) continue;
-      if (l.max >= 0 && l.max <= l.nominal) continue;
-      return true;
+  // Whether an eviction of `kind` of v's work needs it to run above v's guarantee on every GPU
+  // type of the cluster.
+  bool NeedsBorrowedWork(Eviction::Kind kind, QueueId v) const {
+    for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) {
+      if (!policy_.OnlyAboveGuarantee(kind, v, t)) return false;
     }
-    return false;
-  }
-  // Reclaim on, and nominal quota in a resource limited in its tree.
-  bool ComputeCanReclaim(QueueId q) const {
-    if (!spec(q).reclaim) return false;
-    for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
-      const QuotaLimits& l = state_.quota(q, r);
-      if (l.limited && l.nominal > 0) return true;
-    }
-    return false;
+    return state_.gpu_type_count() > 0 || kind == Eviction::Kind::kReclaim;
   }
 
   bool preemption_;
   const ClusterState& state_;
-  std::int32_t top_value_ = std::numeric_limits<std::int32_t>::min();
+  engine::VictimPolicy policy_;
   bool any_preemptible_ = false;
-  bool preemptible_below_another_ = false;  // some preemptible class has a higher class above it
   std::vector<QueueId> root_;
-  std::vector<bool> can_borrow_, can_reclaim_;
-  std::vector<bool> by_queue_priority_, by_reclaim_, evictable_;
+  std::vector<bool> evictable_;
   std::vector<int> evictable_leaves_;            // per root
   std::vector<std::int64_t> top_leaf_priority_;  // per root
 };
@@ -208,7 +184,7 @@ class Linter {
         continue;
       bool evictable = false;
       for (QueueId v = 0; v < state_.queue_count() && !evictable; ++v) {
-        evictable = a_.leaf(v) && a_.spec(v).preemptable && a_.EvictableByRule(v, pc.value);
+        evictable = a_.leaf(v) && a_.spec(v).preemptable && a_.EvictableByRule(v, c);
       }
       if (!evictable) continue;
       Warn(kLintPreemptibleClassWithoutProtection, ClassField(c),
@@ -375,7 +351,7 @@ class Linter {
       if (!pc.preemptible || !a_.spec(j.queue).preemptable) continue;
       if (j.checkpoint_interval > 0 || j.total_gpu().value() == 0) continue;
       if (j.runtime_estimate > 0 && j.runtime_estimate <= pc.min_runtime) continue;
-      if (!a_.EvictableByRule(j.queue, pc.value)) continue;
+      if (!a_.EvictableByRule(j.queue, j.priority_class)) continue;
       by_class[j.priority_class].push_back(j.name);
     }
     for (const auto& [c, names] : by_class) {

@@ -1,15 +1,13 @@
 // Placement: devices for every task of a gang, inside the smallest topology domain that holds it.
 //
-// A single task goes to the best-fitting node found through the free-capacity indexes: the nodes
-// with the fewest free devices that still hold it (a share of a device goes first to the partly
-// used device with the least free share), so whole nodes and NVLink groups stay whole for big
-// gangs. A gang is tried in one NVLink group, then one node, then one domain of each operator level
-// from the innermost out (best fit: the domain with the fewest free devices that could hold it),
-// then the whole cluster; a required topology level stops the search at that level.
-//
-// Under a scoring policy (EngineOptions::placement, score.cc) a task searched over a range of nodes
-// goes instead to the node, among every feasible one of the job's GPU type, that the policy scores
-// best; the gang search around it is the same.
+// A single task goes, under the default policy (kArbiter), to the best of a few candidates from each
+// bucket of the free-capacity indexes that can hold it, ranked by how much they grow the cluster's
+// expected fragmentation (score.cc, docs/design/placement.md); under the other policies, to the
+// node that the policy scores best among every feasible one of the job's GPU type. A gang is tried
+// in one NVLink group, then one node, then one domain of each operator level from the innermost out
+// (the domain with the least free capacity that could hold it first), then the whole cluster; a
+// required topology level stops the search at that level. Each attempt is a transaction of its
+// own, committed to the caller's when the whole gang is placed, discarded otherwise.
 #include <algorithm>
 #include <array>
 #include <span>

@@ -1,11 +1,18 @@
 // Preemption and reclaim: the cheapest set of victims whose eviction lets a blocked job fit.
 //
-// The search is a transaction on the cycle's scratch state. For each candidate scope (one node,
-// then one domain of each operator level from the innermost out, then the cluster, never past the
-// preemptor's required level) it evicts the scope's eligible victims cheapest first until the
-// preemptor fits, quota and placement both, then reprieves every victim it can do without, most
-// expensive first, and undoes everything. Scopes are visited in order of a lower bound on their
-// cost, so the search stops as soon as no unvisited scope can beat the best set found.
+// Who may be a victim and at what cost is the VictimPolicy's (victim_policy.h); this file searches.
+// The steps of a search (Search):
+//   1. scopes (Find): one node, then one domain of each operator level from the innermost out,
+//      then the cluster, never past the preemptor's required level; single nodes come lazily in
+//      the state's order of their residents' latest checkpoint;
+//   2. bound (Bound, BestIn): a lower bound on each scope's cost orders the scopes, and the search
+//      stops as soon as no unvisited scope can beat the best set found;
+//   3. try a scope (TryScope), in a transaction that is discarded: evict its eligible victims
+//      cheapest first until the preemptor fits, quota and placement both (EvictUntilFits), give
+//      back every victim it can do without, most expensive first (Reprieve), and check the
+//      minimum benefit (WorthIt);
+//   4. commit (Find): the best set is evicted and the preemptor placed in a transaction committed
+//      to the caller's.
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -17,15 +24,7 @@
 namespace arbiter::engine {
 namespace {
 
-constexpr const char* kClassNotPreemptible = "priority class not preemptible";
-constexpr const char* kQueueNotPreemptable = "queue not preemptable";
-
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
-
-QueueId RootOf(const ClusterState& state, QueueId q) {
-  while (state.queue(q).parent != kNone) q = state.queue(q).parent;
-  return q;
-}
 
 // Quota resources of `type` that limit queue q (the type itself, and "gpu" for all types).
 std::vector<std::size_t> LimitedResources(const ClusterState& state, QueueId q, GpuTypeId type) {
@@ -69,11 +68,12 @@ bool Better(const Candidate& a, const Candidate& b) {
 
 class Search {
  public:
-  Search(Transaction& tx, const JobFilter& filter, Millis now, std::int64_t gpu_budget,
-         const std::unordered_set<JobId>& excluded, const EngineOptions& options,
-         PreemptionRefusals* refusals)
+  Search(Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
+         std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
+         const EngineOptions& options, PreemptionRefusals* refusals)
       : refusals_(refusals),
         tx_(tx),
+        policy_(policy),
         state_(tx.state()),
         filter_(filter),
         job_(*filter.job),
@@ -84,23 +84,13 @@ class Search {
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state_, job_.queue, filter.type).empty();
-    root_ = RootOf(state_, job_.queue);
-    within_queue_ = state_.queue(job_.queue).spec.preempt_within_queue;
-    across_queues_ = state_.queue(job_.queue).spec.preempt_lower_priority;
-    queue_priority_ = state_.queue(job_.queue).spec.priority;
+    // The queues whose work this preemptor may evict at all (of some class), as
+    // NodeState::resident_queues bits.
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
-      roots_.push_back(RootOf(state_, q));
-      queue_priorities_.push_back(state_.queue(q).spec.priority);
-    }
-    // The queues whose work this preemptor may evict at all, as NodeState::resident_queues bits.
-    for (QueueId q = 0; q < state_.queue_count(); ++q) {
-      if (roots_[q] != root_) continue;
-      const bool may = q == job_.queue ? within_queue_ : (OutranksQueue(q) || can_reclaim_);
-      if (may) victim_queues_ |= std::uint64_t{1} << (q % 64);
-    }
-    value_ = state_.priority_class(job_.priority_class).value;
-    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
-      max_class_value_ = std::max(max_class_value_, state_.priority_class(c).value);
+      for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+        if (policy_.Relation(job_.queue, job_.priority_class, q, c, can_reclaim_))
+          victim_queues_ |= std::uint64_t{1} << (q % 64);
+      }
     }
     for (const TaskGroup& g : job_.groups) {
       milli_ += g.count * g.request.gpu.value();
@@ -143,7 +133,7 @@ class Search {
           [&](std::pair<NodeId, NodeId>& scope, double& floor) {
             if (it == by_since.end()) return false;
             scope = {it->second, it->second + 1};
-            floor = static_cast<double>(LostWork(missing, it->first, 0, now_));
+            floor = static_cast<double>(VictimPolicy::LostWork(missing, it->first, 0, now_));
             ++it;
             return true;
           },
@@ -190,32 +180,22 @@ class Search {
   // Whether this preemptor may evict `r`, and at what cost.
   std::optional<Victim> Evaluate(const RunningJob* r) {
     // The relation first (cheap), then the guards, then the cost.
-    Eviction::Kind kind;
-    if (r->job.queue == job_.queue) {
-      if (!within_queue_ || state_.priority_class(r->job.priority_class).value >= value_)
-        return std::nullopt;
-      kind = Eviction::Kind::kWithinQueue;
-    } else if (roots_[r->job.queue] != root_) {
+    const std::optional<Eviction::Kind> kind = policy_.Relation(
+        job_.queue, job_.priority_class, r->job.queue, r->job.priority_class, can_reclaim_);
+    if (!kind) return std::nullopt;
+    if (*kind == Eviction::Kind::kQueuePriority &&
+        policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
+        !RunsOnBorrowedQuota(state_, *r))
       return std::nullopt;
-    } else if (OutranksQueue(r->job.queue)) {
-      // Quotas protect guarantees here too: only work above its queue's nominal quota.
-      if (!LimitedResources(state_, r->job.queue, r->allocation.gpu_type).empty() &&
-          !RunsOnBorrowedQuota(state_, *r))
-        return std::nullopt;
-      kind = Eviction::Kind::kQueuePriority;
-    } else {
-      if (!can_reclaim_) return std::nullopt;
-      kind = Eviction::Kind::kReclaim;
-    }
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
-    if (const char* guard = EvictionGuard(state_, *r, now_, &until)) {
+    if (const char* guard = policy_.Guard(*r, now_, &until)) {
       if (refusals_ && refused_.insert(r).second) Refused(guard, until);
       return std::nullopt;
     }
-    if (kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) return std::nullopt;
-    Victim v = CostOf(state_, *r, now_, max_class_value_);
-    v.kind = kind;
+    if (*kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) return std::nullopt;
+    Victim v = policy_.CostOf(*r, now_);
+    v.kind = *kind;
     return v;
   }
 
@@ -232,41 +212,37 @@ class Search {
   }
 
   // The cost of evicting a resident, or nullopt when this preemptor may not evict it. Reads only
-  // the resident, unless a guard or reclaim needs the running job itself.
+  // the resident, unless a guard, a guarantee or an exclusion needs the running job itself.
   std::optional<double> QuickCost(const Resident& res) {
-    bool reclaim = false;
-    if (res.queue == job_.queue) {
-      if (!within_queue_ || res.class_value >= value_) return std::nullopt;
-    } else if (roots_[res.queue] != root_) {
-      return std::nullopt;
-    } else if (OutranksQueue(res.queue)) {
+    const std::optional<Eviction::Kind> kind = policy_.Relation(
+        job_.queue, job_.priority_class, res.queue, res.priority_class, can_reclaim_);
+    if (!kind) return std::nullopt;
+    const char* protection = policy_.Protection(res.queue, res.priority_class);
+    if (*kind == Eviction::Kind::kQueuePriority) {
       // The guarantee check needs the running job; take the full path.
-      if (!res.class_preemptible || !res.queue_preemptable) return std::nullopt;
+      if (protection) return std::nullopt;
       std::optional<Victim> v = Evaluate(res.job);
       if (!v) return std::nullopt;
       return v->cost;
-    } else {
-      if (!can_reclaim_) return std::nullopt;
-      reclaim = true;
     }
-    if (!res.class_preemptible ||
-        !res.queue_preemptable) {  // never evicted: no need to look further
+    if (protection) {  // never evicted: no need to look further
       // A job with all its GPUs on this node is met once; others are deduplicated.
-      if (refusals_ && (res.held == res.gpus || refused_.insert(res.job).second)) {
-        Refused(res.class_preemptible ? kQueueNotPreemptable : kClassNotPreemptible, -1);
-      }
+      if (refusals_ && (res.held == res.gpus || refused_.insert(res.job).second))
+        Refused(protection, -1);
       return std::nullopt;
     }
-    if (!res.evictable || !excluded_.empty()) {
+    if (!policy_.Unguarded(res.queue, res.priority_class) || res.evicted_before ||
+        !excluded_.empty()) {
       std::optional<Victim> v = Evaluate(res.job);
       if (!v) return std::nullopt;
       return v->cost;
     }
     // Reclaim takes only work its queue runs on borrowed quota (the search re-checks as it goes).
-    if (reclaim && (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
+    if (*kind == Eviction::Kind::kReclaim &&
+        (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
       return std::nullopt;
-    return WeightedCost(LostWork(res.gpus, res.since, res.restart_overhead, now_), res.class_value,
-                        max_class_value_);
+    return policy_.Cost(VictimPolicy::LostWork(res.gpus, res.since, res.restart_overhead, now_),
+                        res.priority_class);
   }
 
   // The least milli-GPU the preemptor lacks on any single node: whole devices it needs beyond the
@@ -319,16 +295,9 @@ class Search {
   // Whether a victim that may only be taken above its queue's guarantee still is, with the
   // victims chosen so far gone.
   bool StillAboveGuarantee(const Victim& v) const {
-    if (v.kind == Eviction::Kind::kWithinQueue) return true;
-    if (v.kind == Eviction::Kind::kQueuePriority &&
-        LimitedResources(state_, v.running->job.queue, v.running->allocation.gpu_type).empty())
+    if (!policy_.OnlyAboveGuarantee(v.kind, v.running->job.queue, v.running->allocation.gpu_type))
       return true;
     return RunsOnBorrowedQuota(state_, *v.running);
-  }
-
-  // Whether the preemptor may evict work of queue q by queue priority.
-  bool OutranksQueue(QueueId q) const {
-    return across_queues_ && queue_priorities_[q] < queue_priority_;
   }
 
   // Eligible victims with a task in [begin, end), each once, into `out`.
@@ -491,15 +460,28 @@ class Search {
     return PlaceJobIn(trial, filter_, begin, end, options_).has_value();
   }
 
-  // Evicts victims of the scope in order until the preemptor fits, then reprieves those it can do
-  // without; everything is undone on return (the scope's transaction is discarded).
+  // Tries one scope: evicts its victims in order until the preemptor fits, reprieves those it can
+  // do without, and checks the minimum benefit. Everything is undone on return (the scope's
+  // transaction is discarded).
   std::optional<Candidate> TryScope(NodeId begin, NodeId end,
                                     const std::vector<const Victim*>& victims) {
     Transaction scope(tx_);
-    std::vector<const Victim*> removed;
+    int reclaim = 0;  // reclaim victims evicted: the preemptor may then not borrow
+    std::vector<const Victim*> evicted = EvictUntilFits(scope, begin, end, victims, reclaim);
+    if (evicted.empty()) return std::nullopt;
+    Candidate c = Reprieve(scope, begin, end, std::move(evicted), reclaim);
+    if (!WorthIt(c)) return std::nullopt;
+    return c;
+  }
+
+  // Evicts the victims in order (within the cycle's eviction budget, each still above its
+  // queue's guarantee where it must be) until the preemptor fits; those evicted, or none when it
+  // never fits.
+  std::vector<const Victim*> EvictUntilFits(Transaction& scope, NodeId begin, NodeId end,
+                                            const std::vector<const Victim*>& victims,
+                                            int& reclaim) {
+    std::vector<const Victim*> evicted;
     std::int64_t gpus = 0;
-    int reclaim = 0;
-    bool fits = false;
     for (const Victim* v : victims) {
       const std::int64_t g = GpusOf(*v->running);
       if (budget_ >= 0 && gpus + g > budget_) {
@@ -508,20 +490,24 @@ class Search {
       }
       if (!StillAboveGuarantee(*v)) continue;
       scope.Evict(*v->running);
-      removed.push_back(v);
+      evicted.push_back(v);
       gpus += g;
       reclaim += v->kind == Eviction::Kind::kReclaim;
-      if ((fits = Fits(scope, begin, end, reclaim))) break;
+      if (Fits(scope, begin, end, reclaim)) return evicted;
     }
-    if (!fits) return std::nullopt;
-    // Reprieve: give back every victim the preemptor can do without, most expensive first.
-    std::vector<const Victim*> order = removed;
-    std::stable_sort(order.begin(), order.end(),
+    return {};
+  }
+
+  // Gives back every evicted victim the preemptor can do without, most expensive first: the
+  // candidate set is those it cannot.
+  Candidate Reprieve(Transaction& scope, NodeId begin, NodeId end,
+                     std::vector<const Victim*> evicted, int reclaim) {
+    std::stable_sort(evicted.begin(), evicted.end(),
                      [](const Victim* a, const Victim* b) { return a->cost > b->cost; });
     Candidate c;
     c.begin = begin;
     c.end = end;
-    for (const Victim* v : order) {
+    for (const Victim* v : evicted) {
       scope.Readmit(*v->running);
       reclaim -= v->kind == Eviction::Kind::kReclaim;
       if (Fits(scope, begin, end, reclaim)) continue;
@@ -534,17 +520,22 @@ class Search {
       c.cost += v->cost;
       c.youngest = std::max(c.youngest, v->running->start_time);
     }
-    // The minimum benefit: what the victims lose per GPU the preemptor gains.
+    return c;
+  }
+
+  // The minimum benefit: what the victims lose per GPU the preemptor gains.
+  bool WorthIt(const Candidate& c) {
     const std::int64_t threshold = options_.preemption.max_loss_per_gpu;
     if (threshold >= 0 && milli_ > 0 && c.lost * kMilliPerGpu > threshold * milli_) {
       if (refusals_) refusals_->benefit = true;
-      return std::nullopt;
+      return false;
     }
-    return c;
+    return true;
   }
 
   PreemptionRefusals* refusals_;
   Transaction& tx_;  // the caller's: the chosen set is committed to it
+  const VictimPolicy& policy_;
   const ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;
@@ -553,55 +544,18 @@ class Search {
   const std::unordered_set<JobId>& excluded_;
   const EngineOptions& options_;
   bool can_reclaim_ = false;
-  QueueId root_ = 0;
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
   std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
   std::vector<std::pair<const char*, int>> guard_counts_;
-  std::int32_t max_class_value_ = 1;
-  bool within_queue_ = true;
-  bool across_queues_ = false;
   std::uint64_t victim_queues_ = 0;
-  std::int32_t queue_priority_ = 0;
-  std::vector<std::int32_t> queue_priorities_;
-  std::vector<QueueId> roots_;  // per queue
-  std::vector<std::pair<double, std::int64_t>>
-      per_gpu_;                      // Bound's scratch: cost per milli-GPU, milli held
+  // Bound's scratch: cost per milli-GPU, milli held.
+  std::vector<std::pair<double, std::int64_t>> per_gpu_;
   std::vector<std::int64_t> slack_;  // per queue and GPU type, computed when first needed
-  std::int32_t value_ = 0;           // the preemptor's priority-class value
 };
 
 }  // namespace
-
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now,
-                          Millis* until) {
-  const PriorityClassSpec& pc = state.priority_class(running.job.priority_class);
-  auto lifts = [&](Millis t) {
-    if (until) *until = t;
-  };
-  lifts(-1);
-  if (!pc.preemptible) return kClassNotPreemptible;
-  if (!state.queue(running.job.queue).spec.preemptable) return kQueueNotPreemptable;
-  if (now - running.start_time < pc.min_runtime) {
-    lifts(running.start_time + pc.min_runtime);
-    return "minimum runtime";
-  }
-  const std::vector<Millis>& times = running.evictions;
-  if (!times.empty() && now - times.back() < pc.eviction_cooldown) {
-    lifts(times.back() + pc.eviction_cooldown);
-    return "eviction cooldown";
-  }
-  if (pc.max_evictions > 0) {
-    auto first_in_window = std::find_if(times.begin(), times.end(),
-                                        [&](Millis t) { return t > now - pc.eviction_window; });
-    if (times.end() - first_in_window >= pc.max_evictions) {
-      lifts(*first_in_window + pc.eviction_window);
-      return "eviction budget";
-    }
-  }
-  return nullptr;
-}
 
 std::string PreemptionRefusals::Describe() const {
   std::string out;
@@ -614,31 +568,13 @@ std::string PreemptionRefusals::Describe() const {
   return out.empty() ? "" : "no preemption: " + out;
 }
 
-std::int64_t LostWork(std::int64_t gpus, Millis since, Millis restart_overhead, Millis now) {
-  return gpus * (std::max<Millis>(0, now - since) + restart_overhead) / kMilliPerGpu;
-}
-
-double WeightedCost(std::int64_t lost, std::int32_t class_value, std::int32_t max_value) {
-  return static_cast<double>(lost) *
-         (1.0 + std::max(0, class_value) / static_cast<double>(std::max(1, max_value)));
-}
-
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
-              std::int32_t max_value) {
-  Victim v;
-  v.running = &running;
-  v.lost = LostWork(GpusOf(running), std::max(running.start_time, running.last_checkpoint),
-                    running.job.restart_overhead, now);
-  v.cost = WeightedCost(v.lost, state.priority_class(running.job.priority_class).value, max_value);
-  return v;
-}
-
-std::optional<PreemptionResult> Preempt(Transaction& tx, const JobFilter& filter, Millis now,
+std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& policy,
+                                        const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
                                         const EngineOptions& options,
                                         PreemptionRefusals* refusals) {
-  Search search(tx, filter, now, gpu_budget, excluded, options, refusals);
+  Search search(tx, policy, filter, now, gpu_budget, excluded, options, refusals);
   return search.Run();
 }
 

@@ -1,7 +1,12 @@
-// The stages of one scheduling cycle, each a small unit with its own tests:
-//   order  -> quota -> filter -> place, and explain for every job that could not be placed.
-// All of them read the cluster state; only place takes capacity, and only on the engine's scratch
-// copy of the cycle (ClusterState::TakeTask / GiveTask), which the engine undoes before it returns.
+// The stages of one scheduling cycle (Stage, plan.h), one file each, run by the cycle (cycle.cc):
+//   order (order.cc) the pending jobs; then for each job in order
+//   validate (validate.cc), admit by quota (quota.cc), place (place.cc, scoring nodes with
+//   score.cc and passing each node through filter.cc), explain (explain.cc) when it was not
+//   placed, and block and reserve (backfill.cc) for the first blocked jobs; last,
+//   preempt (preempt.cc) for the jobs still blocked.
+// The stages read the cluster state; those that change it (place, backfill's holds and
+// reservations, preempt) do so in a Transaction of the cycle's, which the cycle discards before it
+// returns: the state leaves the cycle as it came in.
 #pragma once
 
 #include <array>
@@ -16,8 +21,22 @@
 #include "arbiter/engine.h"
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
+#include "engine/victim_policy.h"
 
 namespace arbiter::engine {
+
+// ---- the cycle ----
+
+// Runs the stages of one cycle over `state` and returns their plan (Engine::Schedule, with the
+// options carrying the model the engine keeps).
+Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
+              const EngineOptions& options);
+
+// ---- validate ----
+
+// Why the job is malformed or refers to what does not exist (its groups, requests, queue, class,
+// topology and affinity levels), or nullopt when it is well formed.
+std::optional<std::string> ValidateJob(const ClusterState& state, const Job& job);
 
 // ---- order ----
 
@@ -285,21 +304,6 @@ namespace arbiter::engine {
 
 // ---- preempt ----
 
-// A running job the preemptor may evict, with what evicting it costs.
-struct Victim {
-  const RunningJob* running = nullptr;
-  Eviction::Kind kind = Eviction::Kind::kWithinQueue;
-  std::int64_t lost = 0;  // GPU-milliseconds: work since its last checkpoint plus restart overhead
-  double cost = 0;        // `lost` weighted by the victim's priority
-};
-
-// Whether the guards let `running` be evicted at `now` at all, whoever asks: its class is
-// preemptible, its queue preemptable, it has run its class's minimum runtime, it is outside its
-// cooldown and within its eviction budget. Returns the guard that refuses, or nullptr.
-// `until`, when given, receives the time the refusing guard lifts (-1: never by itself).
-const char* EvictionGuard(const ClusterState& state, const RunningJob& running, Millis now,
-                          Millis* until = nullptr);
-
 // What kept a preemption search from finding victims, for the job's reason.
 struct PreemptionRefusals {
   std::map<std::string, int> guards;  // guard -> jobs it protected that could otherwise be victims
@@ -309,15 +313,6 @@ struct PreemptionRefusals {
   std::string Describe() const;       // "" when nothing was refused
 };
 
-// GPU-milliseconds a job of `gpus` milli-GPU loses if evicted at `now`: the work since `since`
-// (its start or last checkpoint) plus its restart overhead.
-std::int64_t LostWork(std::int64_t gpus, Millis since, Millis restart_overhead, Millis now);
-// Lost work weighted by priority: times 1 + class value / the largest class value.
-double WeightedCost(std::int64_t lost, std::int32_t class_value, std::int32_t max_value);
-// Both for a running job; `max_value` is the largest priority-class value.
-Victim CostOf(const ClusterState& state, const RunningJob& running, Millis now,
-              std::int32_t max_value);
-
 struct PreemptionResult {
   Allocation allocation;        // the preemptor's, taken in the state
   std::vector<Victim> victims;  // given back in the state
@@ -326,14 +321,15 @@ struct PreemptionResult {
 };
 
 // Searches for the cheapest set of running jobs whose eviction lets `filter.job` fit, quota and
-// placement (with its topology constraint) both. Victims are lower-priority jobs of its own queue,
-// or, when its queue is within its nominal quota, jobs other queues of its tree run on borrowed
-// quota (never taking such a queue below its own nominal). Candidate sets are compared by cost,
+// placement (with its topology constraint) both. Who may be a victim, and at what cost, is the
+// policy's (VictimPolicy); whether a victim that must run above its queue's guarantee still does
+// is checked as victims are taken. Candidate sets are compared by cost,
 // then number of victims, then the younger. The search is transactional: on success the victims
 // are evicted and the preemptor's allocation taken and charged in `tx`; on failure `tx` is
 // unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
 // victims (already evicted this cycle).
-std::optional<PreemptionResult> Preempt(Transaction& tx, const JobFilter& filter, Millis now,
+std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& policy,
+                                        const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
                                         const EngineOptions& options,

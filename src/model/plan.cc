@@ -48,6 +48,8 @@ const char* CauseName(Cause cause) {
 
 const char* StageName(Stage stage) {
   switch (stage) {
+    case Stage::kOrder:
+      return "order";
     case Stage::kValidate:
       return "validate";
     case Stage::kQuota:
@@ -56,6 +58,12 @@ const char* StageName(Stage stage) {
       return "filter";
     case Stage::kPlace:
       return "place";
+    case Stage::kExplain:
+      return "explain";
+    case Stage::kBackfill:
+      return "backfill";
+    case Stage::kPreempt:
+      return "preempt";
   }
   return "unknown";
 }

@@ -290,6 +290,27 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (count > 0) s.whole_index_[t * (s.max_devices_ + 1) + count].Insert(n);
     }
   }
+  // The digest of the nodes' capacity, node by node in id order (SplitMix64's finaliser over a
+  // running sum: any change of a value, or of the order, changes it).
+  std::uint64_t digest = 0x13198a2e03707344ull;
+  auto mix = [&digest](std::uint64_t v) {
+    std::uint64_t x = (digest += v * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    digest = x ^ (x >> 31);
+  };
+  mix(types);
+  for (const NodeState& node : s.nodes_) {
+    mix(static_cast<std::uint64_t>(node.cpu.value()));
+    mix(static_cast<std::uint64_t>(node.memory.value()));
+    mix(node.devices.size());
+    for (const DeviceState& d : node.devices) {
+      mix(d.type);
+      mix(static_cast<std::uint64_t>(d.memory.value()));
+      mix(d.nvlink_group);
+    }
+  }
+  s.capacity_digest_ = digest;
   return s;
 }
 
@@ -682,17 +703,14 @@ Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
   const Job& started = running.job;
   const Allocation& held = running.allocation;
   if (auto it = evictions_.find(id); it != evictions_.end()) running.evictions = it->second;
-  const PriorityClassSpec& pc = classes_[started.priority_class];
-  const bool evictable = pc.preemptible && queues_[started.queue].spec.preemptable &&
-                         pc.min_runtime == 0 && running.evictions.empty();
   for (const TaskAllocation& t : held.tasks) {
     std::vector<Resident>& residents = nodes_[t.node].residents;
     auto it = std::find_if(residents.begin(), residents.end(),
                            [&](const Resident& r) { return r.job == &running; });
     if (it == residents.end()) {
-      residents.push_back({&running, started.queue, pc.value, held.gpu_type,
+      residents.push_back({&running, started.queue, started.priority_class, held.gpu_type,
                            started.total_gpu().value(), 0, now, started.restart_overhead,
-                           pc.preemptible, queues_[started.queue].spec.preemptable, evictable});
+                           !running.evictions.empty()});
       it = residents.end() - 1;
     }
     for (const DeviceShare& d : t.devices) it->held += d.gpu.value();

@@ -1,0 +1,514 @@
+// One scheduling cycle: the stages in order (stages.h), in a transaction on the cluster state that
+// the cycle discards, and the plan they decided.
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/stages.h"
+
+namespace arbiter {
+namespace {
+
+using engine::JobFilter;
+using engine::PlacedJob;
+
+// Accumulates the calls and time of the cycle's stages; time only when a clock was injected.
+class StageTimer {
+ public:
+  explicit StageTimer(const std::function<std::int64_t()>& clock) : clock_(clock) {}
+
+  template <typename F>
+  auto Run(Stage stage, F&& f) {
+    const auto id = static_cast<std::size_t>(stage);
+    ++calls_[id];
+    const std::int64_t start = clock_ ? clock_() : 0;
+    struct Stop {
+      StageTimer* t;
+      std::size_t id;
+      std::int64_t start;
+      ~Stop() {
+        if (t->clock_) t->micros_[id] += t->clock_() - start;
+      }
+    } stop{this, id, start};
+    return f();
+  }
+
+  // Every stage in the order they run, but filter, which runs within place and explain.
+  std::vector<StageTiming> Timings() const {
+    std::vector<StageTiming> out;
+    out.reserve(kStageCount - 1);
+    for (Stage stage : kStages) {
+      if (stage == Stage::kFilter) continue;
+      const auto id = static_cast<std::size_t>(stage);
+      out.push_back({stage, calls_[id], micros_[id]});
+    }
+    return out;
+  }
+
+ private:
+  const std::function<std::int64_t()>& clock_;
+  std::int64_t calls_[kStageCount] = {};
+  std::int64_t micros_[kStageCount] = {};
+};
+
+// The placement-relevant shape of a job on one GPU type: jobs of equal shape fit or fail alike,
+// and within one cycle capacity only shrinks, so a shape that failed fails again.
+// Appended to `key` (a buffer reused within the cycle: looking a shape up allocates nothing).
+void AppendShapeKey(std::string& key, const Job& job, GpuTypeId type, bool strict) {
+  auto add = [&key](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  add(type);
+  add(strict);
+  add(job.topology.level);
+  add(static_cast<int>(job.topology.mode));
+  for (const TaskGroup& g : job.groups) {
+    add(g.count);
+    add(g.request.gpu.value());
+    add(g.request.gpu_memory.value());
+    add(g.request.cpu.value());
+    add(g.request.memory.value());
+  }
+  for (const auto& [k, v] : job.node_selector) key += k + '\0' + v + '\1';
+  key += '\2';
+  for (const Toleration& t : job.tolerations) {
+    key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) +
+           static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
+  }
+}
+
+// Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
+bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
+  for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
+    for (QueueId q = queue; q != kNone; q = state.queue(q).parent) {
+      const QuotaLimits& l = state.quota(q, r);
+      if (!l.limited) break;
+      if (l.max >= 0 && milli > l.max) return true;
+      if (l.borrowing_limit >= 0 && milli > l.nominal + l.borrowing_limit) return true;
+      if (state.queue(q).parent == kNone && milli > l.nominal) return true;
+    }
+  }
+  return false;
+}
+
+// A list of GPU types held in place (a cluster has at most kMaxGpuTypes; kNone is one more): a
+// cycle makes two for each job, and a heap buffer each would cost more than the lists' use.
+class TypeList {
+ public:
+  void push_back(GpuTypeId t) { ids_[size_++] = t; }
+  const GpuTypeId* begin() const { return ids_.data(); }
+  const GpuTypeId* end() const { return ids_.data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  GpuTypeId front() const { return ids_[0]; }
+
+ private:
+  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_{};
+  std::size_t size_ = 0;
+};
+
+// The GPU types a job may run on ({kNone} for a job without GPUs), in the cluster's order.
+TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
+  TypeList types;
+  if (job.total_gpu().value() == 0) {
+    types.push_back(kNone);
+    return types;
+  }
+  for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
+    if (job.gpu_types.Accepts(t)) types.push_back(t);
+  }
+  return types;
+}
+
+// One scheduling cycle: the stages in order over the scratch state, and what they decided.
+class Cycle {
+ public:
+  Cycle(ClusterState& state, std::span<const Job> pending, Millis now, const EngineOptions& options)
+      : cycle_(state),
+        state_(state),
+        pending_(pending),
+        now_(now),
+        options_(options),
+        timer_(options.clock_micros) {
+    plan_.now = now;
+    plan_.binds.reserve(pending.size());  // PlacedJob points into it
+    // A job id repeated in the pending list is refused after its first occurrence in order; the
+    // set of ids seen is kept only when some id repeats (usually none does: one sort tells).
+    if (pending.size() > 1) {
+      std::vector<JobId> ids;
+      ids.reserve(pending.size());
+      for (const Job& job : pending) ids.push_back(job.id);
+      std::sort(ids.begin(), ids.end());
+      repeated_ids_ = std::adjacent_find(ids.begin(), ids.end()) != ids.end();
+      if (repeated_ids_) seen_.reserve(pending.size());
+    }
+    // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
+    const NodeId nodes = static_cast<NodeId>(state.node_count());
+    const IndexSet& unusual = state.UnusualNodes();
+    for (NodeId n = unusual.Next(0, nodes); n < nodes && !soft_taints_;
+         n = unusual.Next(n + 1, nodes)) {
+      for (const Taint& t : state.node(n).taints) {
+        soft_taints_ = soft_taints_ || t.effect == TaintEffect::kPreferNoSchedule;
+      }
+    }
+  }
+
+  Plan Run() {
+    // One job is its own order (the usual cycle of a driver that runs one per arrival): no list.
+    std::vector<std::uint32_t> ordered;
+    timer_.Run(Stage::kOrder, [&] {
+      if (pending_.size() > 1)
+        ordered = engine::OrderPending(state_, pending_, now_, options_.ordering);
+    });
+    const std::uint32_t first = 0;
+    const std::span<const std::uint32_t> order =
+        pending_.size() > 1 ? std::span<const std::uint32_t>(ordered)
+                            : std::span<const std::uint32_t>(&first, pending_.size());
+    // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
+    std::vector<std::uint32_t> deferred;
+    for (std::uint32_t index : order) {
+      const std::size_t before = plan_.unplaced.size();
+      if (!ScheduleJob(index, /*allow_borrow=*/false)) {
+        deferred.push_back(index);
+        if (state_.queue(pending_[index].queue).spec.strict_fifo)
+          fifo_blocked_.insert(pending_[index].queue);
+      } else if (plan_.unplaced.size() > before) {
+        BlockStep(index);
+      }
+    }
+    for (std::uint32_t index : deferred) {
+      fifo_blocked_.erase(pending_[index].queue);  // its head is now taken in its turn
+      const std::size_t before = plan_.unplaced.size();
+      (void)ScheduleJob(index, /*allow_borrow=*/true);
+      if (plan_.unplaced.size() > before) BlockStep(index);
+    }
+    holds_.Release(cycle_);  // reservations hold devices from this cycle's later jobs only
+    // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
+    if (options_.preemption.enabled && !plan_.unplaced.empty()) PreemptStep();
+    cycle_.Discard();  // the state leaves as it came in, stamps included
+    plan_.timings = timer_.Timings();
+    return std::move(plan_);
+  }
+
+ private:
+  void NotPlaced(std::uint32_t index, Reason reason) {
+    plan_.unplaced.push_back({pending_[index].id, index, std::move(reason)});
+  }
+
+  // One job through the per-job stages: validate, admit (queue order, GPU types, quota), place
+  // across its GPU types, else explain. Returns false when the job only fits by borrowing and
+  // borrowing is not yet allowed.
+  bool ScheduleJob(std::uint32_t index, bool allow_borrow) {
+    // A job deferred from the first pass was validated there.
+    if (!allow_borrow && !ValidateStep(index)) return true;
+    const Admission admission = Admit(index, allow_borrow);
+    if (admission.deferred) return false;
+    if (admission.allowed.empty()) return true;  // refused, and said why
+    if (PlaceStep(index, admission.allowed)) return true;
+    ExplainStep(index, admission.allowed);
+    return true;
+  }
+
+  // validate: the job is well formed, refers to what exists, and its id is new.
+  bool ValidateStep(std::uint32_t index) {
+    const Job& job = pending_[index];
+    std::optional<std::string> invalid =
+        timer_.Run(Stage::kValidate, [&]() -> std::optional<std::string> {
+          // (One pending job cannot repeat an id.)
+          if ((repeated_ids_ && !seen_.insert(job.id).second) || state_.FindRunning(job.id)) {
+            return "job id " + std::to_string(job.id) + " is already pending or running";
+          }
+          return engine::ValidateJob(state_, job);
+        });
+    if (!invalid) return true;
+    NotPlaced(index, Reason{Stage::kValidate, Verdict::kNever, Cause::kInvalid, 0, {}, *invalid});
+    return false;
+  }
+
+  // The GPU types a job may be placed on this cycle, or why none.
+  struct Admission {
+    TypeList allowed;       // empty: refused (the reason is recorded) or deferred
+    bool deferred = false;  // it fits only by borrowing, which waits for the second pass
+  };
+
+  // admit: its strict-FIFO queue's head is not blocked, some node has a GPU type it accepts, and
+  // quota lets its queue take it on each such type (in the first pass, within its guarantee).
+  Admission Admit(std::uint32_t index, bool allow_borrow) {
+    const Job& job = pending_[index];
+    Admission out;
+    if (fifo_blocked_.count(job.queue)) {
+      NotPlaced(index, Reason{Stage::kPlace,
+                              Verdict::kWait,
+                              Cause::kQueueOrder,
+                              0,
+                              {},
+                              "queue " + state_.queue(job.queue).spec.name + " is strict FIFO"});
+      return out;
+    }
+    const TypeList types = AcceptedTypes(state_, job);
+    if (types.empty()) {
+      NotPlaced(index, Reason{Stage::kFilter,
+                              Verdict::kNever,
+                              Cause::kGpuType,
+                              static_cast<std::int32_t>(state_.node_count()),
+                              {},
+                              "no node has a GPU of an accepted type"});
+      return out;
+    }
+    const std::int64_t milli = job.total_gpu().value();
+    engine::QuotaCheck first_refusal;
+    bool borrow_needed = false;
+    timer_.Run(Stage::kQuota, [&] {
+      for (GpuTypeId t : types) {
+        engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
+        if (!check.ok) {
+          if (first_refusal.ok) first_refusal = check;
+        } else if (check.borrows && !allow_borrow) {
+          borrow_needed = true;
+        } else {
+          out.allowed.push_back(t);
+        }
+      }
+    });
+    if (!out.allowed.empty()) return out;
+    if (borrow_needed) {
+      out.deferred = true;
+      return out;
+    }
+    const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) {
+      return QuotaNeverFits(state_, job.queue, t, milli);
+    });
+    NotPlaced(index, Reason{Stage::kQuota,
+                            never ? Verdict::kNever : Verdict::kWait,
+                            first_refusal.cause,
+                            0,
+                            {},
+                            first_refusal.detail});
+    return out;
+  }
+
+  // place: on each GPU type quota allows, strictly (preferences held as requirements) first, then
+  // relaxed if the job has any; the placement the policy ranks best is taken in the cycle.
+  bool PlaceStep(std::uint32_t index, const TypeList& allowed) {
+    const Job& job = pending_[index];
+    const bool has_preferences = HasPreferences(job);
+    const bool cacheable = job.affinity.empty();
+    // Backfill: a job that ends before the earliest reservation may use reserved devices. A job
+    // without an estimate is not trusted to end in time.
+    const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
+                                          now_ + job.runtime_estimate <= holds_.earliest_start();
+    for (bool strict : {true, false}) {
+      if (!strict && !has_preferences) break;
+      // (Each type's placement is a trial, undone, when there are several to compare.)
+      const bool compare = allowed.size() > 1;
+      std::optional<Allocation> best;
+      engine::PlacementKey best_key;
+      for (GpuTypeId t : allowed) {
+        // The shape's key, built only when there is a failed shape to look up or one to record.
+        auto shape_key = [&]() -> const std::string& {
+          key_.clear();
+          AppendShapeKey(key_, job, t, strict);
+          key_ += ends_before_reservations ? 'S' : 'L';
+          return key_;
+        };
+        if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
+        JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
+        if (ends_before_reservations) holds_.Release(cycle_);
+        engine::PlacementKey rank;
+        std::optional<Allocation> allocation = timer_.Run(Stage::kPlace, [&] {
+          if (!compare) return engine::PlaceJob(cycle_, filter, options_);
+          Transaction trial(cycle_);
+          return engine::PlaceJob(trial, filter, options_, &rank);
+        });
+        if (ends_before_reservations) holds_.Apply(cycle_);
+        if (!allocation) {
+          if (cacheable) failed_shapes_.insert(shape_key());
+          continue;
+        }
+        if (!best || rank < best_key) {
+          best = std::move(allocation);
+          best_key = rank;
+        }
+      }
+      if (best) {
+        if (compare) {  // taken again, on the state it was found on
+          if (ends_before_reservations) holds_.Release(cycle_);
+          for (const TaskAllocation& task : best->tasks) cycle_.Take(task);
+          if (ends_before_reservations) holds_.Apply(cycle_);
+        }
+        cycle_.Charge(job.queue, best->gpu_type, job.total_gpu().value());
+        plan_.binds.push_back({job.id, index, std::move(*best), now_});
+        placed_.push_back({&job, &plan_.binds.back().allocation});
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // explain: why the job was not placed, once per shape (and quota-allowed types) per cycle.
+  void ExplainStep(std::uint32_t index, const TypeList& allowed) {
+    const Job& job = pending_[index];
+    const bool cacheable = job.affinity.empty();
+    if (cacheable) {
+      key_.clear();
+      AppendShapeKey(key_, job, kNone, false);
+      for (GpuTypeId t : allowed) key_ += static_cast<char>(t);
+      if (auto it = explained_.find(key_); it != explained_.end()) {
+        NotPlaced(index, it->second);
+        return;
+      }
+    }
+    JobFilter filter =
+        engine::MakeJobFilter(state_, job, allowed.front(), !HasPreferences(job), placed_);
+    Reason reason = timer_.Run(Stage::kExplain,
+                               [&] { return engine::ExplainPlacement(state_, filter, allowed); });
+    if (cacheable) explained_.emplace(key_, reason);
+    NotPlaced(index, std::move(reason));
+  }
+
+  // Whether the job has preferences that a strict placement holds as requirements.
+  bool HasPreferences(const Job& job) const {
+    return job.topology.mode == ConstraintMode::kPreferred || soft_taints_ ||
+           std::any_of(job.affinity.begin(), job.affinity.end(),
+                       [](const AffinityTerm& t) { return !t.required; });
+  }
+
+  // backfill (block and reserve): a job that was not placed blocks its queue if the queue is
+  // strict FIFO, and the first such jobs (for lack of capacity) get a reservation that later jobs
+  // may not delay.
+  void BlockStep(std::uint32_t index) {
+    const Job& job = pending_[index];
+    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.insert(job.queue);
+    Unplaced& entry = plan_.unplaced.back();
+    if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
+        entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
+        entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
+      return;
+    }
+    for (GpuTypeId type : AcceptedTypes(state_, job)) {
+      if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
+        continue;
+      JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
+      holds_.Release(cycle_);
+      std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
+        return engine::Reserve(cycle_, filter, placed_, now_, options_);
+      });
+      if (r) {
+        r->pending_index = index;
+        entry.reason.reserved_start = r->start;
+        holds_.Add(*r);
+        plan_.reservations.push_back(std::move(*r));
+      }
+      holds_.Apply(cycle_);
+      if (r) break;
+    }
+  }
+
+  // preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
+  // scratch state, and nothing is evicted unless the preemptor is placed in this plan.
+  void PreemptStep() {
+    const engine::VictimPolicy policy(state_);
+    std::int64_t budget = options_.preemption.max_gpus_per_cycle;
+    int attempts = 0;
+    std::unordered_set<JobId> evicted;
+    // Shapes of a queue and class that found no victims, with what protected them.
+    std::unordered_map<std::string, std::string> hopeless;
+    auto add_detail = [](Reason& reason, const std::string& more) {
+      if (!more.empty()) reason.detail += (reason.detail.empty() ? "" : "; ") + more;
+    };
+    std::vector<bool> resolved(plan_.unplaced.size(), false);
+    for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
+      if (attempts >= options_.preemption.max_attempts_per_cycle || budget == 0) break;
+      Unplaced& entry = plan_.unplaced[u];
+      if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate)
+        continue;
+      const Job& job = pending_[entry.pending_index];
+      std::string key;
+      if (job.affinity.empty()) {
+        AppendShapeKey(key, job, kNone, false);
+        key += std::to_string(job.queue) + '/' +
+               std::to_string(state_.priority_class(job.priority_class).value);
+        if (auto it = hopeless.find(key); it != hopeless.end()) {
+          add_detail(entry.reason, it->second);
+          continue;
+        }
+      }
+      ++attempts;
+      engine::PreemptionRefusals refusals;
+      for (GpuTypeId t : AcceptedTypes(state_, job)) {
+        JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
+        std::optional<engine::PreemptionResult> result = timer_.Run(Stage::kPreempt, [&] {
+          return engine::Preempt(cycle_, policy, filter, now_, budget, evicted, options_,
+                                 &refusals);
+        });
+        if (!result) continue;
+        Millis start = now_;
+        for (const engine::Victim& v : result->victims) {
+          const RunningJob& r = *v.running;
+          const PriorityClassSpec& pc = state_.priority_class(r.job.priority_class);
+          Eviction e;
+          e.job = r.job.id;
+          e.preemptor = job.id;
+          e.kind = v.kind;
+          e.signal = pc.checkpoint_signal;
+          e.signal_at = now_;
+          e.stop_at = now_ + pc.grace_period;
+          e.lost_gpu_hours = static_cast<double>(v.lost) / (3600.0 * kMillisPerSecond);
+          start = std::max(start, e.stop_at);
+          evicted.insert(r.job.id);
+          if (budget > 0) budget = std::max<std::int64_t>(0, budget - r.job.total_gpu().value());
+          plan_.evictions.push_back(std::move(e));
+        }
+        plan_.binds.push_back({job.id, entry.pending_index, std::move(result->allocation), start});
+        placed_.push_back({&job, &plan_.binds.back().allocation});
+        resolved[u] = true;
+        break;
+      }
+      if (!resolved[u]) {
+        const std::string why = refusals.Describe();
+        add_detail(entry.reason, why);
+        if (!key.empty()) hopeless.emplace(std::move(key), why);
+      }
+    }
+    // Preempting jobs are placed: they leave the unplaced list and drop their reservations.
+    std::unordered_set<JobId> preempted;
+    for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
+      if (resolved[u]) preempted.insert(plan_.unplaced[u].job);
+    }
+    std::erase_if(plan_.reservations,
+                  [&](const Reservation& r) { return preempted.count(r.job) > 0; });
+    std::erase_if(plan_.unplaced, [&](const Unplaced& u) { return preempted.count(u.job) > 0; });
+  }
+
+  // The cycle's tentative work: what it places, evicts and holds, undone when the cycle ends.
+  Transaction cycle_;
+  const ClusterState& state_;
+  std::span<const Job> pending_;
+  const Millis now_;
+  const EngineOptions& options_;
+  StageTimer timer_;
+  Plan plan_;
+  bool soft_taints_ = false;
+  std::vector<PlacedJob> placed_;
+  std::string key_;  // the shape key being looked up (a buffer)
+  std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
+  std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
+  bool repeated_ids_ = false;        // some job id occurs more than once in the pending list
+  std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
+  engine::ReservationHolds holds_;            // devices reserved for blocked jobs (backfill)
+  std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
+};
+
+}  // namespace
+
+namespace engine {
+
+Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
+              const EngineOptions& options) {
+  return Cycle(state, pending, now, options).Run();
+}
+
+}  // namespace engine
+}  // namespace arbiter

@@ -1,0 +1,120 @@
+#include "engine/victim_policy.h"
+
+#include <algorithm>
+
+namespace arbiter::engine {
+namespace {
+
+constexpr const char* kClassNotPreemptible = "priority class not preemptible";
+constexpr const char* kQueueNotPreemptable = "queue not preemptable";
+
+}  // namespace
+
+VictimPolicy::VictimPolicy(const ClusterState& state) : state_(state) {
+  const std::size_t queues = state.queue_count();
+  root_.resize(queues);
+  may_reclaim_.resize(queues);
+  may_borrow_.resize(queues);
+  for (QueueId q = 0; q < queues; ++q) {
+    QueueId r = q;
+    while (state.queue(r).parent != kNone) r = state.queue(r).parent;
+    root_[q] = r;
+    for (std::size_t res = 0; res < state.quota_resource_count(); ++res) {
+      const QuotaLimits& l = state.quota(q, res);
+      if (!l.limited) continue;
+      if (state.queue(q).spec.reclaim && l.nominal > 0) may_reclaim_[q] = true;
+      if (l.borrowing_limit != 0 && (l.max < 0 || l.max > l.nominal)) may_borrow_[q] = true;
+    }
+  }
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
+    const PriorityClassSpec& pc = state.priority_class(c);
+    class_value_.push_back(pc.value);
+    has_min_runtime_.push_back(pc.min_runtime > 0);
+    max_class_value_ = std::max(max_class_value_, pc.value);
+  }
+}
+
+std::optional<Eviction::Kind> VictimPolicy::Relation(QueueId by, PriorityClassId by_class,
+                                                     QueueId of, PriorityClassId of_class,
+                                                     bool reclaim) const {
+  const QueueSpec& preemptor = state_.queue(by).spec;
+  if (of == by) {
+    if (!preemptor.preempt_within_queue || class_value_[of_class] >= class_value_[by_class])
+      return std::nullopt;
+    return Eviction::Kind::kWithinQueue;
+  }
+  if (root_[of] != root_[by]) return std::nullopt;
+  if (preemptor.preempt_lower_priority && state_.queue(of).spec.priority < preemptor.priority)
+    return Eviction::Kind::kQueuePriority;
+  if (reclaim) return Eviction::Kind::kReclaim;
+  return std::nullopt;
+}
+
+bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId type) const {
+  switch (kind) {
+    case Eviction::Kind::kWithinQueue:
+      return false;
+    case Eviction::Kind::kReclaim:
+      return true;
+    case Eviction::Kind::kQueuePriority:
+      if (type == kNone) return false;
+      return state_.quota(of, 1 + type).limited || state_.quota(of, 0).limited;
+  }
+  return true;
+}
+
+const char* VictimPolicy::Protection(QueueId queue, PriorityClassId cls) const {
+  if (!state_.priority_class(cls).preemptible) return kClassNotPreemptible;
+  if (!state_.queue(queue).spec.preemptable) return kQueueNotPreemptable;
+  return nullptr;
+}
+
+const char* VictimPolicy::Guard(const RunningJob& running, Millis now, Millis* until) const {
+  auto lifts = [&](Millis t) {
+    if (until) *until = t;
+  };
+  lifts(-1);
+  if (const char* protection = Protection(running.job.queue, running.job.priority_class))
+    return protection;
+  const PriorityClassSpec& pc = state_.priority_class(running.job.priority_class);
+  if (now - running.start_time < pc.min_runtime) {
+    lifts(running.start_time + pc.min_runtime);
+    return "minimum runtime";
+  }
+  const std::vector<Millis>& times = running.evictions;
+  if (!times.empty() && now - times.back() < pc.eviction_cooldown) {
+    lifts(times.back() + pc.eviction_cooldown);
+    return "eviction cooldown";
+  }
+  if (pc.max_evictions > 0) {
+    auto first_in_window = std::find_if(times.begin(), times.end(),
+                                        [&](Millis t) { return t > now - pc.eviction_window; });
+    if (times.end() - first_in_window >= pc.max_evictions) {
+      lifts(*first_in_window + pc.eviction_window);
+      return "eviction budget";
+    }
+  }
+  return nullptr;
+}
+
+std::int64_t VictimPolicy::LostWork(std::int64_t gpus, Millis since, Millis restart_overhead,
+                                    Millis now) {
+  return gpus * (std::max<Millis>(0, now - since) + restart_overhead) / kMilliPerGpu;
+}
+
+double VictimPolicy::Cost(std::int64_t lost, PriorityClassId cls) const {
+  return static_cast<double>(lost) *
+         (1.0 + std::max(0, class_value_[cls]) / static_cast<double>(std::max(1, max_class_value_)));
+}
+
+Victim VictimPolicy::CostOf(const RunningJob& running, Millis now) const {
+  Victim v;
+  v.running = &running;
+  v.lost = LostWork(running.job.total_gpu().value(),
+                    std::max(running.start_time, running.last_checkpoint),
+                    running.job.restart_overhead, now);
+  v.cost = Cost(v.lost, running.job.priority_class);
+  return v;
+}
+
+}  // namespace arbiter::engine

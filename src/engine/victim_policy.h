@@ -1,0 +1,86 @@
+// The preemption rules, written once: who may evict whom, which running jobs are protected, and
+// what an eviction costs. The victim search (preempt.cc), its quick cost bound and `arbiter lint`
+// all ask this one object; the cluster state keeps only facts (each resident's queue, class, and
+// whether it was ever evicted), never a rule's result.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "arbiter/plan.h"
+#include "arbiter/state.h"
+
+namespace arbiter::engine {
+
+// A running job a preemptor may evict, with what evicting it costs.
+struct Victim {
+  const RunningJob* running = nullptr;
+  Eviction::Kind kind = Eviction::Kind::kWithinQueue;
+  std::int64_t lost = 0;  // GPU-milliseconds: work since its last checkpoint plus restart overhead
+  double cost = 0;        // `lost` weighted by the victim's priority
+};
+
+class VictimPolicy {
+ public:
+  // Reads the state's queues and priority classes (which never change), not its running jobs.
+  explicit VictimPolicy(const ClusterState& state);
+
+  // ---- Who may evict whom ----
+  // The kind of eviction a job of queue `by` and class `by_class` may make of work of queue `of` in
+  // class `of_class`, or nullopt when it may not:
+  // - within its queue (kWithinQueue) when the queue has preempt_within_queue, only work of a
+  //   strictly lower class value (equal priorities never preempt each other: no ping-pong);
+  // - across queues of its tree by queue priority (kQueuePriority), when its queue has
+  //   preempt_lower_priority, work of queues of a lower priority;
+  // - otherwise, within its tree, by reclaim (kReclaim) when `reclaim` says its queue may reclaim
+  //   now (reclaim on, within its nominal quota, some resource of the type limited: MayReclaim).
+  // Queues of other trees are never touched. The per-job protections (below) come on top.
+  std::optional<Eviction::Kind> Relation(QueueId by, PriorityClassId by_class, QueueId of,
+                                         PriorityClassId of_class, bool reclaim) const;
+  // Whether an eviction of `kind` may take work of queue `of` on GPU type `type` only while that
+  // work runs above its queue's nominal quota (reclaim always; queue priority where quota limits
+  // the victim's queue, so that guarantees protect in both directions).
+  bool OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId type) const;
+  // Whether a queue may reclaim at all: reclaim on, and a nominal quota in some resource limited
+  // in its tree (whether it may now depends on its usage: the search checks that).
+  bool MayEverReclaim(QueueId q) const { return may_reclaim_[q]; }
+  // Whether queue q's work runs on borrowed quota can ever exist: it may go above its nominal in
+  // some limited resource (borrowing_limit not 0, and max, when given, above nominal).
+  bool MayEverBorrow(QueueId q) const { return may_borrow_[q]; }
+
+  // ---- Protection ----
+  // The protection that keeps every job of (queue, class) from eviction, whoever asks ("priority
+  // class not preemptible", "queue not preemptable"), or nullptr.
+  const char* Protection(QueueId queue, PriorityClassId cls) const;
+  // The protection or guard that keeps `running` from eviction at `now`, or nullptr: the above,
+  // then its class's minimum runtime, eviction cooldown and eviction budget. `until`, when given,
+  // receives the time the refusing guard lifts (-1: never by itself).
+  const char* Guard(const RunningJob& running, Millis now, Millis* until = nullptr) const;
+  // Whether a job of (queue, class) that was never evicted has no guard at all at any time: no
+  // protection and no minimum runtime (the eviction cooldown and budget read its evictions).
+  bool Unguarded(QueueId queue, PriorityClassId cls) const {
+    return Protection(queue, cls) == nullptr && !has_min_runtime_[cls];
+  }
+
+  // ---- Cost ----
+  std::int32_t class_value(PriorityClassId cls) const { return class_value_[cls]; }
+  // GPU-milliseconds a job of `gpus` milli-GPU loses if evicted at `now`: the work since `since`
+  // (its start or last checkpoint) plus its restart overhead.
+  static std::int64_t LostWork(std::int64_t gpus, Millis since, Millis restart_overhead,
+                               Millis now);
+  // Lost work weighted by priority: times 1 + class value / the largest class value.
+  double Cost(std::int64_t lost, PriorityClassId cls) const;
+  // Both for a running job.
+  Victim CostOf(const RunningJob& running, Millis now) const;
+
+ private:
+  const ClusterState& state_;
+  std::vector<QueueId> root_;                 // per queue
+  std::vector<bool> may_reclaim_, may_borrow_;  // per queue
+  std::vector<std::int32_t> class_value_;     // per class
+  std::vector<bool> has_min_runtime_;         // per class
+  std::int32_t max_class_value_ = 1;
+};
+
+}  // namespace arbiter::engine
