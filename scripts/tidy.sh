@@ -3,8 +3,8 @@
 # project's own sources, src/ and bench/, and the project's headers they include (make tidy):
 #   scripts/tidy.sh [BUILD_DIR] [FILE_REGEX]
 # Configures BUILD_DIR (default build-tidy) for its compile_commands.json only: nothing is built.
-# The tests are left out by default (a third of the time again, for checks aimed at the product's
-# code); FILE_REGEX, matched against each source's absolute path, chooses others, e.g. '/tests/'.
+# The tests are left out by default (CI's time; the checks aim at the product's code); FILE_REGEX,
+# matched against each source's absolute path, chooses others, e.g. '/tests/'.
 # Any finding fails the run (WarningsAsErrors in .clang-tidy). JOBS sets the parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
