@@ -426,7 +426,9 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   Start();
   const std::uint64_t running = Submit(kAdmin, Job("long", "low", 1, 4000, 3600000));
   ASSERT_TRUE(WaitState(running, "running"));
-  const std::uint64_t held = Submit(kAdmin, Job("held", "low", 1, 1000, 1000));
+  // Two 4-GPU tasks cannot start beside `long` (8 GPUs in all): it is still pending when held
+  // (a 1-GPU job could start before the hold, and the hold would then be refused).
+  const std::uint64_t held = Submit(kAdmin, Job("held", "low", 2, 4000, 1000));
   ASSERT_EQ(Call(port(), kAdmin, "POST", "/v1/jobs/" + std::to_string(held) + "/hold").status, 200);
   ASSERT_EQ(Call(port(), kAdmin, "POST", "/v1/nodes/g-1/cordon").status, 200);
   ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/other/quota", R"({"G": {"nominal_milli": 2000}})").status, 200);
