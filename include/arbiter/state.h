@@ -1,7 +1,9 @@
 // ClusterState: the resource-management layer. Nodes, devices, topology domains, running jobs,
 // queue usage, and the indexes that answer "where does a task of this shape fit" without a scan
-// of every node. It changes only through Bind / Unbind (applying a plan, a job ending) and driver
-// events (cordon, health); CheckInvariants() verifies that every count matches the allocations.
+// of every node. It changes for real only through Bind / Unbind (applying a plan, a job ending)
+// and driver events (cordon, health); the engine's tentative work happens in a Transaction (end
+// of this file), which leaves it as it was. CheckInvariants() verifies that every count matches
+// the allocations and the open transactions' log.
 #pragma once
 
 #include <bit>
@@ -369,8 +371,8 @@ class ClusterState {
   // reservations hold devices, all logged and undone when the transaction is discarded. While one
   // is open the state must not be changed otherwise (Bind, Unbind, Evict, cordon, health...).
   bool in_transaction() const { return !marks_.empty(); }
-  // Checks every invariant (CheckInvariants) after each discarded transaction and aborts the
-  // process on a broken one: on by default in builds with assertions, and in the tests.
+  // Checks every invariant (CheckInvariants) after each discard that undid something, and aborts
+  // the process on a broken one: on by default in builds with assertions, and in the tests.
   void set_check_discards(bool on) { check_discards_ = on; }
   // The default of set_check_discards for states created from now on (the test programs turn it
   // on for every state they make).
@@ -391,7 +393,16 @@ class ClusterState {
                   bool take);
   void Charge(QueueId queue, GpuTypeId type, std::int64_t milli);
   // A transaction's change: its record in the log, then the change.
-  enum class Op : std::uint8_t { kTake, kGive, kHold, kUnhold, kCharge, kEvict, kReadmit };
+  enum class Op : std::uint8_t {
+    kTake,
+    kGive,
+    kHold,
+    kUnhold,
+    kCharge,
+    kEvict,
+    kReadmit,
+    kRelease,
+  };
   struct Undo {
     Op op = Op::kTake;
     // kTake, kGive, kHold, kUnhold: the task; its devices are undo_devices_[first, first + count).
@@ -404,7 +415,8 @@ class ClusterState {
     QueueId queue = 0;
     GpuTypeId type = kNone;
     std::int64_t milli = 0;
-    // kEvict, kReadmit: the running job whose tasks and usage leave or come back.
+    // kEvict, kReadmit: the running job whose tasks and usage leave or come back; kRelease: the
+    // running job whose tasks leave (its usage stays).
     const RunningJob* job = nullptr;
   };
   void Log(Op op, const TaskAllocation& task);
@@ -524,6 +536,9 @@ class Transaction {
   // Readmit takes them again.
   void Evict(const RunningJob& job);
   void Readmit(const RunningJob& job);
+  // Gives back every task of a running job, as its end would, but leaves its queue's usage (what
+  // capacity a future without it has: backfill's reservations).
+  void Release(const RunningJob& job);
 
   // Keeps the changes in the enclosing transaction (not for the outermost one).
   void Commit();
@@ -531,6 +546,10 @@ class Transaction {
   void Discard();
 
  private:
+  // Logs a change and makes it.
+  void Change(ClusterState::Op op, const TaskAllocation& task);  // of a task's capacity
+  void Record(const ClusterState::Undo& u);                      // any other
+
   ClusterState& state_;
   std::size_t depth_;  // 1 for the outermost
   bool open_ = true;

@@ -67,9 +67,6 @@ class [[nodiscard]] Status {
     return Status(code, std::move(field), std::move(message));
   }
 
-  // Being removed: every call site names its code (the invalid-argument code until then).
-  static Status Error(std::string message) { return InvalidArgument(std::move(message)); }
-
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
   // The path of the field concerned ("" when ok or when the error concerns no one field).

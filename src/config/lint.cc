@@ -91,13 +91,14 @@ class Analysis {
   // preemptable and the class preemptible.
   bool EvictableByRule(QueueId v, std::optional<PriorityClassId> cls) const {
     const std::size_t classes = state_.priority_class_count();
-    for (PriorityClassId victim = 0; victim < classes; ++victim) {
-      if (cls ? victim != *cls : !state_.priority_class(victim).preemptible) continue;
-      for (QueueId q = 0; q < state_.queue_count(); ++q) {
-        if (!leaf(q) || !same_tree(q, v)) continue;
-        for (PriorityClassId by = 0; by < classes; ++by) {
-          const std::optional<Eviction::Kind> kind =
-              policy_.Relation(q, by, v, victim, policy_.MayEverReclaim(q));
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      if (!leaf(q) || !same_tree(q, v)) continue;
+      for (PriorityClassId by = 0; by < classes; ++by) {
+        const engine::VictimPolicy::Relations relations =
+            policy_.RelationsOf(q, by, policy_.MayEverReclaim(q));
+        for (PriorityClassId victim = 0; victim < classes; ++victim) {
+          if (cls ? victim != *cls : !state_.priority_class(victim).preemptible) continue;
+          const std::optional<Eviction::Kind> kind = relations.Kind(v, victim);
           if (kind && (policy_.MayEverBorrow(v) || !NeedsBorrowedWork(*kind, v))) return true;
         }
       }

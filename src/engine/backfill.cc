@@ -21,26 +21,30 @@ std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
     Millis end;
     JobId id;
     const Allocation* allocation;
+    const RunningJob* running;  // nullptr for a job placed this cycle
   };
   // Only jobs on GPUs of the job's type can make it fit (for a job without GPUs, every job).
   const GpuTypeId type = filter.type;
   std::vector<Release> releases;
-  auto consider = [&](const Job& job, Millis start, const Allocation& allocation) {
+  auto consider = [&](const Job& job, Millis start, const Allocation& allocation,
+                      const RunningJob* running) {
     if (type != kNone && allocation.gpu_type != type) return;
-    releases.push_back({ExpectedEnd(job, start, now, options.backfill), job.id, &allocation});
+    releases.push_back(
+        {ExpectedEnd(job, start, now, options.backfill), job.id, &allocation, running});
   };
   if (type == kNone) {
-    for (const auto& [id, r] : state.running()) consider(r.job, r.start_time, r.allocation);
+    for (const auto& [id, r] : state.running()) consider(r.job, r.start_time, r.allocation, &r);
   } else {
     for (NodeId n : state.NodesOfType(type)) {
       for (const Resident& res : state.node(n).residents) {
         // A job on several nodes is listed once, by the node of its first task.
         const RunningJob* r = res.job;
-        if (r->allocation.tasks.front().node == n) consider(r->job, r->start_time, r->allocation);
+        if (r->allocation.tasks.front().node == n)
+          consider(r->job, r->start_time, r->allocation, r);
       }
     }
   }
-  for (const PlacedJob& p : placed) consider(*p.job, now, *p.allocation);
+  for (const PlacedJob& p : placed) consider(*p.job, now, *p.allocation, nullptr);
   // Released in order of expected end: a heap, so that only what is released gets ordered.
   auto later = [](const Release& a, const Release& b) {
     return std::tie(a.end, a.id) > std::tie(b.end, b.id);
@@ -67,8 +71,9 @@ std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
     std::pop_heap(releases.begin(), heap_end, later);
     --heap_end;
     const Release& rel = *heap_end;
+    if (rel.running) future.Release(*rel.running);
     for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
-      future.Give(*t);
+      if (!rel.running) future.Give(*t);
       for (const DeviceShare& d : t->devices)
         free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
     }

@@ -84,11 +84,12 @@ class Search {
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state_, job_.queue, filter.type).empty();
+    relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
     // The queues whose work this preemptor may evict at all (of some class), as
     // NodeState::resident_queues bits.
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
       for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
-        if (policy_.Relation(job_.queue, job_.priority_class, q, c, can_reclaim_))
+        if (relations_.Kind(q, c))
           victim_queues_ |= std::uint64_t{1} << (q % 64);
       }
     }
@@ -180,8 +181,8 @@ class Search {
   // Whether this preemptor may evict `r`, and at what cost.
   std::optional<Victim> Evaluate(const RunningJob* r) {
     // The relation first (cheap), then the guards, then the cost.
-    const std::optional<Eviction::Kind> kind = policy_.Relation(
-        job_.queue, job_.priority_class, r->job.queue, r->job.priority_class, can_reclaim_);
+    const std::optional<Eviction::Kind> kind =
+        relations_.Kind(r->job.queue, r->job.priority_class);
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
@@ -214,8 +215,7 @@ class Search {
   // The cost of evicting a resident, or nullopt when this preemptor may not evict it. Reads only
   // the resident, unless a guard, a guarantee or an exclusion needs the running job itself.
   std::optional<double> QuickCost(const Resident& res) {
-    const std::optional<Eviction::Kind> kind = policy_.Relation(
-        job_.queue, job_.priority_class, res.queue, res.priority_class, can_reclaim_);
+    const std::optional<Eviction::Kind> kind = relations_.Kind(res.queue, res.priority_class);
     if (!kind) return std::nullopt;
     const char* protection = policy_.Protection(res.queue, res.priority_class);
     if (*kind == Eviction::Kind::kQueuePriority) {
@@ -536,6 +536,7 @@ class Search {
   PreemptionRefusals* refusals_;
   Transaction& tx_;  // the caller's: the chosen set is committed to it
   const VictimPolicy& policy_;
+  VictimPolicy::Relations relations_;  // the preemptor's, to every queue and class
   const ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;

@@ -34,20 +34,24 @@ VictimPolicy::VictimPolicy(const ClusterState& state) : state_(state) {
   }
 }
 
-std::optional<Eviction::Kind> VictimPolicy::Relation(QueueId by, PriorityClassId by_class,
-                                                     QueueId of, PriorityClassId of_class,
-                                                     bool reclaim) const {
+VictimPolicy::Relations VictimPolicy::RelationsOf(QueueId by, PriorityClassId by_class,
+                                                  bool reclaim) const {
   const QueueSpec& preemptor = state_.queue(by).spec;
-  if (of == by) {
-    if (!preemptor.preempt_within_queue || class_value_[of_class] >= class_value_[by_class])
-      return std::nullopt;
-    return Eviction::Kind::kWithinQueue;
+  Relations r;
+  r.by_ = by;
+  r.within_ = preemptor.preempt_within_queue;
+  r.value_ = class_value_[by_class];
+  r.class_value_ = &class_value_;
+  r.across_.assign(state_.queue_count(), -1);
+  for (QueueId of = 0; of < state_.queue_count(); ++of) {
+    if (of == by || root_[of] != root_[by]) continue;  // (other trees: never)
+    if (preemptor.preempt_lower_priority && state_.queue(of).spec.priority < preemptor.priority) {
+      r.across_[of] = static_cast<std::int8_t>(Eviction::Kind::kQueuePriority);
+    } else if (reclaim) {
+      r.across_[of] = static_cast<std::int8_t>(Eviction::Kind::kReclaim);
+    }
   }
-  if (root_[of] != root_[by]) return std::nullopt;
-  if (preemptor.preempt_lower_priority && state_.queue(of).spec.priority < preemptor.priority)
-    return Eviction::Kind::kQueuePriority;
-  if (reclaim) return Eviction::Kind::kReclaim;
-  return std::nullopt;
+  return r;
 }
 
 bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId type) const {

@@ -37,7 +37,32 @@ class VictimPolicy {
   //   now (reclaim on, within its nominal quota, some resource of the type limited: MayReclaim).
   // Queues of other trees are never touched. The per-job protections (below) come on top.
   std::optional<Eviction::Kind> Relation(QueueId by, PriorityClassId by_class, QueueId of,
-                                         PriorityClassId of_class, bool reclaim) const;
+                                         PriorityClassId of_class, bool reclaim) const {
+    return RelationsOf(by, by_class, reclaim).Kind(of, of_class);
+  }
+  // The same relation of one preemptor to every queue and class, for a search that asks it of
+  // many residents: Kind(of, of_class) is Relation(by, by_class, of, of_class, reclaim).
+  class Relations {
+   public:
+    std::optional<Eviction::Kind> Kind(QueueId of, PriorityClassId of_class) const {
+      if (of == by_) {
+        if (!within_ || (*class_value_)[of_class] >= value_) return std::nullopt;
+        return Eviction::Kind::kWithinQueue;
+      }
+      const std::int8_t k = across_[of];
+      if (k < 0) return std::nullopt;
+      return static_cast<Eviction::Kind>(k);
+    }
+
+   private:
+    friend class VictimPolicy;
+    QueueId by_ = 0;
+    bool within_ = false;  // the preemptor's queue evicts within itself
+    std::int32_t value_ = 0;
+    const std::vector<std::int32_t>* class_value_ = nullptr;  // the policy's
+    std::vector<std::int8_t> across_;  // per other queue: the Eviction::Kind, or -1 for none
+  };
+  Relations RelationsOf(QueueId by, PriorityClassId by_class, bool reclaim) const;
   // Whether an eviction of `kind` may take work of queue `of` on GPU type `type` only while that
   // work runs above its queue's nominal quota (reclaim always; queue priority where quota limits
   // the victim's queue, so that guarantees protect in both directions).

@@ -453,7 +453,7 @@ void ClusterState::Redo(const Undo& u, bool forward) {
     AdjustTask(u.node, u.cpu, u.memory,
                std::span<const DeviceShare>(undo_devices_.data() + u.first, u.count), take);
   };
-  auto evict = [&](bool out) {
+  auto evict = [&](bool out, bool charge) {
     const RunningJob& r = *u.job;
     if (out) {
       for (auto t = r.allocation.tasks.rbegin(); t != r.allocation.tasks.rend(); ++t) GiveTask(*t);
@@ -461,7 +461,7 @@ void ClusterState::Redo(const Undo& u, bool forward) {
       for (const TaskAllocation& t : r.allocation.tasks) TakeTask(t);
     }
     const std::int64_t milli = r.job.total_gpu().value();
-    Charge(r.job.queue, r.allocation.gpu_type, out ? -milli : milli);
+    if (charge) Charge(r.job.queue, r.allocation.gpu_type, out ? -milli : milli);
   };
   switch (u.op) {
     case Op::kTake:
@@ -476,10 +476,13 @@ void ClusterState::Redo(const Undo& u, bool forward) {
       Charge(u.queue, u.type, forward ? u.milli : -u.milli);
       break;
     case Op::kEvict:
-      evict(forward);
+      evict(forward, /*charge=*/true);
       break;
     case Op::kReadmit:
-      evict(!forward);
+      evict(!forward, /*charge=*/true);
+      break;
+    case Op::kRelease:
+      evict(forward, /*charge=*/false);
       break;
   }
 }
@@ -494,6 +497,7 @@ void ClusterState::Close([[maybe_unused]] std::size_t depth, bool commit) {
   const Mark mark = marks_.back();
   marks_.pop_back();
   if (commit) return;  // the changes stay in the log, the enclosing transaction's now
+  if (undo_.size() == mark.undo) return;  // nothing to undo (a trial that took nothing)
   restamp_ = false;
   for (std::size_t i = undo_.size(); i-- > mark.undo;) Redo(undo_[i], /*forward=*/false);
   restamp_ = true;
@@ -526,56 +530,51 @@ Transaction::~Transaction() {
   if (open_) Discard();
 }
 
-void Transaction::Take(const TaskAllocation& task) {
+void Transaction::Change(ClusterState::Op op, const TaskAllocation& task) {
   assert(open_ && depth_ == state_.marks_.size());
-  state_.Log(ClusterState::Op::kTake, task);
-  state_.TakeTask(task);
+  state_.Log(op, task);
+  const bool take = op == ClusterState::Op::kTake || op == ClusterState::Op::kHold;
+  state_.AdjustTask(task.node, task.cpu, task.memory, task.devices, take);
 }
 
-void Transaction::Give(const TaskAllocation& task) {
-  assert(open_ && depth_ == state_.marks_.size());
-  state_.Log(ClusterState::Op::kGive, task);
-  state_.GiveTask(task);
-}
-
-void Transaction::Hold(const TaskAllocation& hold) {
-  assert(open_ && depth_ == state_.marks_.size());
-  state_.Log(ClusterState::Op::kHold, hold);
-  state_.TakeTask(hold);
-}
-
-void Transaction::Unhold(const TaskAllocation& hold) {
-  assert(open_ && depth_ == state_.marks_.size());
-  state_.Log(ClusterState::Op::kUnhold, hold);
-  state_.GiveTask(hold);
-}
+void Transaction::Take(const TaskAllocation& task) { Change(ClusterState::Op::kTake, task); }
+void Transaction::Give(const TaskAllocation& task) { Change(ClusterState::Op::kGive, task); }
+void Transaction::Hold(const TaskAllocation& hold) { Change(ClusterState::Op::kHold, hold); }
+void Transaction::Unhold(const TaskAllocation& hold) { Change(ClusterState::Op::kUnhold, hold); }
 
 void Transaction::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
-  assert(open_ && depth_ == state_.marks_.size());
   if (type == kNone || milli == 0) return;  // (charges nothing)
   ClusterState::Undo u;
   u.op = ClusterState::Op::kCharge;
   u.queue = queue;
   u.type = type;
   u.milli = milli;
-  state_.undo_.push_back(u);
-  state_.Charge(queue, type, milli);
+  Record(u);
 }
 
 void Transaction::Evict(const RunningJob& job) {
-  assert(open_ && depth_ == state_.marks_.size());
   ClusterState::Undo u;
   u.op = ClusterState::Op::kEvict;
   u.job = &job;
-  state_.undo_.push_back(u);
-  state_.Redo(u, /*forward=*/true);
+  Record(u);
 }
 
 void Transaction::Readmit(const RunningJob& job) {
-  assert(open_ && depth_ == state_.marks_.size());
   ClusterState::Undo u;
   u.op = ClusterState::Op::kReadmit;
   u.job = &job;
+  Record(u);
+}
+
+void Transaction::Release(const RunningJob& job) {
+  ClusterState::Undo u;
+  u.op = ClusterState::Op::kRelease;
+  u.job = &job;
+  Record(u);
+}
+
+void Transaction::Record(const ClusterState::Undo& u) {
+  assert(open_ && depth_ == state_.marks_.size());
   state_.undo_.push_back(u);
   state_.Redo(u, /*forward=*/true);
 }
@@ -699,7 +698,8 @@ Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
   CountShapes(job, +1);
   const JobId id = job.id;
   RunningJob& running =
-      running_.try_emplace(id, std::move(job), std::move(allocation), now, now).first->second;
+      running_.try_emplace(id, RunningJob{std::move(job), std::move(allocation), now, now, {}})
+          .first->second;
   const Job& started = running.job;
   const Allocation& held = running.allocation;
   if (auto it = evictions_.find(id); it != evictions_.end()) running.evictions = it->second;
@@ -1014,11 +1014,15 @@ Status ClusterState::CheckInvariants() const {
         charge(u.queue, u.type, u.milli);
         break;
       case Op::kEvict:
-      case Op::kReadmit: {
-        const int sign = u.op == Op::kEvict ? -1 : +1;
+      case Op::kReadmit:
+      case Op::kRelease: {
+        const int sign = u.op == Op::kReadmit ? +1 : -1;
         for (const TaskAllocation& t : u.job->allocation.tasks)
           task(t.node, t.cpu, t.memory, t.devices, sign);
-        charge(u.job->job.queue, u.job->allocation.gpu_type, sign * u.job->job.total_gpu().value());
+        if (u.op != Op::kRelease) {
+          charge(u.job->job.queue, u.job->allocation.gpu_type,
+                 sign * u.job->job.total_gpu().value());
+        }
         break;
       }
     }

@@ -236,7 +236,8 @@ TEST_F(AgentTest, LostNodeRerunsTheJobElsewhereAndItsAgentKillsTheStaleTask) {
   EXPECT_EQ(status["state"], "running");
   EXPECT_EQ(status.value("retries", 0), 1);
   EXPECT_NE(status["allocation"]["tasks"][0]["node"], node);
-  for (const Json& n : Nodes()["nodes"]) {
+  const Json listed = Nodes();  // (the loop reads it: not a part of a temporary)
+  for (const Json& n : listed["nodes"]) {
     if (n["name"] == node) {
       EXPECT_EQ(n["agent"]["state"], "lost");
       EXPECT_FALSE(n["healthy"].get<bool>());

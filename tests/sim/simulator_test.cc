@@ -560,7 +560,8 @@ TEST(SimInference, TheSloCountsOnlyTheIntervalsThatMissIt) {
   // A spike of 20 minutes beyond what 16 GPUs can serve: those minutes miss a 1 s objective.
   w.services[0].slo = 1000;
   w.services[0].rate.spikes.push_back({20 * kMinute, 20 * kMinute, 3});
-  const ServiceMetrics& m = Svc(RunSim(OneNode(16), w, o));
+  const RunResult run = RunSim(OneNode(16), w, o);  // (m points into it)
+  const ServiceMetrics& m = Svc(run);
   EXPECT_DOUBLE_EQ(m.slo_miss_minutes, 20);
   EXPECT_GT(m.timeout_fraction, 0);
 }
@@ -571,7 +572,8 @@ TEST(SimInference, StartupDelaysServing) {
   w.services[0].startup = 30 * kSecond;
   SimOptions o;
   o.horizon = kHour;
-  const ServiceMetrics& m = Svc(RunSim(OneNode(16), w, o));
+  const RunResult run = RunSim(OneNode(16), w, o);  // (m points into it)
+  const ServiceMetrics& m = Svc(run);
   EXPECT_NEAR(m.mean_replicas_serving, 15 * (1 - 0.5 / 60), 1e-9);
 }
 

@@ -317,7 +317,8 @@ std::vector<std::int64_t> Observed(const ClusterState& state) {
   return out;
 }
 
-// Random tentative work, in transactions nested up to four deep, each committed or discarded at
+// Random tentative work (take, give, charge, hold, unhold, evict, readmit, release), in
+// transactions nested up to four deep, each committed or discarded at
 // random: after every discard the state is exactly what it was when that transaction opened
 // (capacity, indexes, usage and stamps), and the invariants hold at every step.
 TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
@@ -341,7 +342,7 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
   // what it holds, who it evicted, and the state when it opened.
   struct Level {
     std::vector<TaskAllocation> taken, held;
-    std::vector<const RunningJob*> evicted;
+    std::vector<const RunningJob*> evicted, released;  // (released ones come back by discard only)
     std::vector<std::int64_t> at_open;
   };
   int discards = 0, commits = 0;
@@ -356,13 +357,18 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
       if (levels.size() > 1) {  // what the enclosing ones took may be given back here
         levels.back().taken = levels[levels.size() - 2].taken;
         levels.back().evicted = levels[levels.size() - 2].evicted;
+        levels.back().released = levels[levels.size() - 2].released;
       }
     };
     push();
     for (int step = 0; step < 60 && !open.empty(); ++step) {
       Transaction& tx = *open.back();
       Level& level = levels.back();
-      switch (pick(8)) {
+      auto gone = [&](const RunningJob* r) {
+        return std::find(level.evicted.begin(), level.evicted.end(), r) != level.evicted.end() ||
+               std::find(level.released.begin(), level.released.end(), r) != level.released.end();
+      };
+      switch (pick(9)) {
         case 0: {  // take one free device (or a share of a partly free one) on a random node
           const NodeId n = static_cast<NodeId>(pick(state.node_count()));
           const NodeState& node = state.node(n);
@@ -392,9 +398,16 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
           break;
         case 3: {  // evict a running job not evicted yet
           const RunningJob* r = state.FindRunning(static_cast<JobId>(1 + pick(6)));
-          if (std::find(level.evicted.begin(), level.evicted.end(), r) != level.evicted.end()) break;
+          if (gone(r)) break;
           tx.Evict(*r);
           level.evicted.push_back(r);
+          break;
+        }
+        case 8: {  // release a running job (its usage stays)
+          const RunningJob* r = state.FindRunning(static_cast<JobId>(1 + pick(6)));
+          if (gone(r)) break;
+          tx.Release(*r);
+          level.released.push_back(r);
           break;
         }
         case 4: {  // readmit the last evicted, if its devices are still free
@@ -429,6 +442,7 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
           if (commit) {
             std::vector<TaskAllocation> taken = level.taken;
             std::vector<const RunningJob*> evicted = level.evicted;
+            std::vector<const RunningJob*> released = level.released;
             for (const TaskAllocation& h : level.held) open.back()->Unhold(h);
             open.back()->Commit();
             ++commits;
@@ -436,6 +450,7 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
             levels.pop_back();
             levels.back().taken = std::move(taken);
             levels.back().evicted = std::move(evicted);
+            levels.back().released = std::move(released);
           } else {
             const std::vector<std::int64_t> at_open = level.at_open;
             open.back()->Discard();

@@ -448,7 +448,7 @@ TEST_P(StoreTest, LoadHandsTheJobsOverInBatches) {
   EXPECT_TRUE(seen[1].status.allocation == On("n0"));
   // An error of the consumer ends the load with it.
   Result<Snapshot> failed =
-      store_->Load({.each_batch = [](std::span<StoredJob>) { return Status::Error("no room"); }});
+      store_->Load({.each_batch = [](std::span<StoredJob>) { return Status::Unavailable("no room"); }});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().message(), "no room");
 }
@@ -649,7 +649,7 @@ TEST(SqliteStore, LoadsManyJobsExactly) {
     for (StoredJob& job : batch) {
       if (job.id != (*r)[n].id || !(job.spec == specs[n]) ||
           !(job.status == snap->jobs[n].status)) {
-        return Status::Error("job " + std::to_string(job.id) + " differs");
+        return Status::Internal("job " + std::to_string(job.id) + " differs");
       }
       ++n;
     }
