@@ -5,7 +5,8 @@
 // are ours, and the output is one `BENCH <name> <value> <unit>` line per figure. Lines starting
 // with '#' are commentary. See bench/README.md.
 //
-//   arbiter_bench [--only 10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server]
+//   arbiter_bench [--only
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -25,8 +26,8 @@
 #include "incremental_bench.h"
 #include "memory_bench.h"
 #include "preempt_bench.h"
-#include "sim_bench.h"
 #include "server_bench.h"
+#include "sim_bench.h"
 #include "store_bench.h"
 #include "workload.h"
 
@@ -203,8 +204,7 @@ void RunVariant(const Variant& v, const Options& opt) {
     Print(std::string("cycle_stage_") + StageName(t.stage) + "_seconds", v.suffix,
           static_cast<double>(t.micros) / 1e6, "s");
     Print(std::string("cycle_stage_") + StageName(t.stage) + "_calls", v.suffix,
-          static_cast<double>(t.calls),
-          "calls");
+          static_cast<double>(t.calls), "calls");
   }
   std::fflush(stdout);
 }
@@ -277,7 +277,8 @@ int main(int argc, char** argv) {
     RunPreemptBench(10'000, 100'000, opt.reps > 0 ? opt.reps : 200, opt.seed, "");
     ran = true;
   }
-  const std::string philly = std::string(ARBITER_SOURCE_DIR) + "/data/traces/philly/philly_first2000.csv";
+  const std::string philly =
+      std::string(ARBITER_SOURCE_DIR) + "/data/traces/philly/philly_first2000.csv";
   if (opt.only.empty() || opt.only == "sim10k") {
     RunSimBench(philly, 10'000, 205, opt.seed, "10k");
     ran = true;

@@ -78,10 +78,12 @@ void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std
     const std::vector<Job> none;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 100; ++i) (void)engine.Schedule(state, none, workload.now);
-    std::printf("# incremental: a cycle with nothing pending takes %.1f us; %zu running task shapes\n",
-                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                        .count() / 100,
-                state.running_task_shapes().size());
+    std::printf(
+        "# incremental: a cycle with nothing pending takes %.1f us; %zu running task shapes\n",
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count() /
+            100,
+        state.running_task_shapes().size());
   }
   if (Status st = state.CheckInvariants(); !st.ok()) Fail("state: " + st.message());
   std::printf("# incremental: %zu nodes %.1f%% allocated, %zu running jobs, %d arrivals\n",

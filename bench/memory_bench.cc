@@ -43,10 +43,10 @@ void RunMemoryBench(std::uint32_t jobs, std::uint32_t nodes, std::uint64_t seed)
   const double job_bytes = ResidentBytes() - before_jobs;
   if (before_jobs == 0) Fail("no /proc/self/statm to read resident memory from");
   std::printf("# memory: %zu pending jobs %.0f MiB, a state of %zu nodes %.1f MiB\n",
-              pending.size(), job_bytes / (1 << 20), state->node_count(),
-              state_bytes / (1 << 20));
+              pending.size(), job_bytes / (1 << 20), state->node_count(), state_bytes / (1 << 20));
   std::printf("BENCH pending_job_bytes %.6g bytes\n", job_bytes / static_cast<double>(jobs));
-  std::printf("BENCH pending_1m_jobs_mib %.6g MiB\n", job_bytes / static_cast<double>(jobs) * 1e6 / (1 << 20));
+  std::printf("BENCH pending_1m_jobs_mib %.6g MiB\n",
+              job_bytes / static_cast<double>(jobs) * 1e6 / (1 << 20));
   std::printf("BENCH node_bytes %.6g bytes\n", state_bytes / static_cast<double>(nodes));
   std::fflush(stdout);
 }

@@ -24,7 +24,6 @@
 namespace arbiter::bench {
 namespace {
 
-
 // 64 nodes of 8 H800 in 8 leaves; the submitted jobs mostly wait (they pile up as a server's
 // queue does under a submission burst), so each cycle also orders and explains them.
 constexpr const char* kCluster = R"(
@@ -96,16 +95,18 @@ void RunClients(int clients, double seconds, const std::string& suffix) {
   });
   std::vector<double>& all = run.latencies_us;
   const double wall = run.wall_seconds;
-  if (refused.load() > 0) Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
+  if (refused.load() > 0)
+    Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
   {
     // The cycles that ran meanwhile (they order and explain every pending job).
     httplib::Client client("127.0.0.1", port);
     httplib::Result metrics = client.Get("/metrics");
     double sum = 0, count = 0;
     if (metrics) {
-      std::sscanf(metrics->body.c_str() + metrics->body.find("arbiter_cycle_duration_seconds_sum"),
-                  "arbiter_cycle_duration_seconds_sum %lf\narbiter_cycle_duration_seconds_count %lf",
-                  &sum, &count);
+      std::sscanf(
+          metrics->body.c_str() + metrics->body.find("arbiter_cycle_duration_seconds_sum"),
+          "arbiter_cycle_duration_seconds_sum %lf\narbiter_cycle_duration_seconds_count %lf", &sum,
+          &count);
     }
     std::printf("# server: %.0f cycles, %.1f ms each on average\n", count,
                 count > 0 ? 1000 * sum / count : 0.0);

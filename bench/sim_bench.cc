@@ -45,7 +45,8 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
     node.cpu = MilliCpu(64'000);
     node.memory = MemMiB(512 * 1024);
     for (int d = 0; d < 8; ++d) {
-      node.devices.push_back(DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
+      node.devices.push_back(
+          DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
     }
     node.domains = {"rack-" + std::to_string(n / 16)};
     cluster.nodes.push_back(std::move(node));
@@ -57,8 +58,8 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
   workload.jobs.reserve(static_cast<std::size_t>(jobs));
   for (std::int64_t k = 0; k < jobs; ++k) {
     t += rng.Exponential(3.6e6 / per_hour);
-    const trace::TraceJob& row =
-        philly->jobs[static_cast<std::size_t>(rng.Uniform() * static_cast<double>(philly->jobs.size()))];
+    const trace::TraceJob& row = philly->jobs[static_cast<std::size_t>(
+        rng.Uniform() * static_cast<double>(philly->jobs.size()))];
     sim::SimJob j;
     j.job.name = "philly-" + std::to_string(k);
     j.job.queue = 1;
@@ -84,13 +85,15 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) Fail(run.status().message());
-  std::printf("# sim: %lld Philly-shaped jobs on %lld GPUs: %lld events, %lld cycles, %.1f simulated "
-              "days, %lld completed, utilisation %.3f\n",
-              static_cast<long long>(jobs), static_cast<long long>(gpus),
-              static_cast<long long>(run->events), static_cast<long long>(run->cycles),
-              static_cast<double>(run->horizon) / 8.64e7,
-              static_cast<long long>(run->overall.jobs_completed), run->gpu_allocation);
-  const std::string events_name = label == "100k" ? "sim_events_per_s" : "sim_events_per_s_" + label;
+  std::printf(
+      "# sim: %lld Philly-shaped jobs on %lld GPUs: %lld events, %lld cycles, %.1f simulated "
+      "days, %lld completed, utilisation %.3f\n",
+      static_cast<long long>(jobs), static_cast<long long>(gpus),
+      static_cast<long long>(run->events), static_cast<long long>(run->cycles),
+      static_cast<double>(run->horizon) / 8.64e7,
+      static_cast<long long>(run->overall.jobs_completed), run->gpu_allocation);
+  const std::string events_name =
+      label == "100k" ? "sim_events_per_s" : "sim_events_per_s_" + label;
   std::printf("BENCH %s %.6g events/s\n", events_name.c_str(),
               static_cast<double>(run->events) / seconds);
   std::printf("BENCH sim_philly%s_s %.6g s\n", label.c_str(), seconds);

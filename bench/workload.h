@@ -9,13 +9,14 @@
 //  - Philly (Microsoft 2017): mostly 1-GPU jobs and a heavy tail of multi-node gangs.
 #pragma once
 
+#include <stdlib.h>  // mkdtemp
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <stdlib.h>  // mkdtemp
 #include <filesystem>
 #include <random>
 #include <string>

@@ -63,12 +63,12 @@ struct BackfillOptions {
 };
 
 // How the placement stage chooses a node (and devices) among those that can host a task.
-// `kArbiter` is the engine's own placement (candidates from the free-capacity buckets, ranked by the
-// growth of expected fragmentation weighed by scarcity: docs/design/placement.md); the
-// others are the published baselines of Weng et al., "Beware of Fragmentation" (ATC 2023), scored
-// as their simulator scores them (docs/placement.md), FGD itself, and kFrag. Under these every
-// feasible node of every accepted GPU type is scored and the best taken; equal scores go to the
-// node first in a random order of the nodes drawn from the seed (as in the published simulator).
+// `kArbiter` is the engine's own placement (candidates from the free-capacity buckets, ranked by
+// the growth of expected fragmentation weighed by scarcity: docs/design/placement.md); the others
+// are the published baselines of Weng et al., "Beware of Fragmentation" (ATC 2023), scored as their
+// simulator scores them (docs/placement.md), FGD itself, and kFrag. Under these every feasible node
+// of every accepted GPU type is scored and the best taken; equal scores go to the node first in a
+// random order of the nodes drawn from the seed (as in the published simulator).
 enum class PlacementPolicy : std::uint8_t {
   kArbiter,     // the default
   kRandom,      // a uniformly random feasible node (and, for a share, device)

@@ -50,8 +50,8 @@ enum class Stage : std::uint8_t {
 };
 inline constexpr int kStageCount = 8;
 // Every stage, in the order a cycle runs them.
-inline constexpr Stage kStages[kStageCount] = {Stage::kOrder,   Stage::kValidate, Stage::kQuota,
-                                               Stage::kFilter,  Stage::kPlace,    Stage::kExplain,
+inline constexpr Stage kStages[kStageCount] = {Stage::kOrder,    Stage::kValidate, Stage::kQuota,
+                                               Stage::kFilter,   Stage::kPlace,    Stage::kExplain,
                                                Stage::kBackfill, Stage::kPreempt};
 
 // Why a node, a queue or the topology could not take a job. Node causes come first, in the order
@@ -120,7 +120,11 @@ struct Eviction {
   JobId preemptor = 0;
   // Within the preemptor's queue by priority class; across queues by queue priority
   // (preempt_lower_priority); or reclaim of quota another queue borrowed.
-  enum class Kind : std::uint8_t { kWithinQueue, kQueuePriority, kReclaim } kind = Kind::kWithinQueue;
+  enum class Kind : std::uint8_t {
+    kWithinQueue,
+    kQueuePriority,
+    kReclaim
+  } kind = Kind::kWithinQueue;
   std::string signal;
   Millis signal_at = 0;
   Millis stop_at = 0;
@@ -155,7 +159,7 @@ struct Plan {
   std::vector<Reservation> reservations;
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;
-  std::vector<Unplaced> unplaced;  // in the order the cycle took them
+  std::vector<Unplaced> unplaced;    // in the order the cycle took them
   std::vector<StageTiming> timings;  // every stage but filter (timed within place and explain)
 };
 

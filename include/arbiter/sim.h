@@ -29,9 +29,9 @@ const char* WorkKindName(WorkKind kind);  // "training", "inference", "batch"
 struct SimJob {
   Job job;  // id is assigned by the simulator
   WorkKind kind = WorkKind::kBatch;
-  std::string workload;         // the generator or trace it came from
-  Millis work = 0;              // running time to complete, without checkpoints and restarts
-  Millis checkpoint_cost = 0;   // time one checkpoint takes, without progress
+  std::string workload;        // the generator or trace it came from
+  Millis work = 0;             // running time to complete, without checkpoints and restarts
+  Millis checkpoint_cost = 0;  // time one checkpoint takes, without progress
 };
 
 // Request rate of an inference service in requests per second:
@@ -43,7 +43,7 @@ struct RateSpike {
 };
 struct RateCurve {
   double base = 0;
-  double diurnal = 0;  // relative amplitude in [0, 1]
+  double diurnal = 0;                          // relative amplitude in [0, 1]
   Millis peak = 14 * 3600 * kMillisPerSecond;  // time of day of the daily peak
   std::vector<RateSpike> spikes;
   double At(Millis t) const;
@@ -55,13 +55,13 @@ struct InferenceService {
   std::string name;
   Job replica;  // queue, class, one task group, GPU types; the id is assigned per replica
   RateCurve rate;
-  double replica_rate = 10;          // mu: requests per second one replica serves
-  double target_utilization = 0.7;   // the autoscaler aims at rate / (replicas * mu) = this
+  double replica_rate = 10;         // mu: requests per second one replica serves
+  double target_utilization = 0.7;  // the autoscaler aims at rate / (replicas * mu) = this
   std::int32_t min_replicas = 1;
   std::int32_t max_replicas = 64;
   Millis scale_interval = 60 * kMillisPerSecond;
-  Millis startup = 0;                // a replica serves this long after it starts
-  Millis slo = 200;                  // latency objective for the P99 of each scale interval
+  Millis startup = 0;                      // a replica serves this long after it starts
+  Millis slo = 200;                        // latency objective for the P99 of each scale interval
   Millis timeout = 30 * kMillisPerSecond;  // latency of requests the running replicas cannot take
 };
 
@@ -143,8 +143,8 @@ struct Sample {
   double healthy_gpus = 0;
   std::int64_t pending_jobs = 0;
   std::int64_t running_jobs = 0;
-  std::vector<double> queue_allocated_gpus;  // by RunResult::queue_names
-  std::vector<std::int64_t> queue_pending;   // by RunResult::queue_names
+  std::vector<double> queue_allocated_gpus;    // by RunResult::queue_names
+  std::vector<std::int64_t> queue_pending;     // by RunResult::queue_names
   std::vector<double> service_latency_p99_ms;  // by RunResult::services, worst interval
   std::vector<double> service_replicas;        // serving, by RunResult::services
 };
@@ -168,15 +168,15 @@ struct JobRecord {
 
 struct RunResult {
   std::string name;
-  Millis horizon = 0;   // simulated time
+  Millis horizon = 0;  // simulated time
   double total_gpus = 0;
   GroupMetrics overall;
   std::map<std::string, GroupMetrics> queues;   // leaf queues
   std::map<std::string, GroupMetrics> classes;  // priority classes
   std::map<std::string, GroupMetrics> workloads;
   std::vector<ServiceMetrics> services;
-  double gpu_allocation = 0;   // allocated GPU-time / capacity
-  double gpu_utilization = 0;  // useful GPU-time / capacity
+  double gpu_allocation = 0;             // allocated GPU-time / capacity
+  double gpu_utilization = 0;            // useful GPU-time / capacity
   std::vector<std::string> queue_names;  // leaf queues, the order of Sample vectors
   std::vector<Sample> series;
   std::vector<JobRecord> jobs;
@@ -197,14 +197,14 @@ struct JobStatusAt {
   };
   State state = State::kPending;
   Millis at = 0;
-  JobRecord record;  // as of `at`
+  JobRecord record;   // as of `at`
   Millis since = -1;  // when it entered this state
   // Not submitted: its submit time; starting: when its victims are stopped; running: its expected
   // end (by its work); draining: when it stops; pending and placed by the cycle at `at`: its start.
   Millis until = -1;
-  Millis work = 0;          // running time it needs in all
-  Millis progress = -1;     // running: work done
-  Millis checkpointed = -1;  // running: work its last checkpoint kept
+  Millis work = 0;                   // running time it needs in all
+  Millis progress = -1;              // running: work done
+  Millis checkpointed = -1;          // running: work its last checkpoint kept
   std::vector<std::string> nodes;    // starting, running, or placed now: "node[devices]" per task
   std::vector<std::string> victims;  // starting, or placed now: the jobs evicted for it
   std::string preemptor;             // draining: the job it was evicted for

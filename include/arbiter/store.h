@@ -237,8 +237,8 @@ struct Snapshot {
   // too, which overrides a cordon of the configuration).
   std::vector<NodeAdmin> nodes;
   std::vector<QueueUsage> queue_usage;  // as last saved, by queue name
-  std::uint64_t last_seq = 0;                    // the last event's seq: where the stream stands
-  JobId last_job_id = 0;                         // ids are never reused
+  std::uint64_t last_seq = 0;           // the last event's seq: where the stream stands
+  JobId last_job_id = 0;                // ids are never reused
 };
 
 struct LoadOptions {

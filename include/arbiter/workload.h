@@ -33,8 +33,8 @@ std::uint64_t StreamSeed(std::uint64_t seed, const std::string& name);
 struct Dist {
   enum class Kind : std::uint8_t { kConstant, kUniform, kExponential, kLogNormal, kChoice };
   Kind kind = Kind::kConstant;
-  double a = 0;  // constant value; uniform low; exponential mean; lognormal median
-  double b = 0;  // uniform high; lognormal sigma
+  double a = 0;                 // constant value; uniform low; exponential mean; lognormal median
+  double b = 0;                 // uniform high; lognormal sigma
   std::vector<double> values;   // choice
   std::vector<double> weights;  // choice; empty: equal
   double Draw(Rng& rng) const;
@@ -60,8 +60,8 @@ struct Generator {
   WorkKind kind = WorkKind::kBatch;
   Job job;  // template: queue, class, groups, GPU types, topology, checkpoints, restart overhead
   Arrivals arrivals;
-  Dist work;                  // ms of running time
-  Dist gpus;                  // whole GPUs per task (or milli when below 1); unset: the template's
+  Dist work;  // ms of running time
+  Dist gpus;  // whole GPUs per task (or milli when below 1); unset: the template's
   bool gpus_set = false;
   Millis checkpoint_cost = 0;
   double estimate_factor = 1;  // runtime estimate = work x factor; 0: no estimate

@@ -109,12 +109,11 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
   httplib::Headers headers;
   if (!c.token.empty()) headers.emplace("Authorization", "Bearer " + c.token);
   const std::string text = body ? body->dump() : std::string();
-  httplib::Result res =
-      method == "GET"      ? client.Get(path, headers)
-      : method == "DELETE" ? client.Delete(path, headers)
-      : method == "PUT"    ? client.Put(path, headers, text, "application/json")
-      : method == "PATCH"  ? client.Patch(path, headers, text, "application/json")
-                           : client.Post(path, headers, text, "application/json");
+  httplib::Result res = method == "GET"      ? client.Get(path, headers)
+                        : method == "DELETE" ? client.Delete(path, headers)
+                        : method == "PUT"    ? client.Put(path, headers, text, "application/json")
+                        : method == "PATCH"  ? client.Patch(path, headers, text, "application/json")
+                                             : client.Post(path, headers, text, "application/json");
   if (!res) {
     fmt::print(stderr,
                "error: cannot reach the Arbiter server at {}: {} (start one with `arbiter server`, "
@@ -125,7 +124,8 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
   Json json = Json::parse(res->body, nullptr, false);
   if (res->status >= 400) {
     std::string message = res->body;
-    if (!json.is_discarded() && json.contains("error")) message = json["error"].value("message", "");
+    if (!json.is_discarded() && json.contains("error"))
+      message = json["error"].value("message", "");
     fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res->status);
     return std::nullopt;
   }
@@ -333,8 +333,9 @@ int Jobs(const ClientOptions& o) {
     if (state == "running" && j.contains("reason")) detail = j["reason"].get<std::string>();
     fmt::print("{:>7} {:<20} {:<10} {:<11} {:<6} {:<9} {:>5} {:>5}  {}\n",
                j["id"].get<std::uint64_t>(), spec.value("name", ""), spec.value("user", ""),
-               spec.value("queue", ""), status.value("priority_class", spec.value("priority_class", "")),
-               state, JobGpus(j), Age(spec.value("submit_time_ms", Millis{0})), detail);
+               spec.value("queue", ""),
+               status.value("priority_class", spec.value("priority_class", "")), state, JobGpus(j),
+               Age(spec.value("submit_time_ms", Millis{0})), detail);
   }
   return 0;
 }
@@ -400,9 +401,9 @@ int Explain(const ClientOptions& o) {
     fmt::print("  running on {}\n", Where(j));
     if (j.contains("reason")) fmt::print("  {}\n", j["reason"].get<std::string>());
   } else {
-    fmt::print("  {}{}\n", state,
-               j["status"].contains("message") ? ": " + j["status"]["message"].get<std::string>()
-                                               : "");
+    fmt::print(
+        "  {}{}\n", state,
+        j["status"].contains("message") ? ": " + j["status"]["message"].get<std::string>() : "");
   }
   return 0;
 }
@@ -445,9 +446,9 @@ int Queues(const ClientOptions& o) {
       auto milli = [&](const char* k) {
         return r.contains(k) && !r[k].is_null() ? FormatGpus(r[k].get<std::int64_t>()) : "-";
       };
-      usage += fmt::format("{}{} {}/{}/{}", usage.empty() ? "" : ", ",
-                           r["resource"].get<std::string>(), milli("usage_milli"),
-                           milli("nominal_milli"), milli("max_milli"));
+      usage +=
+          fmt::format("{}{} {}/{}/{}", usage.empty() ? "" : ", ", r["resource"].get<std::string>(),
+                      milli("usage_milli"), milli("nominal_milli"), milli("max_milli"));
     }
     const Json& jobs = q["jobs"];
     fmt::print("{:<14} {:<10} {:>4} {:>6} {:>7} {:>7} {:>5}  {}\n", q["name"].get<std::string>(),
@@ -471,7 +472,8 @@ int Nodes(const ClientOptions& o) {
     std::string type = "-";
     if (!n["gpus"].empty()) type = n["gpus"][0]["type"].get<std::string>();
     std::string jobs;
-    for (const Json& id : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::uint64_t>());
+    for (const Json& id : n["jobs"])
+      jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::uint64_t>());
     // An agent's node that is not ready says so in its state: "schedulable (agent lost)".
     std::string state = n["state"].get<std::string>();
     if (n.contains("agent") && n["agent"].is_object() && n["agent"]["state"] != "ready")
@@ -521,7 +523,8 @@ int Logs(const ClientOptions& o) {
   if (res->status != 200) {
     const Json json = Json::parse(res->body, nullptr, false);
     std::string message = res->body;
-    if (!json.is_discarded() && json.contains("error")) message = json["error"].value("message", "");
+    if (!json.is_discarded() && json.contains("error"))
+      message = json["error"].value("message", "");
     fmt::print(stderr, "error: {} (HTTP {})\n", message, res->status);
     return 1;
   }

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
-#include <memory>
 #include <vector>
 
 namespace CLI {
@@ -37,7 +37,7 @@ struct SimArgs {
   std::string json;               // file, or "-" for stdout
   std::string html;
   std::string csv;
-  bool quiet = false;             // no progress bar
+  bool quiet = false;  // no progress bar
 };
 
 struct ExplainSimArgs {

@@ -24,7 +24,6 @@ namespace {
 
 std::string Gpus(std::int64_t milli) { return FormatGpus(milli); }
 
-
 const char* EvictionKindName(Eviction::Kind kind) {
   switch (kind) {
     case Eviction::Kind::kWithinQueue:
@@ -114,8 +113,8 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       }
       fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n",
                  victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
-                 EvictionKindName(e.kind), e.signal,
-                 e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
+                 EvictionKindName(e.kind), e.signal, e.stop_at / kMillisPerSecond,
+                 e.lost_gpu_hours);
     }
     fmt::print("\n");
   }
@@ -230,9 +229,8 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
       if (e.preemptor != job->id) continue;
       auto v = victims.find(e.job);
       fmt::print("  preempting {} ({}): {} now, stopped at t={}s, losing {:.2f} GPU-hours\n",
-                 v != victims.end() ? v->second : std::to_string(e.job),
-                 EvictionKindName(e.kind), e.signal,
-                 e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
+                 v != victims.end() ? v->second : std::to_string(e.job), EvictionKindName(e.kind),
+                 e.signal, e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
     }
     if (b.start_after > plan.now)
       fmt::print("  starts at t={}s, when its last victim has stopped\n",
@@ -348,15 +346,15 @@ int main(int argc, char** argv) {
       "explain",
       "Why a job is pending, or where it goes: after one cycle over a cluster and its jobs, or at "
       "a moment of a simulated scenario");
-  explain->add_option("JOB", explain_job,
-                      "The job's name (with --config or --scenario), or its id on the server")
+  explain
+      ->add_option("JOB", explain_job,
+                   "The job's name (with --config or --scenario), or its id on the server")
       ->required();
   CLI::Option* explain_config =
       explain->add_option("--config", explain_cluster, "Cluster configuration (YAML)")
           ->check(CLI::ExistingFile);
   CLI::Option* explain_jobs_option =
-      explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")
-          ->check(CLI::ExistingFile);
+      explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")->check(CLI::ExistingFile);
   explain->add_option("--now", explain_now,
                       "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
   CLI::Option* explain_scenario =
@@ -429,8 +427,9 @@ int main(int argc, char** argv) {
 
   arbiter::server::ServerArgs server_args;
   CLI::App* server = app.add_subcommand(
-      "server", "Run the control-plane server: the HTTP/JSON API (docs/api.md), the scheduling "
-                "loop and the durable store");
+      "server",
+      "Run the control-plane server: the HTTP/JSON API (docs/api.md), the scheduling "
+      "loop and the durable store");
   server->add_option("--config", server_args.config, "Cluster configuration (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -446,8 +445,9 @@ int main(int argc, char** argv) {
 
   arbiter::agent::AgentArgs agent_args;
   CLI::App* agent = app.add_subcommand(
-      "agent", "Run the node agent: report the node's devices, run the tasks the server binds to "
-               "it, carry out evictions (docs/design/agent.md)");
+      "agent",
+      "Run the node agent: report the node's devices, run the tasks the server binds to "
+      "it, carry out evictions (docs/design/agent.md)");
   agent->add_option("--server", agent_args.server, "The server (http://HOST:PORT)")->required();
   agent->add_option("--token", agent_args.token, "An agent token of the server's configuration")
       ->required();
@@ -463,9 +463,10 @@ int main(int argc, char** argv) {
   agent->add_option("--address", agent_args.address,
                     "Where others reach this node: MASTER_ADDR, the log server (default: the "
                     "host name)");
-  CLI::App* checkpoint = app.add_subcommand(
-      "checkpoint", "Run by a task: say that its checkpoint is complete (its agent tells the "
-                    "server, whose victim search then loses less of it)");
+  CLI::App* checkpoint =
+      app.add_subcommand("checkpoint",
+                         "Run by a task: say that its checkpoint is complete (its agent tells the "
+                         "server, whose victim search then loses less of it)");
 
   arbiter::cli::ClientCommands client = arbiter::cli::AddClientCommands(app, explain);
 
@@ -491,7 +492,8 @@ int main(int argc, char** argv) {
   if (*lint) {
     if (!lint_scenario.empty()) {
       if (!lint_jobs.empty()) {
-        fmt::print(stderr, "error: lint --scenario takes its jobs from the scenario; leave out --jobs\n");
+        fmt::print(stderr,
+                   "error: lint --scenario takes its jobs from the scenario; leave out --jobs\n");
         return 2;
       }
       return arbiter::cli::RunLintScenario(lint_scenario, lint_strict);
@@ -517,8 +519,9 @@ int main(int argc, char** argv) {
       return arbiter::cli::RunExplainServer(client, explain_job);
     }
     if (explain_cluster.empty() || explain_jobs.empty()) {
-      fmt::print(stderr, "error: explain needs --config and --jobs, --scenario and --at, or "
-                         "neither (a job of the server, by id)\n");
+      fmt::print(stderr,
+                 "error: explain needs --config and --jobs, --scenario and --at, or "
+                 "neither (a job of the server, by id)\n");
       return 2;
     }
     return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);

@@ -1,12 +1,14 @@
 // `arbiter sim`: load a scenario, run its configurations (in parallel threads, each on its own
 // copy of the cluster), print the comparison and write the reports asked for.
+#include "arbiter/sim.h"
+
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -15,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/sim.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
@@ -119,9 +120,9 @@ int RunLintScenario(const std::string& path, bool strict) {
     const config::ClusterConfig config{c.cluster, c.engine, {}};
     const std::vector<config::LintWarning> warnings = config::Lint(config, *state, jobs);
     fmt::print("configuration {}: {}\n", c.name,
-               warnings.empty() ? "ok"
-                                : fmt::format("{} warning{}", warnings.size(),
-                                              warnings.size() == 1 ? "" : "s"));
+               warnings.empty()
+                   ? "ok"
+                   : fmt::format("{} warning{}", warnings.size(), warnings.size() == 1 ? "" : "s"));
     for (const config::LintWarning& w : warnings) {
       fmt::print("  warning: {}: {} [{}]\n", w.field, w.message, w.code);
     }
@@ -159,8 +160,8 @@ int RunExplainSim(const ExplainSimArgs& args) {
                Clock(scenario->options.horizon));
     return 1;
   }
-  Result<sim::JobStatusAt> status = sim::Inspect(chosen->cluster, chosen->engine,
-                                                 chosen->workload, scenario->options, args.job, *at);
+  Result<sim::JobStatusAt> status = sim::Inspect(chosen->cluster, chosen->engine, chosen->workload,
+                                                 scenario->options, args.job, *at);
   if (!status.ok()) {
     fmt::print(stderr, "error: {}\n", status.status().message());
     return 1;
@@ -186,8 +187,7 @@ int RunExplainSim(const ExplainSimArgs& args) {
       if (s.placed_now) {
         fmt::print("  the cycle at {} places it: {}\n", Clock(s.at), Join(s.nodes));
         if (!s.victims.empty()) {
-          fmt::print("  preempting: signals {}; starts at {}\n", Join(s.victims),
-                     Clock(s.until));
+          fmt::print("  preempting: signals {}; starts at {}\n", Join(s.victims), Clock(s.until));
         }
       } else if (s.reason) {
         fmt::print("  why: {}\n", s.reason->Describe());
@@ -207,8 +207,7 @@ int RunExplainSim(const ExplainSimArgs& args) {
       break;
     case State::kDraining:
       fmt::print("  evicted at {} for {}: signalled, stops at {}, then waits again\n",
-                 Clock(s.since), s.preemptor.empty() ? "another job" : s.preemptor,
-                 Clock(s.until));
+                 Clock(s.since), s.preemptor.empty() ? "another job" : s.preemptor, Clock(s.until));
       break;
     case State::kCompleted:
       fmt::print("  completed at {} (JCT {})\n", Clock(s.since), Hours(s.since - r.submit));

@@ -249,8 +249,8 @@ class ClusterLoader {
         const Value& name = t.Get("name");
         spec.name = name.NonEmptyString();
         if (auto [it, fresh] = names.emplace(spec.name, name.mark().line + 1); !fresh)
-          name.Fail(fmt::format("duplicate token name '{}' (first at line {})", spec.name,
-                                it->second));
+          name.Fail(
+              fmt::format("duplicate token name '{}' (first at line {})", spec.name, it->second));
         const Value& token = t.Get("token");
         spec.token = token.NonEmptyString();
         if (spec.token.size() < 8) token.Fail("must be at least 8 characters");
@@ -258,7 +258,8 @@ class ClusterLoader {
           token.Fail(fmt::format("the same token is given at line {}", it->second));
         spec.role = static_cast<TokenSpec::Role>(t.Get("role").Choice({"admin", "user", "agent"}));
         if (const Value* q = t.Find("queues")) {
-          if (spec.role != TokenSpec::Role::kUser) q->Fail("only a user token is limited to queues");
+          if (spec.role != TokenSpec::Role::kUser)
+            q->Fail("only a user token is limited to queues");
           for (const Value& item_q : q->Items()) {
             std::string queue = item_q.NonEmptyString();
             if (IndexOf(queues, queue) < 0) item_q.Fail(UnknownName("queue", queue, queues));

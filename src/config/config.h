@@ -36,8 +36,8 @@ const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent"
 // The `server:` section, read only by `arbiter server`.
 struct ServerConfig {
   std::vector<TokenSpec> tokens;
-  Millis cycle_min_interval = 200;      // at most one cycle per this interval
-  Millis cycle_period = 5 * kMillisPerSecond;  // a cycle at least this often
+  Millis cycle_min_interval = 200;                // at most one cycle per this interval
+  Millis cycle_period = 5 * kMillisPerSecond;     // a cycle at least this often
   std::int64_t max_active_jobs_per_user = 10000;  // pending, held and running; 0: no limit
   std::int64_t max_body_bytes = 1 << 20;          // larger request bodies are refused
   // Node agents (without --virtual-nodes). A node whose agent has not been heard from for

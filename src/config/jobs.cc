@@ -44,10 +44,23 @@ constexpr std::string_view kJobFields[] = {
     "argv", "command", "env", "max_retries", "idempotency_key"};
 // The fields of a job template of a simulator workload: the generator gives name, submit time,
 // runtime estimate and the number of jobs; nothing runs.
-constexpr std::string_view kTemplateFields[] = {
-    "user", "queue", "priority_class", "checkpoint_interval", "restart_overhead", "gpu_types",
-    "topology", "node_selector", "tolerations", "labels", "affinity", "groups", "tasks", "gpus",
-    "gpu_memory", "cpu", "memory"};
+constexpr std::string_view kTemplateFields[] = {"user",
+                                                "queue",
+                                                "priority_class",
+                                                "checkpoint_interval",
+                                                "restart_overhead",
+                                                "gpu_types",
+                                                "topology",
+                                                "node_selector",
+                                                "tolerations",
+                                                "labels",
+                                                "affinity",
+                                                "groups",
+                                                "tasks",
+                                                "gpus",
+                                                "gpu_memory",
+                                                "cpu",
+                                                "memory"};
 // The per-task fields, shared by the one-group shorthand and each entry of `groups`.
 constexpr std::string_view kTaskFields[] = {"tasks", "gpus", "gpu_memory", "cpu", "memory"};
 

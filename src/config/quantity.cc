@@ -169,8 +169,7 @@ Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field) {
 }
 
 Result<Millis> ParseDuration(std::string_view text, std::string_view field) {
-  static constexpr Kind kKind{"duration", "90 (seconds), 500ms, 30s, 15m, 4h, 7d or 1d12h",
-                              "1 ms"};
+  static constexpr Kind kKind{"duration", "90 (seconds), 500ms, 30s, 15m, 4h, 7d or 1d12h", "1 ms"};
   constexpr std::string_view kHint = "use ms, s, m, h or d; a bare number is seconds";
   // A compound duration ("1d12h30m") is a sum of parts, each with its unit, largest unit first.
   std::vector<std::string_view> parts;

@@ -31,13 +31,13 @@ using internal::Map;
 using internal::Value;
 
 constexpr std::string_view kWorkloadFields[] = {
-    "name",  "kind",    "job",           "arrivals",        "work",    "gpus",
-    "checkpoint_cost", "estimate_factor", "service", "trace"};
+    "name",    "kind", "job", "arrivals", "work", "gpus", "checkpoint_cost", "estimate_factor",
+    "service", "trace"};
 
 // A node of a mapping that is `base` with the keys of `overrides` replaced or added. The merged
 // node shares the original nodes, so their positions stay right for errors.
-YAML::Node Merge(const YAML::Node& base, const std::vector<std::pair<std::string, YAML::Node>>&
-                                             overrides) {
+YAML::Node Merge(const YAML::Node& base,
+                 const std::vector<std::pair<std::string, YAML::Node>>& overrides) {
   YAML::Node merged(YAML::NodeType::Map);
   if (base.IsMap()) {
     for (const auto& kv : base) merged[kv.first] = kv.second;
@@ -183,7 +183,8 @@ class ScenarioLoader {
                  "failures", "outages", "workloads", "configurations"});
     out_.name = m.Get("name").NonEmptyString();
     if (const Value* v = m.Find("description")) out_.description = v->String();
-    if (const Value* v = m.Find("seed")) out_.seed = static_cast<std::uint64_t>(v->Int(0, INT64_MAX));
+    if (const Value* v = m.Find("seed"))
+      out_.seed = static_cast<std::uint64_t>(v->Int(0, INT64_MAX));
     if (seed_override_) out_.seed = *seed_override_;
     if (const Value* v = m.Find("horizon")) out_.options.horizon = v->Duration();
     if (const Value* v = m.Find("cycle")) {
@@ -227,8 +228,8 @@ class ScenarioLoader {
     for (std::size_t i = 0; i < out_.configurations.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         if (out_.configurations[i].name == out_.configurations[j].name) {
-          configs[i].Fail(fmt::format("duplicate configuration name '{}'",
-                                      out_.configurations[i].name));
+          configs[i].Fail(
+              fmt::format("duplicate configuration name '{}'", out_.configurations[i].name));
         }
       }
     }
@@ -337,28 +338,29 @@ class ScenarioLoader {
     if (!job && required) w.Fail("missing required field 'job'");
     const Value base = job ? *job : w;
     const Value merged = base.WithNode(Merge(job ? job->node() : YAML::Node(), overrides));
-    Map check(merged, {"user", "queue", "priority_class", "checkpoint_interval",
-                       "restart_overhead", "gpu_types", "topology", "node_selector", "tolerations",
-                       "labels", "affinity", "groups", "tasks", "gpus", "gpu_memory", "cpu",
-                       "memory"});
+    Map check(merged, {"user", "queue", "priority_class", "checkpoint_interval", "restart_overhead",
+                       "gpu_types", "topology", "node_selector", "tolerations", "labels",
+                       "affinity", "groups", "tasks", "gpus", "gpu_memory", "cpu", "memory"});
     if (queue_given) *queue_given = check.Has("queue");
     if (!check.Has("queue") && required) {
-      base.Fail(fmt::format("no queue for workload '{}': give job.queue or the configuration's "
-                            "assign",
-                            name));
+      base.Fail(
+          fmt::format("no queue for workload '{}': give job.queue or the configuration's "
+                      "assign",
+                      name));
     }
     if (!check.Has("priority_class")) {
-      base.Fail(fmt::format("no priority class for workload '{}': give job.priority_class or the "
-                            "configuration's assign",
-                            name));
+      base.Fail(
+          fmt::format("no priority class for workload '{}': give job.priority_class or the "
+                      "configuration's assign",
+                      name));
     }
     if (!check.Has("queue")) {
       // A placeholder for the loader; every job's queue comes from the trace (checked per job).
       for (QueueId q = 0; q < state.queue_count(); ++q) {
         if (state.queue(q).children.empty()) {
           YAML::Node any(state.queue(q).spec.name);
-          return internal::LoadJobTemplate(
-              merged.WithNode(Merge(merged.node(), {{"queue", any}})), state);
+          return internal::LoadJobTemplate(merged.WithNode(Merge(merged.node(), {{"queue", any}})),
+                                           state);
         }
       }
     }
@@ -382,7 +384,8 @@ class ScenarioLoader {
     const std::string name = m.Get("name").String();
     sim::WorkKind kind = sim::WorkKind::kBatch;
     if (const Value* k = m.Find("kind")) kind = Kind(*k);
-    const Millis checkpoint_cost = m.Has("checkpoint_cost") ? m.Get("checkpoint_cost").Duration() : 0;
+    const Millis checkpoint_cost =
+        m.Has("checkpoint_cost") ? m.Get("checkpoint_cost").Duration() : 0;
     double estimate_factor = 1;
     if (const Value* v = m.Find("estimate_factor")) estimate_factor = v->Number(0);
 
@@ -536,10 +539,10 @@ class ScenarioLoader {
                    id && state.queue(*id).children.empty()) {
           j.job.queue = *id;
         } else if (!queue_given) {
-          m.Get("file").Fail(fmt::format(
-              "{}:{}: trace queue '{}' is not mapped to a queue: add it (or \"*\") to "
-              "trace.queues, or give job.queue",
-              file, tj.line, tj.queue));
+          m.Get("file").Fail(
+              fmt::format("{}:{}: trace queue '{}' is not mapped to a queue: add it (or \"*\") to "
+                          "trace.queues, or give job.queue",
+                          file, tj.line, tj.queue));
         }
       } else if (!assigned && !queue_given) {
         m.Get("file").Fail(fmt::format(
@@ -581,9 +584,8 @@ class ScenarioLoader {
       j.work = std::max<Millis>(1, tj.duration);
       j.checkpoint_cost = checkpoint_cost;
       j.job.runtime_estimate =
-          estimate_factor > 0
-              ? static_cast<Millis>(static_cast<double>(j.work) * estimate_factor)
-              : 0;
+          estimate_factor > 0 ? static_cast<Millis>(static_cast<double>(j.work) * estimate_factor)
+                              : 0;
       out.jobs.push_back(std::move(j));
       ++taken;
     }

@@ -492,12 +492,12 @@ class Cycle {
   Plan plan_;
   bool soft_taints_ = false;
   std::vector<PlacedJob> placed_;
-  std::string key_;  // the shape key being looked up (a buffer)
+  std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
-  bool repeated_ids_ = false;        // some job id occurs more than once in the pending list
+  bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
-  engine::ReservationHolds holds_;            // devices reserved for blocked jobs (backfill)
+  engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)
   std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
 };
 

@@ -64,8 +64,8 @@ std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& sta
   const std::uint64_t key = (p.shapes.empty() ? state.running_task_shapes_digest() : 0) ^
                             (scarcity ? state.capacity_digest() : 0);
   if (!recent_.empty() && recent_.front().key == key) return recent_.front().model;
-  auto it = std::find_if(recent_.begin(), recent_.end(),
-                         [&](const Built& b) { return b.key == key; });
+  auto it =
+      std::find_if(recent_.begin(), recent_.end(), [&](const Built& b) { return b.key == key; });
   if (it != recent_.end()) {
     std::rotate(recent_.begin(), it, it + 1);
   } else {

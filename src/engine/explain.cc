@@ -114,9 +114,8 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
         static_cast<std::int32_t>(of_memory_ok_types - unusual_memory_ok - candidates);
     counts[static_cast<std::size_t>(Cause::kGpuMemory)] += static_cast<std::int32_t>(
         (of_types - unusual_accepted) - (of_memory_ok_types - unusual_memory_ok));
-    counts[static_cast<std::size_t>(Cause::kGpuType)] +=
-        static_cast<std::int32_t>(static_cast<std::int64_t>(nodes) - unusual_count -
-                                  (of_types - unusual_accepted));
+    counts[static_cast<std::size_t>(Cause::kGpuType)] += static_cast<std::int32_t>(
+        static_cast<std::int64_t>(nodes) - unusual_count - (of_types - unusual_accepted));
   } else {
     // Without a node selector, a healthy, uncordoned, untainted node without any accepted GPU
     // type fails for its type: count those in bulk and look only at the others.

@@ -1,13 +1,13 @@
 // Placement: devices for every task of a gang, inside the smallest topology domain that holds it.
 //
-// A single task goes, under the default policy (kArbiter), to the best of a few candidates from each
-// bucket of the free-capacity indexes that can hold it, ranked by how much they grow the cluster's
-// expected fragmentation (score.cc, docs/design/placement.md); under the other policies, to the
-// node that the policy scores best among every feasible one of the job's GPU type. A gang is tried
-// in one NVLink group, then one node, then one domain of each operator level from the innermost out
-// (the domain with the least free capacity that could hold it first), then the whole cluster; a
-// required topology level stops the search at that level. Each attempt is a transaction of its
-// own, committed to the caller's when the whole gang is placed, discarded otherwise.
+// A single task goes, under the default policy (kArbiter), to the best of a few candidates from
+// each bucket of the free-capacity indexes that can hold it, ranked by how much they grow the
+// cluster's expected fragmentation (score.cc, docs/design/placement.md); under the other policies,
+// to the node that the policy scores best among every feasible one of the job's GPU type. A gang is
+// tried in one NVLink group, then one node, then one domain of each operator level from the
+// innermost out (the domain with the least free capacity that could hold it first), then the whole
+// cluster; a required topology level stops the search at that level. Each attempt is a transaction
+// of its own, committed to the caller's when the whole gang is placed, discarded otherwise.
 #include <algorithm>
 #include <array>
 #include <span>
@@ -413,8 +413,8 @@ class Placer {
       for (std::size_t i = 0; met_before && i < considered_count_; ++i) {
         if (considered_[i].first == n) return considered_[i].second;
       }
-      const bool fits = !FilterNode(state_, n, req, filter_) &&
-                        scorer.Score(n, allow_span, devices, score);
+      const bool fits =
+          !FilterNode(state_, n, req, filter_) && scorer.Score(n, allow_span, devices, score);
       // (A node beyond the list's room is scored again if met again, to the same answer.)
       if (considered_count_ < considered_.size()) considered_[considered_count_++] = {n, fits};
       if (!fits) return false;

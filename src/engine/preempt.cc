@@ -89,8 +89,7 @@ class Search {
     // NodeState::resident_queues bits.
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
       for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
-        if (relations_.Kind(q, c))
-          victim_queues_ |= std::uint64_t{1} << (q % 64);
+        if (relations_.Kind(q, c)) victim_queues_ |= std::uint64_t{1} << (q % 64);
       }
     }
     for (const TaskGroup& g : job_.groups) {
@@ -181,8 +180,7 @@ class Search {
   // Whether this preemptor may evict `r`, and at what cost.
   std::optional<Victim> Evaluate(const RunningJob* r) {
     // The relation first (cheap), then the guards, then the cost.
-    const std::optional<Eviction::Kind> kind =
-        relations_.Kind(r->job.queue, r->job.priority_class);
+    const std::optional<Eviction::Kind> kind = relations_.Kind(r->job.queue, r->job.priority_class);
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&

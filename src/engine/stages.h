@@ -208,9 +208,9 @@ class FragModel {
   static void WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& cluster);
 
   bool fgd_ = false;
-  std::vector<std::int64_t> thresholds_;  // distinct per-device shares, ascending
-  std::vector<double> inverse_;           // 1 / thresholds_
-  std::vector<double> per_device_;        // thresholds_ as doubles
+  std::vector<std::int64_t> thresholds_;   // distinct per-device shares, ascending
+  std::vector<double> inverse_;            // 1 / thresholds_
+  std::vector<double> per_device_;         // thresholds_ as doubles
   std::uint32_t whole_threshold_ = kNone;  // index of a whole device's threshold (1000), if any
   std::vector<std::int64_t> whole_slots_;  // tasks of each threshold's share one free device holds
   std::vector<double> counts_;             // distinct device counts of the shapes
@@ -221,7 +221,7 @@ class FragModel {
   // Per GPU type, the shapes of typed_ that accept it, in the same order (kFrag and kArbiter,
   // where the others add nothing: they are not read).
   std::vector<std::vector<Term>> typed_accepting_;
-  double always_ = 0;                      // weight of the shapes without GPUs
+  double always_ = 0;  // weight of the shapes without GPUs
   // Scratch, per threshold.
   mutable std::vector<double> fit_, small_, slots_;
   // ExpectedNow's memory, per node id.

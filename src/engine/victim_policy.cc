@@ -107,8 +107,8 @@ std::int64_t VictimPolicy::LostWork(std::int64_t gpus, Millis since, Millis rest
 }
 
 double VictimPolicy::Cost(std::int64_t lost, PriorityClassId cls) const {
-  return static_cast<double>(lost) *
-         (1.0 + std::max(0, class_value_[cls]) / static_cast<double>(std::max(1, max_class_value_)));
+  return static_cast<double>(lost) * (1.0 + std::max(0, class_value_[cls]) /
+                                                static_cast<double>(std::max(1, max_class_value_)));
 }
 
 Victim VictimPolicy::CostOf(const RunningJob& running, Millis now) const {

@@ -101,10 +101,10 @@ class VictimPolicy {
 
  private:
   const ClusterState& state_;
-  std::vector<QueueId> root_;                 // per queue
+  std::vector<QueueId> root_;                   // per queue
   std::vector<bool> may_reclaim_, may_borrow_;  // per queue
-  std::vector<std::int32_t> class_value_;     // per class
-  std::vector<bool> has_min_runtime_;         // per class
+  std::vector<std::int32_t> class_value_;       // per class
+  std::vector<bool> has_min_runtime_;           // per class
   std::int32_t max_class_value_ = 1;
 };
 

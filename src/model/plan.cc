@@ -91,7 +91,8 @@ std::string Reason::Describe() const {
     out += CauseName(cause);
   }
   if (!detail.empty()) out += " (" + detail + ")";
-  if (reserved_start >= 0) out += "; reserved, expected to start at t=" + std::to_string(reserved_start / 1000) + "s";
+  if (reserved_start >= 0)
+    out += "; reserved, expected to start at t=" + std::to_string(reserved_start / 1000) + "s";
   if (verdict == Verdict::kNever) out += " [can never fit]";
   return out;
 }

@@ -72,7 +72,9 @@ std::string SeriesCsv(const sim::RunResult& run) {
   std::string out;
   AppendRow(out, header);
   for (const sim::Sample& s : run.series) {
-    std::vector<std::string> row = {Seconds(s.t), Cell(s.allocated_gpus), Cell(s.busy_gpus),
+    std::vector<std::string> row = {Seconds(s.t),
+                                    Cell(s.allocated_gpus),
+                                    Cell(s.busy_gpus),
                                     Cell(s.healthy_gpus),
                                     fmt::format("{}", s.pending_jobs),
                                     fmt::format("{}", s.running_jobs)};

@@ -75,8 +75,7 @@ void Core::SaveUsageLocked(Millis now) {
 }
 
 Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
-                                         std::unique_ptr<store::Store> store,
-                                         CoreOptions options) {
+                                         std::unique_ptr<store::Store> store, CoreOptions options) {
   if (!options.now) {
     options.now = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -149,7 +148,8 @@ Status Core::Recover() {
         Entry& entry = node.mapped();
         if (entry.stored.status.state == JobState::kRunning) {
           RememberNodes(entry);
-          if (entry.stored.status.stop_at >= 0) draining_[entry.stored.id] = entry.stored.status.stop_at;
+          if (entry.stored.status.stop_at >= 0)
+            draining_[entry.stored.id] = entry.stored.status.stop_at;
         }
         // Most jobs come from few users: look the counter up only when the user changes.
         if (user == active_.end() || user->first != entry.stored.spec.user) {
@@ -170,8 +170,10 @@ Status Core::Recover() {
     auto it = std::find_if(config_.cluster.queues.begin(), config_.cluster.queues.end(),
                            [&](const QueueSpec& s) { return s.name == q.queue; });
     if (it == config_.cluster.queues.end()) {
-      fmt::print(stderr, "warning: the store changed the quota of queue '{}', which the "
-                         "configuration no longer has; ignored\n", q.queue);
+      fmt::print(stderr,
+                 "warning: the store changed the quota of queue '{}', which the "
+                 "configuration no longer has; ignored\n",
+                 q.queue);
       continue;
     }
     it->quota = q.quota;
@@ -180,8 +182,10 @@ Status Core::Recover() {
     auto it = std::find_if(config_.cluster.nodes.begin(), config_.cluster.nodes.end(),
                            [&](const NodeSpec& s) { return s.name == n.node; });
     if (it == config_.cluster.nodes.end()) {
-      fmt::print(stderr, "warning: the store has node '{}' {}, which the configuration no "
-                         "longer has; ignored\n", n.node, store::NodeAdminStateName(n.state));
+      fmt::print(stderr,
+                 "warning: the store has node '{}' {}, which the configuration no "
+                 "longer has; ignored\n",
+                 n.node, store::NodeAdminStateName(n.state));
       continue;
     }
     // The API's last word, schedulable included: an uncordon overrides the configuration.
@@ -294,9 +298,8 @@ void Core::Loop() {
     // wakes once per interval, not once per job.
     std::unique_lock lock(inbox_mu_);
     loop_waits_for_inbox_ = !dirty;
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(1, wait)), [&] {
-      return stop_ || wake_ || (loop_waits_for_inbox_ && !inbox_.empty());
-    });
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(1, wait)),
+                 [&] { return stop_ || wake_ || (loop_waits_for_inbox_ && !inbox_.empty()); });
     wake_ = false;
     if (stop_) return;
   }
@@ -391,8 +394,8 @@ Millis Core::DueEventsLocked(Millis now) {
     for (const auto& [id, running] : state_->running()) {
       const Entry& entry = jobs_.at(id);
       const Millis start = entry.run_start;
-      const Millis end = entry.job.runtime_estimate > 0 ? start + entry.job.runtime_estimate
-                                                        : kNeverDue;
+      const Millis end =
+          entry.job.runtime_estimate > 0 ? start + entry.job.runtime_estimate : kNeverDue;
       if (end <= now) {
         event(EventKind::kCompleted, id, end, "ran its runtime estimate on virtual nodes");
         continue;
@@ -554,8 +557,8 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
     Result<Job> resolved = store::ToJob(kProbeId, *spec, *probe_);
     if (!resolved.ok()) return std::move(resolved).status();
     job = std::move(resolved).value();
-    if (caller.role == Role::kUser && std::find(caller.queues.begin(), caller.queues.end(),
-                                                spec->queue) == caller.queues.end()) {
+    if (caller.role == Role::kUser &&
+        std::find(caller.queues.begin(), caller.queues.end(), spec->queue) == caller.queues.end()) {
       return Status::PermissionDenied(
           fmt::format("{} may not submit to queue '{}' (allowed: {})", caller.name, spec->queue,
                       caller.queues.empty() ? "none" : Join(caller.queues)),
@@ -817,18 +820,18 @@ Answer Core::ListQueues() {
     }
     Json jobs = Json::object();
     for (const auto& [s, n] : counts[q]) jobs[s] = n;
-    queues.push_back(Json{{"name", info.spec.name},
-                          {"parent", info.parent == kNone ? Json(nullptr)
-                                                          : Json(state.queue(info.parent).spec.name)},
-                          {"leaf", info.children.empty()},
-                          {"priority", info.spec.priority},
-                          {"weight", info.spec.weight},
-                          {"quota", store::QuotaToJson(info.spec.quota)},
-                          {"resources", std::move(resources)},
-                          // The fair-share factor's input: GPU-seconds, decayed with the
-                          // half-life (scheduler.fair_share_half_life).
-                          {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
-                          {"jobs", std::move(jobs)}});
+    queues.push_back(Json{
+        {"name", info.spec.name},
+        {"parent", info.parent == kNone ? Json(nullptr) : Json(state.queue(info.parent).spec.name)},
+        {"leaf", info.children.empty()},
+        {"priority", info.spec.priority},
+        {"weight", info.spec.weight},
+        {"quota", store::QuotaToJson(info.spec.quota)},
+        {"resources", std::move(resources)},
+        // The fair-share factor's input: GPU-seconds, decayed with the
+        // half-life (scheduler.fair_share_half_life).
+        {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
+        {"jobs", std::move(jobs)}});
   }
   return Answer(Json{{"queues", std::move(queues)}});
 }
@@ -859,9 +862,9 @@ Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const
   if (Result<ClusterState> check = ClusterState::Create(changed.cluster); !check.ok()) {
     return Status::InvalidArgument(check.status().message(), "quota");
   }
-  Result<Event> written =
-      quota.is_null() ? store_->ResetQueueQuota(queue, now, caller.name)
-                      : store_->SetQueueQuota({queue, it->quota, now, caller.name});
+  Result<Event> written = quota.is_null()
+                              ? store_->ResetQueueQuota(queue, now, caller.name)
+                              : store_->SetQueueQuota({queue, it->quota, now, caller.name});
   if (!written.ok()) return std::move(written).status().WithContext("store: ");
   // The same configuration was just created: a failure here is a broken invariant, after the
   // store has recorded the change.
@@ -901,25 +904,28 @@ Answer Core::ListNodes() const {
     Json agent = nullptr;
     if (auto a = agent_nodes_.find(node.name); a != agent_nodes_.end()) {
       const AgentNode& an = a->second;
-      agent = Json{{"state", an.lost ? "lost" : an.registered ? "ready" : "waiting"},
+      agent = Json{{"state", an.lost         ? "lost"
+                             : an.registered ? "ready"
+                                             : "waiting"},
                    {"last_seen_ms", an.last_seen},
                    {"address", an.address},
                    {"reported", an.reported}};
       if (!an.problem.empty()) agent["problem"] = an.problem;
     }
-    nodes.push_back(Json{{"name", node.name},
-                         {"state", admin},
-                         {"reason", reason},
-                         {"healthy", node.healthy},
-                         {"agent", std::move(agent)},
-                         {"gpus", std::move(gpus)},
-                         {"gpu_milli", static_cast<std::int64_t>(node.devices.size()) * kMilliPerGpu},
-                         {"gpu_free_milli", free},
-                         {"cpu_milli", node.cpu.value()},
-                         {"cpu_free_milli", node.cpu_free.value()},
-                         {"memory_mib", node.memory.value()},
-                         {"memory_free_mib", node.memory_free.value()},
-                         {"jobs", std::move(jobs)}});
+    nodes.push_back(
+        Json{{"name", node.name},
+             {"state", admin},
+             {"reason", reason},
+             {"healthy", node.healthy},
+             {"agent", std::move(agent)},
+             {"gpus", std::move(gpus)},
+             {"gpu_milli", static_cast<std::int64_t>(node.devices.size()) * kMilliPerGpu},
+             {"gpu_free_milli", free},
+             {"cpu_milli", node.cpu.value()},
+             {"cpu_free_milli", node.cpu_free.value()},
+             {"memory_mib", node.memory.value()},
+             {"memory_free_mib", node.memory_free.value()},
+             {"jobs", std::move(jobs)}});
   }
   return Answer(Json{{"nodes", std::move(nodes)}});
 }
@@ -972,8 +978,7 @@ Answer Core::SetNodeState(const Caller& caller, const std::string& name,
 
 // ---- Events and metrics ----
 
-Answer Core::Events(std::uint64_t cursor, std::size_t limit,
-                    std::chrono::milliseconds wait) const {
+Answer Core::Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const {
   Result<std::vector<Event>> events = store_->EventsSince(cursor, limit);
   if (events.ok() && events->empty() && wait.count() > 0) {
     store_->WaitForEvents(cursor, wait);
@@ -999,8 +1004,9 @@ std::string Core::MetricsText() {
     for (const auto& [id, entry] : jobs_) {
       if (entry.stored.status.state == JobState::kPending) ++pending[entry.job.queue];
     }
-    out += "# HELP arbiter_queue_pending_jobs Jobs waiting to be placed, per queue.\n"
-           "# TYPE arbiter_queue_pending_jobs gauge\n";
+    out +=
+        "# HELP arbiter_queue_pending_jobs Jobs waiting to be placed, per queue.\n"
+        "# TYPE arbiter_queue_pending_jobs gauge\n";
     for (QueueId q = 0; q < state.queue_count(); ++q) {
       if (!state.queue(q).children.empty()) continue;
       out += fmt::format("arbiter_queue_pending_jobs{{queue=\"{}\"}} {}\n",
@@ -1016,8 +1022,9 @@ std::string Core::MetricsText() {
         "# HELP arbiter_running_jobs Jobs holding an allocation.\n"
         "# TYPE arbiter_running_jobs gauge\narbiter_running_jobs {}\n",
         state.running().size());
-    out += "# HELP arbiter_allocated_gpus GPUs allocated to running jobs, per GPU type.\n"
-           "# TYPE arbiter_allocated_gpus gauge\n";
+    out +=
+        "# HELP arbiter_allocated_gpus GPUs allocated to running jobs, per GPU type.\n"
+        "# TYPE arbiter_allocated_gpus gauge\n";
     for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
       out += fmt::format("arbiter_allocated_gpus{{type=\"{}\"}} {}\n", state.gpu_type_name(t),
                          static_cast<double>(milli[t]) / kMilliPerGpu);

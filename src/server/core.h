@@ -77,12 +77,12 @@ struct CoreOptions {
 struct TaskReport {
   JobId job = 0;
   std::uint32_t rank = 0;
-  Millis run = 0;             // the run it belongs to: the job's start time
+  Millis run = 0;  // the run it belongs to: the job's start time
   bool running = true;
-  int exit_code = -1;         // ended normally
-  int signal = 0;             // ended by a signal
-  bool lost = false;          // its end is unknown
-  Millis checkpoint = -1;     // its latest finished checkpoint, if any
+  int exit_code = -1;      // ended normally
+  int signal = 0;          // ended by a signal
+  bool lost = false;       // its end is unknown
+  Millis checkpoint = -1;  // its latest finished checkpoint, if any
 };
 
 struct JobFilter {
@@ -116,11 +116,10 @@ class Core {
   // ---- Queues and nodes ----
   Answer ListQueues();
   // `quota`: {"RESOURCE": {"nominal_milli", ...}}; null resets to the configuration's.
-  Answer SetQueueQuota(const Caller& caller, const std::string& queue,
-                       const nlohmann::json& quota);
+  Answer SetQueueQuota(const Caller& caller, const std::string& queue, const nlohmann::json& quota);
   Answer ListNodes() const;
-  Answer SetNodeState(const Caller& caller, const std::string& node,
-                      store::NodeAdminState state, const std::string& reason);
+  Answer SetNodeState(const Caller& caller, const std::string& node, store::NodeAdminState state,
+                      const std::string& reason);
 
   // ---- Node agents (docs/design/agent.md) ----
   // `body`: devices, CPU, memory and addresses as the agent found them.
@@ -142,11 +141,11 @@ class Core {
  private:
   struct Entry {
     store::StoredJob stored;
-    Job job;                    // the engine's form, current priority class
-    std::string reason;         // pending: why, from the last cycle
-    bool never = false;         // the reason says it can never fit
-    Millis reserved_start = -1; // a backfill reservation's expected start
-    Millis run_start = -1;      // running: when its work starts (after its victims stop)
+    Job job;                     // the engine's form, current priority class
+    std::string reason;          // pending: why, from the last cycle
+    bool never = false;          // the reason says it can never fit
+    Millis reserved_start = -1;  // a backfill reservation's expected start
+    Millis run_start = -1;       // running: when its work starts (after its victims stop)
     // Node agents: what each task (by rank) of the current run reported, and where each task
     // ran last (for its log, also once the job has finished).
     std::vector<TaskReport> reports;
@@ -223,31 +222,31 @@ class Core {
   // The submissions' check on the empty cluster: an engine of its own, so that its model of the
   // running shapes (none) does not evict the scheduling loop's from the engine's cache.
   Engine probe_engine_;
-  std::optional<ClusterState> state_;            // GUARDED_BY(mu_)
-  std::map<JobId, Entry> jobs_;                  // GUARDED_BY(mu_): active and recent finished
-  std::deque<JobId> finished_;                   // GUARDED_BY(mu_): oldest first
-  std::map<JobId, Millis> draining_;             // GUARDED_BY(mu_): victims -> stop time
+  std::optional<ClusterState> state_;  // GUARDED_BY(mu_)
+  std::map<JobId, Entry> jobs_;        // GUARDED_BY(mu_): active and recent finished
+  std::deque<JobId> finished_;         // GUARDED_BY(mu_): oldest first
+  std::map<JobId, Millis> draining_;   // GUARDED_BY(mu_): victims -> stop time
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
-  std::map<std::string, AgentNode> agent_nodes_;  // GUARDED_BY(mu_)
-  std::uint64_t assignments_version_ = 1;        // GUARDED_BY(mu_)
-  Millis agents_grace_until_ = 0;                // GUARDED_BY(mu_): no node lost before
-  Millis last_usage_save_ = 0;                   // GUARDED_BY(mu_)
+  std::map<std::string, AgentNode> agent_nodes_;         // GUARDED_BY(mu_)
+  std::uint64_t assignments_version_ = 1;                // GUARDED_BY(mu_)
+  Millis agents_grace_until_ = 0;                        // GUARDED_BY(mu_): no node lost before
+  Millis last_usage_save_ = 0;                           // GUARDED_BY(mu_)
 
-  std::condition_variable assignments_cv_;       // with mu_
-  bool dirty_ = true;                            // GUARDED_BY(mu_): a cycle is wanted
-  Millis last_cycle_ = 0;                        // GUARDED_BY(mu_)
+  std::condition_variable assignments_cv_;  // with mu_
+  bool dirty_ = true;                       // GUARDED_BY(mu_): a cycle is wanted
+  Millis last_cycle_ = 0;                   // GUARDED_BY(mu_)
 
   // Lock order: mu_, then probe_mu_ or inbox_mu_.
   std::mutex probe_mu_;
   std::optional<ClusterState> probe_;  // GUARDED_BY(probe_mu_): the cluster with nothing running
 
   std::mutex inbox_mu_;
-  std::vector<Entry> inbox_;                     // GUARDED_BY(inbox_mu_): committed, not in jobs_
-  std::map<std::string, std::int64_t> active_;   // GUARDED_BY(inbox_mu_): per user, incl. in flight
-  bool wake_ = false;                            // GUARDED_BY(inbox_mu_)
-  bool stop_ = false;                            // GUARDED_BY(inbox_mu_)
-  bool loop_waits_for_inbox_ = true;             // GUARDED_BY(inbox_mu_): a submission wakes it
-  std::condition_variable cv_;                   // with inbox_mu_
+  std::vector<Entry> inbox_;                    // GUARDED_BY(inbox_mu_): committed, not in jobs_
+  std::map<std::string, std::int64_t> active_;  // GUARDED_BY(inbox_mu_): per user, incl. in flight
+  bool wake_ = false;                           // GUARDED_BY(inbox_mu_)
+  bool stop_ = false;                           // GUARDED_BY(inbox_mu_)
+  bool loop_waits_for_inbox_ = true;            // GUARDED_BY(inbox_mu_): a submission wakes it
+  std::condition_variable cv_;                  // with inbox_mu_
   std::thread loop_;
 };
 

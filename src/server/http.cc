@@ -214,30 +214,29 @@ class Api {
           [](Core& c, const Caller&, const httplib::Request&, httplib::Response&) -> Answer {
             return c.ListNodes();
           });
-    Route(svr, "POST", R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))",
-          [](Core& c, const Caller& who, const httplib::Request& req,
-             httplib::Response&) -> Answer {
-            std::string reason;
-            if (!req.body.empty()) {
-              Result<Json> body = Body(req);
-              if (!body.ok()) return body.status();
-              if (!body->is_object())
-                return Status::InvalidArgument("expected a JSON object", "body");
-              for (const auto& [key, value] : body->items()) {
-                if (key != "reason")
-                  return Status::InvalidArgument("unknown field (only reason)", key);
-                if (!value.is_string())
-                  return Status::InvalidArgument("must be a string", "reason");
-                reason = value.get<std::string>();
-              }
+    Route(
+        svr, "POST", R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          std::string reason;
+          if (!req.body.empty()) {
+            Result<Json> body = Body(req);
+            if (!body.ok()) return body.status();
+            if (!body->is_object())
+              return Status::InvalidArgument("expected a JSON object", "body");
+            for (const auto& [key, value] : body->items()) {
+              if (key != "reason")
+                return Status::InvalidArgument("unknown field (only reason)", key);
+              if (!value.is_string()) return Status::InvalidArgument("must be a string", "reason");
+              reason = value.get<std::string>();
             }
-            const std::string action = req.matches[2];
-            const store::NodeAdminState state =
-                action == "cordon"   ? store::NodeAdminState::kCordoned
-                : action == "drain" ? store::NodeAdminState::kDraining
-                                    : store::NodeAdminState::kSchedulable;
-            return c.SetNodeState(who, req.matches[1], state, reason);
-          });
+          }
+          const std::string action = req.matches[2];
+          const store::NodeAdminState state = action == "cordon" ? store::NodeAdminState::kCordoned
+                                              : action == "drain"
+                                                  ? store::NodeAdminState::kDraining
+                                                  : store::NodeAdminState::kSchedulable;
+          return c.SetNodeState(who, req.matches[1], state, reason);
+        });
 
     // Node agents (docs/api.md, "Node agents").
     Route(
@@ -251,66 +250,65 @@ class Api {
           const std::string header = req.get_header_value("Authorization");
           return c.RegisterAgent(who, req.matches[1], *body, header.substr(7));
         });
-    Route(svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
-          [](Core& c, const Caller& who, const httplib::Request& req,
-             httplib::Response&) -> Answer {
-            Result<Json> body = Body(req);
-            if (!body.ok()) return body.status();
-            if (!body->is_object())
-              return Status::InvalidArgument("expected a JSON object", "body");
-            std::uint64_t wait = 0;
-            if (req.has_param("wait_ms")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
-              if (!v || *v > 60000) return Status::InvalidArgument("must be 0 to 60000", "wait_ms");
-              wait = *v;
-            }
-            Result<std::vector<TaskReport>> reports = Reports(*body);
-            if (!reports.ok()) return reports.status();
-            const std::uint64_t version = body->value("version", std::uint64_t{0});
-            return c.SyncAgent(who, req.matches[1], *reports, version,
-                               std::chrono::milliseconds(wait));
-          });
-    Route(svr, "GET", R"(/v1/jobs/(\d+)/logs)",
-          [](Core& c, const Caller&, const httplib::Request& req,
-             httplib::Response& res) -> Answer {
-            std::optional<JobId> id = Number(req.matches[1]);
-            if (!id) return Status::InvalidArgument("not a job id", "id");
-            std::uint64_t task = 0;
-            if (req.has_param("task")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
-              if (!v || *v > UINT32_MAX)
-                return Status::InvalidArgument("must be a task index", "task");
-              task = *v;
-            }
-            Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
-            if (!where.ok()) return where;
-            // The log stays on its node: asked of the agent's log server, without the core's lock.
-            httplib::Client agent(where.body["url"].get<std::string>());
-            agent.set_connection_timeout(std::chrono::seconds(5));
-            agent.set_read_timeout(std::chrono::seconds(30));
-            httplib::Headers headers{
-                {"Authorization", "Bearer " + where.body["token"].get<std::string>()}};
-            std::string path = where.body["path"].get<std::string>();
-            if (req.has_param("tail_bytes"))
-              path += "?tail_bytes=" + req.get_param_value("tail_bytes");
-            httplib::Result got = agent.Get(path, headers);
-            if (!got) {
-              return Status::Unavailable(
-                  fmt::format("node: the agent of {} did not answer for "
-                              "the log",
-                              where.body["node"].get<std::string>()));
-            }
-            if (got->status != 200) {
-              const std::string problem =
-                  fmt::format("the agent of {} answered {}: {}",
-                              where.body["node"].get<std::string>(), got->status, got->body);
-              if (got->status == 404) return Status::NotFound(problem, "log");
-              return Status::FromCode(StatusCode::kUnavailable, problem, "log");
-            }
-            res.status = 200;
-            res.set_content(got->body, "text/plain; charset=utf-8");
-            return Answer::Written();
-          });
+    Route(
+        svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
+        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
+          Result<Json> body = Body(req);
+          if (!body.ok()) return body.status();
+          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
+          std::uint64_t wait = 0;
+          if (req.has_param("wait_ms")) {
+            std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
+            if (!v || *v > 60000) return Status::InvalidArgument("must be 0 to 60000", "wait_ms");
+            wait = *v;
+          }
+          Result<std::vector<TaskReport>> reports = Reports(*body);
+          if (!reports.ok()) return reports.status();
+          const std::uint64_t version = body->value("version", std::uint64_t{0});
+          return c.SyncAgent(who, req.matches[1], *reports, version,
+                             std::chrono::milliseconds(wait));
+        });
+    Route(
+        svr, "GET", R"(/v1/jobs/(\d+)/logs)",
+        [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) -> Answer {
+          std::optional<JobId> id = Number(req.matches[1]);
+          if (!id) return Status::InvalidArgument("not a job id", "id");
+          std::uint64_t task = 0;
+          if (req.has_param("task")) {
+            std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
+            if (!v || *v > UINT32_MAX)
+              return Status::InvalidArgument("must be a task index", "task");
+            task = *v;
+          }
+          Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
+          if (!where.ok()) return where;
+          // The log stays on its node: asked of the agent's log server, without the core's lock.
+          httplib::Client agent(where.body["url"].get<std::string>());
+          agent.set_connection_timeout(std::chrono::seconds(5));
+          agent.set_read_timeout(std::chrono::seconds(30));
+          httplib::Headers headers{
+              {"Authorization", "Bearer " + where.body["token"].get<std::string>()}};
+          std::string path = where.body["path"].get<std::string>();
+          if (req.has_param("tail_bytes"))
+            path += "?tail_bytes=" + req.get_param_value("tail_bytes");
+          httplib::Result got = agent.Get(path, headers);
+          if (!got) {
+            return Status::Unavailable(
+                fmt::format("node: the agent of {} did not answer for "
+                            "the log",
+                            where.body["node"].get<std::string>()));
+          }
+          if (got->status != 200) {
+            const std::string problem =
+                fmt::format("the agent of {} answered {}: {}",
+                            where.body["node"].get<std::string>(), got->status, got->body);
+            if (got->status == 404) return Status::NotFound(problem, "log");
+            return Status::FromCode(StatusCode::kUnavailable, problem, "log");
+          }
+          res.status = 200;
+          res.set_content(got->body, "text/plain; charset=utf-8");
+          return Answer::Written();
+        });
 
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
@@ -403,14 +401,14 @@ class Api {
       }
       TaskReport r;
       try {
-      r.job = t["job"].get<JobId>();
-      r.rank = t["rank"].get<std::uint32_t>();
-      r.run = t["run"].get<Millis>();
-      r.running = t.value("running", true);
-      r.exit_code = t.value("exit_code", -1);
-      r.signal = t.value("signal", 0);
-      r.lost = t.value("lost", false);
-      r.checkpoint = t.value("checkpoint_ms", Millis{-1});
+        r.job = t["job"].get<JobId>();
+        r.rank = t["rank"].get<std::uint32_t>();
+        r.run = t["run"].get<Millis>();
+        r.running = t.value("running", true);
+        r.exit_code = t.value("exit_code", -1);
+        r.signal = t.value("signal", 0);
+        r.lost = t.value("lost", false);
+        r.checkpoint = t.value("checkpoint_ms", Millis{-1});
       } catch (const nlohmann::json::exception&) {
         return Status::InvalidArgument(
             "running and lost must be booleans; exit_code, signal and "

@@ -12,9 +12,8 @@ namespace arbiter::server {
 // A latency histogram with fixed buckets (seconds), safe to observe from any thread.
 class Histogram {
  public:
-  static constexpr std::array<double, 14> kBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                     0.005,  0.01,    0.025,  0.05,  0.1,
-                                                     0.25,   0.5,     1,      5};
+  static constexpr std::array<double, 14> kBounds = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
   void Observe(double seconds);
   // `name` with its _bucket, _sum and _count lines, and the HELP and TYPE lines.
   std::string Text(const std::string& name, const std::string& help) const;
@@ -22,8 +21,8 @@ class Histogram {
  private:
   mutable std::mutex mu_;
   std::array<std::uint64_t, kBounds.size()> counts_{};  // GUARDED_BY(mu_), not cumulative
-  std::uint64_t count_ = 0;                              // GUARDED_BY(mu_)
-  double sum_ = 0;                                       // GUARDED_BY(mu_)
+  std::uint64_t count_ = 0;                             // GUARDED_BY(mu_)
+  double sum_ = 0;                                      // GUARDED_BY(mu_)
 };
 
 struct Metrics {

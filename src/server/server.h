@@ -11,9 +11,9 @@
 namespace arbiter::server {
 
 struct ServerArgs {
-  std::string config;                    // the cluster file
-  std::string data = "arbiter-data";     // the store's directory
-  std::string listen = "127.0.0.1:8642"; // HOST:PORT; port 0 picks a free one
+  std::string config;                     // the cluster file
+  std::string data = "arbiter-data";      // the store's directory
+  std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free one
   bool virtual_nodes = false;
   int threads = 64;  // connection threads (a keep-alive connection holds one)
 };

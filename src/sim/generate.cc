@@ -135,7 +135,8 @@ std::vector<SimJob> Generate(const Generator& g, std::uint64_t seed, Millis hori
     }
     case Arrivals::Kind::kPeriodic: {
       if (g.arrivals.every <= 0) break;
-      for (Millis t = g.arrivals.start; (until <= 0 || t < until) && more(); t += g.arrivals.every) {
+      for (Millis t = g.arrivals.start; (until <= 0 || t < until) && more();
+           t += g.arrivals.every) {
         for (std::int32_t b = 0; b < g.arrivals.burst && more(); ++b) times.push_back(t);
         if (until <= 0 && g.arrivals.count == 0) break;
       }

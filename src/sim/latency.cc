@@ -94,8 +94,7 @@ double IntervalQuantile(const LatencyInterval& interval, double q, double timeou
   return Quantile(std::span<const LatencyInterval>(&interval, 1), q, timeout_ms);
 }
 
-double MixtureQuantile(const std::vector<LatencyInterval>& intervals, double q,
-                       double timeout_ms) {
+double MixtureQuantile(const std::vector<LatencyInterval>& intervals, double q, double timeout_ms) {
   return Quantile(intervals, q, timeout_ms);
 }
 

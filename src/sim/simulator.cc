@@ -62,7 +62,7 @@ struct Run {
   // job's id is not used: the run's own is.
   const SimJob* spec = nullptr;
   JobId id = 0;
-  QueueId queue = 0;  // spec->job.queue, at hand for the accounting of every start and stop
+  QueueId queue = 0;          // spec->job.queue, at hand for the accounting of every start and stop
   std::int32_t service = -1;  // the service of an inference replica
   Phase phase = Phase::kFuture;
   std::uint32_t generation = 0;
@@ -81,7 +81,7 @@ struct Run {
   std::int32_t failures = 0;
   JobId evicted_by = 0;  // the preemptor of the last eviction
   Millis evicted_at = -1;
-  Millis stop_at = -1;   // draining: when it stops
+  Millis stop_at = -1;  // draining: when it stops
   double lost_gpu_ms = 0;
   double allocated_gpu_ms = 0;
   double waste_gpu_ms = 0;  // waiting for victims, restarting
@@ -171,7 +171,7 @@ class Simulation {
   Result<JobStatusAt> Inspect(const std::string& job, Millis at);
 
  private:
-  Status Start();                   // the events of the workload
+  Status Start();                     // the events of the workload
   Result<Millis> Loop(Millis until);  // runs events up to `until`; returns the time reached
   JobRecord Record(const struct Run& r) const;
   void Push(Millis t, EventKind kind, std::uint32_t subject = 0, std::uint32_t generation = 0) {
@@ -311,8 +311,8 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
     Push(FinishTime(run), EventKind::kFinish, r, run.generation);
     if (run.spec->kind == WorkKind::kTraining && run.spec->job.checkpoint_interval > 0 &&
         run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
-      const Millis first = run.progress_start + run.spec->job.checkpoint_interval +
-                           run.spec->checkpoint_cost;
+      const Millis first =
+          run.progress_start + run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
       Push(first, EventKind::kCheckpoint, r, run.generation);
     }
   }
@@ -453,8 +453,8 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
         Release(r, now);
         EndRun(r, now, 0, false);
       }
-      run.longest_pending = std::max(
-          run.longest_pending, run.phase == Phase::kPending ? now - run.pending_since : 0);
+      run.longest_pending =
+          std::max(run.longest_pending, run.phase == Phase::kPending ? now - run.pending_since : 0);
       run.phase = Phase::kStopped;
       run.end = now;
     }
@@ -868,8 +868,7 @@ class GroupBuilder {
     }
     if (r.spec->kind == WorkKind::kTraining && values_) {
       const Millis done = r.phase == Phase::kDone ? r.end : end;
-      completion_.push_back(static_cast<double>(done - r.spec->job.submit_time) /
-                            kMillisPerSecond);
+      completion_.push_back(static_cast<double>(done - r.spec->job.submit_time) / kMillisPerSecond);
     }
     Millis longest = r.longest_pending;
     if (r.phase == Phase::kPending) longest = std::max(longest, end - r.pending_since);
@@ -989,9 +988,8 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     out.queue_names.push_back(qname);
     GroupMetrics m = queues[q].Build(&out.overall);
     m.guarantee_gpus = guarantee_[q] / kMilliPerGpu;
-    m.mean_gpus = end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) /
-                                kMilliPerGpu
-                          : 0;
+    m.mean_gpus =
+        end > 0 ? queue_allocated_[q].AreaAt(end) / static_cast<double>(end) / kMilliPerGpu : 0;
     m.below_guarantee_hours = below_guarantee_ms_[q] / kMillisPerHour;
     out.queues[qname] = m;
   }

@@ -3,9 +3,9 @@
 #include <bit>
 #include <bitset>
 #include <cassert>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -35,7 +35,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   ClusterState s;
   s.topology_ = NormalizedTopology(spec.topology);
   s.fair_share_half_life_ = spec.fair_share_half_life;
-  if (s.fair_share_half_life_ <= 0) return Status::InvalidArgument("must be positive", "fair_share_half_life");
+  if (s.fair_share_half_life_ <= 0)
+    return Status::InvalidArgument("must be positive", "fair_share_half_life");
   const int operator_levels = s.topology_.node_level();
   {
     std::set<std::string> seen;
@@ -62,15 +63,18 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (!s.FindGpuType(d.type)) s.gpu_types_.push_back(d.type);
     }
   }
-  if (s.gpu_types_.size() > kMaxGpuTypes) return Status::InvalidArgument("more than 64 GPU models", "nodes");
+  if (s.gpu_types_.size() > kMaxGpuTypes)
+    return Status::InvalidArgument("more than 64 GPU models", "nodes");
   const std::size_t types = s.gpu_types_.size();
 
   // Queues: a forest by parent name.
   if (spec.queues.empty()) return Status::InvalidArgument("at least one is required", "queues");
   for (const QueueSpec& q : spec.queues) {
     if (q.name.empty()) return Status::InvalidArgument("a queue has no name", "queues");
-    if (s.FindQueue(q.name)) return Status::InvalidArgument("duplicate name " + Quoted(q.name), "queues");
-    if (q.weight <= 0) return Status::InvalidArgument("must be positive", "queues." + q.name + ".weight");
+    if (s.FindQueue(q.name))
+      return Status::InvalidArgument("duplicate name " + Quoted(q.name), "queues");
+    if (q.weight <= 0)
+      return Status::InvalidArgument("must be positive", "queues." + q.name + ".weight");
     QueueInfo info;
     info.spec = q;
     info.id = static_cast<QueueId>(s.queues_.size());
@@ -160,11 +164,10 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
     const NodeSpec& n = spec.nodes[i];
     if (static_cast<int>(n.domains.size()) != operator_levels) {
-      return Status::InvalidArgument("expected a domain for each of the " +
-                                         std::to_string(operator_levels) +
-                                         " levels above 'node', got " +
-                                         std::to_string(n.domains.size()),
-                                     "nodes." + n.name + ".topology");
+      return Status::InvalidArgument(
+          "expected a domain for each of the " + std::to_string(operator_levels) +
+              " levels above 'node', got " + std::to_string(n.domains.size()),
+          "nodes." + n.name + ".topology");
     }
     DomainId parent = kNone;
     for (int level = 0; level < operator_levels; ++level) {
@@ -213,7 +216,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     std::map<std::uint32_t, std::uint32_t> groups;  // configured group -> dense index
     for (const DeviceSpec& d : n.devices) {
       if (d.memory.value() < 0)
-        return Status::InvalidArgument("memory must not be negative", "nodes." + n.name + ".devices");
+        return Status::InvalidArgument("memory must not be negative",
+                                       "nodes." + n.name + ".devices");
       DeviceState ds;
       ds.type = *s.FindGpuType(d.type);
       ds.memory = ds.memory_free = d.memory;
@@ -610,13 +614,14 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
     return Status::InvalidArgument("job " + std::to_string(job.id) + ": unknown priority class id");
   if (static_cast<std::int64_t>(allocation.tasks.size()) != job.task_count()) {
     return Status::InvalidArgument("job " + std::to_string(job.id) + ": allocation has " +
-                         std::to_string(allocation.tasks.size()) + " tasks, the job " +
-                         std::to_string(job.task_count()));
+                                   std::to_string(allocation.tasks.size()) + " tasks, the job " +
+                                   std::to_string(job.task_count()));
   }
   const bool uses_gpu = job.total_gpu().value() > 0;
   if (uses_gpu &&
       (allocation.gpu_type >= gpu_types_.size() || !job.gpu_types.Accepts(allocation.gpu_type))) {
-    return Status::InvalidArgument("job " + std::to_string(job.id) + ": GPU type not accepted by the job");
+    return Status::InvalidArgument("job " + std::to_string(job.id) +
+                                   ": GPU type not accepted by the job");
   }
   // Each task once: a usual job's few tasks are compared with the earlier ones, a large gang's
   // looked up in a set.
@@ -632,10 +637,9 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
     };
     const bool repeated =
         tasks.size() <= kFewTasks
-            ? std::any_of(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(i),
-                          [&](const TaskAllocation& e) {
-                            return e.group == t.group && e.index == t.index;
-                          })
+            ? std::any_of(
+                  tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(i),
+                  [&](const TaskAllocation& e) { return e.group == t.group && e.index == t.index; })
             : !seen.emplace(t.group, t.index).second;
     if (t.group >= job.groups.size() ||
         t.index >= static_cast<std::uint32_t>(job.groups[t.group].count) || repeated) {
@@ -661,7 +665,8 @@ Status ClusterState::CheckFits(const Job& job, const Allocation& allocation) con
           return Status::InvalidArgument(where() + ": share differs from the request");
       } else if (share.gpu != kWholeGpu || share.memory != dev.memory ||
                  dev.memory < req.gpu_memory) {
-        return Status::InvalidArgument(where() + ": a whole device must be taken whole, with enough memory");
+        return Status::InvalidArgument(where() +
+                                       ": a whole device must be taken whole, with enough memory");
       }
     }
   }
@@ -682,9 +687,9 @@ Status ClusterState::Bind(Job job, Allocation allocation, Millis now) {
       fits = fits && dev.free >= share.gpu && dev.memory_free >= share.memory;
     }
     if (!fits) {
-      result = Status::Conflict("job " + std::to_string(job.id) + ": task " +
-                                std::to_string(t.group) + "/" + std::to_string(t.index) +
-                                " does not fit on node " + node.name);
+      result =
+          Status::Conflict("job " + std::to_string(job.id) + ": task " + std::to_string(t.group) +
+                           "/" + std::to_string(t.index) + " does not fit on node " + node.name);
       break;
     }
     TakeTask(t);
@@ -724,7 +729,7 @@ namespace {
 Status CheckBindOfPending(const Bind& bind, std::span<const Job> pending) {
   if (bind.pending_index >= pending.size() || pending[bind.pending_index].id != bind.job) {
     return Status::InvalidArgument("plan bind of job " + std::to_string(bind.job) +
-                         " does not match the pending list");
+                                   " does not match the pending list");
   }
   return Status::Ok();
 }
@@ -782,7 +787,8 @@ Status ClusterState::Unbind(JobId id, Millis now) {
   if (in_transaction()) return Status::Internal("Unbind inside a transaction");
   AccrueUsage(now);
   auto it = running_.find(id);
-  if (it == running_.end()) return Status::NotFound("job " + std::to_string(id) + " is not running");
+  if (it == running_.end())
+    return Status::NotFound("job " + std::to_string(id) + " is not running");
   for (const TaskAllocation& t : it->second.allocation.tasks) {
     GiveTask(t);
     std::erase_if(nodes_[t.node].residents,
@@ -811,12 +817,12 @@ namespace {
 // One shape with its rounded count, well mixed: the digest is the sum of these (a multiset hash,
 // which a change of one count updates in place).
 std::uint64_t ShapeDigest(const TaskShapeKey& key, std::int64_t count) {
-  std::uint64_t x = static_cast<std::uint64_t>(key.gpu) * 0x9e3779b97f4a7c15ull +
-                    static_cast<std::uint64_t>(key.cpu) * 0xc2b2ae3d27d4eb4full +
-                    static_cast<std::uint64_t>(key.memory) * 0x165667b19e3779f9ull +
-                    key.gpu_types * 0xd6e8feb86659fd93ull +
-                    static_cast<std::uint64_t>(ClusterState::RoundedShapeCount(count)) *
-                        0xff51afd7ed558ccdull;
+  std::uint64_t x =
+      static_cast<std::uint64_t>(key.gpu) * 0x9e3779b97f4a7c15ull +
+      static_cast<std::uint64_t>(key.cpu) * 0xc2b2ae3d27d4eb4full +
+      static_cast<std::uint64_t>(key.memory) * 0x165667b19e3779f9ull +
+      key.gpu_types * 0xd6e8feb86659fd93ull +
+      static_cast<std::uint64_t>(ClusterState::RoundedShapeCount(count)) * 0xff51afd7ed558ccdull;
   // SplitMix64's finaliser.
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -892,7 +898,8 @@ std::string ClusterState::Describe(const TaskAllocation& task) const {
   out += "[";
   for (std::size_t i = 0; i < task.devices.size();) {
     std::size_t j = i;
-    while (j + 1 < task.devices.size() && task.devices[j + 1].device == task.devices[j].device + 1) {
+    while (j + 1 < task.devices.size() &&
+           task.devices[j + 1].device == task.devices[j].device + 1) {
       ++j;
     }
     if (i > 0) out += ",";
@@ -919,7 +926,8 @@ Status ClusterState::SetHealthy(NodeId node, bool healthy) {
 
 Status ClusterState::RecordCheckpoint(JobId job, Millis at) {
   auto it = running_.find(job);
-  if (it == running_.end()) return Status::NotFound("job " + std::to_string(job) + " is not running");
+  if (it == running_.end())
+    return Status::NotFound("job " + std::to_string(job) + " is not running");
   RunningJob& r = it->second;
   r.last_checkpoint = std::max(r.last_checkpoint, at);
   for (const TaskAllocation& t : r.allocation.tasks) {
@@ -1061,7 +1069,8 @@ Status ClusterState::CheckInvariants() const {
       since = std::max(since, r.since);
       queues |= std::uint64_t{1} << (r.queue % 64);
     }
-    if (queues != node.resident_queues) return Status::Internal(where + "resident queues out of date");
+    if (queues != node.resident_queues)
+      return Status::Internal(where + "resident queues out of date");
     if (since != node_since_[n])
       return Status::Internal(where + "latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
@@ -1076,11 +1085,11 @@ Status ClusterState::CheckInvariants() const {
       const std::uint32_t g = node.first_device + d;
       if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g])
         return Status::Internal(where + "device " + std::to_string(d) +
-                             " over-allocated or miscounted");
+                                " over-allocated or miscounted");
       if (used_mem[g] > dev.memory.value() ||
           dev.memory_free.value() != dev.memory.value() - used_mem[g])
         return Status::Internal(where + "device " + std::to_string(d) +
-                             " memory over-allocated or miscounted");
+                                " memory over-allocated or miscounted");
       if (dev.free.value() == kMilliPerGpu) ++whole[dev.type];
       for (int b = 0; b < kShareBuckets; ++b) {
         const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu &&

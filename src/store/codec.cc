@@ -583,10 +583,26 @@ void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
       s.idempotency_key = r.ReadString(f);
     } else {
       Unknown(p, key,
-              {"name", "user", "queue", "priority_class", "groups", "gpu_types", "topology",
-               "node_selector", "tolerations", "labels", "affinity", "submit_time_ms",
-               "runtime_estimate_ms", "checkpoint_interval_ms", "restart_overhead_ms", "argv",
-               "command", "env", "max_retries", "idempotency_key"});
+              {"name",
+               "user",
+               "queue",
+               "priority_class",
+               "groups",
+               "gpu_types",
+               "topology",
+               "node_selector",
+               "tolerations",
+               "labels",
+               "affinity",
+               "submit_time_ms",
+               "runtime_estimate_ms",
+               "checkpoint_interval_ms",
+               "restart_overhead_ms",
+               "argv",
+               "command",
+               "env",
+               "max_retries",
+               "idempotency_key"});
     }
   });
   if (!has_name) Fail(Field(p, "name"), "is required");
@@ -700,7 +716,8 @@ void ReadStatus(Reader& r, const Path& p, JobStatus& s) {
     } else {
       Unknown(p, key,
               {"state", "priority_class", "allocation", "start_time_ms", "first_start_time_ms",
-               "last_checkpoint_ms", "stop_at_ms", "evictions_ms", "retries", "end_time_ms", "message"});
+               "last_checkpoint_ms", "stop_at_ms", "evictions_ms", "retries", "end_time_ms",
+               "message"});
     }
   });
   if (!has_state) Fail(Field(p, "state"), "is required");

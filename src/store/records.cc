@@ -16,13 +16,23 @@ namespace {
 
 constexpr std::array<const char*, 6> kJobStateNames = {"pending",   "held",   "running",
                                                        "completed", "failed", "cancelled"};
-constexpr std::array<const char*, 17> kEventKindNames = {
-    "submitted",           "held",          "released",
-    "priority_changed",    "started",       "checkpointed",
-    "eviction_signalled",  "evicted",       "requeued",
-    "retried",             "completed",     "failed",        "cancelled",
-    "queue_quota_changed", "node_cordoned", "node_draining",
-    "node_uncordoned"};
+constexpr std::array<const char*, 17> kEventKindNames = {"submitted",
+                                                         "held",
+                                                         "released",
+                                                         "priority_changed",
+                                                         "started",
+                                                         "checkpointed",
+                                                         "eviction_signalled",
+                                                         "evicted",
+                                                         "requeued",
+                                                         "retried",
+                                                         "completed",
+                                                         "failed",
+                                                         "cancelled",
+                                                         "queue_quota_changed",
+                                                         "node_cordoned",
+                                                         "node_draining",
+                                                         "node_uncordoned"};
 constexpr std::array<const char*, 3> kNodeAdminStateNames = {"schedulable", "cordoned", "draining"};
 static_assert(kEventKindNames.size() == static_cast<std::size_t>(EventKind::kNodeUncordoned) + 1);
 
@@ -190,8 +200,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
          a.submit_time == b.submit_time && a.runtime_estimate == b.runtime_estimate &&
          a.checkpoint_interval == b.checkpoint_interval &&
          a.restart_overhead == b.restart_overhead && a.argv == b.argv && a.command == b.command &&
-         a.env == b.env && a.max_retries == b.max_retries &&
-         a.idempotency_key == b.idempotency_key;
+         a.env == b.env && a.max_retries == b.max_retries && a.idempotency_key == b.idempotency_key;
 }
 
 bool operator==(const StoredAllocation& a, const StoredAllocation& b) {
@@ -204,8 +213,7 @@ bool operator==(const JobStatus& a, const JobStatus& b) {
          a.allocation == b.allocation && a.start_time == b.start_time &&
          a.first_start_time == b.first_start_time && a.last_checkpoint == b.last_checkpoint &&
          a.stop_at == b.stop_at && a.evictions == b.evictions && a.retries == b.retries &&
-         a.end_time == b.end_time &&
-         a.message == b.message;
+         a.end_time == b.end_time && a.message == b.message;
 }
 
 bool operator==(const Event& a, const Event& b) {
@@ -283,8 +291,9 @@ Status ValidateJobSpec(const JobSpec& spec) {
     }
   }
   if (!spec.argv.empty() && !spec.command.empty()) {
-    return FieldError("argv", "give either argv (no shell) or command (run by /bin/sh -c), "
-                              "not both");
+    return FieldError("argv",
+                      "give either argv (no shell) or command (run by /bin/sh -c), "
+                      "not both");
   }
   if (!spec.argv.empty() && spec.argv[0].empty()) {
     return FieldError("argv[0]", "must name the program to run");

@@ -460,8 +460,7 @@ class SqliteStore final : public Store {
 
   // Load's jobs: the rows of `sql` handed to options.each_batch, or appended to `jobs`
   // (reserved), their records decoded in parallel. Under read_mu_, inside a read transaction.
-  Status ReadJobs(const std::string& sql, const LoadOptions& options,
-                  std::vector<StoredJob>& jobs);
+  Status ReadJobs(const std::string& sql, const LoadOptions& options, std::vector<StoredJob>& jobs);
 
   std::string dir_;
   std::string db_path_;
@@ -1155,12 +1154,12 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
   Status s = Status::Ok();
   if (!options.each_batch) {
     s = each_row(options.include_finished
-                   ? "SELECT count(*) FROM jobs"
-                   : "SELECT count(*) FROM jobs WHERE state IN ('pending', 'held', 'running')",
-               [&](const Stmt& row) {
-                 snap.jobs.reserve(static_cast<std::size_t>(row.Int(0)));
-                 return Status::Ok();
-               });
+                     ? "SELECT count(*) FROM jobs"
+                     : "SELECT count(*) FROM jobs WHERE state IN ('pending', 'held', 'running')",
+                 [&](const Stmt& row) {
+                   snap.jobs.reserve(static_cast<std::size_t>(row.Int(0)));
+                   return Status::Ok();
+                 });
   }
   if (!s.ok()) return s;
   s = ReadJobs(jobs, options, snap.jobs);

@@ -292,11 +292,12 @@ TEST(ConfigCluster, Scheduler) {
 }
 
 TEST(ConfigCluster, PreemptionSettings) {
-  ClusterConfig c = MustParseCluster(
-      Edit("  - {name: P1, value: 100}",
-           "  - {name: P1, value: 100, min_runtime: 20m, grace_period: 2m, checkpoint_signal: SIGUSR2,\n"
-           "     max_evictions: 3, eviction_window: 12h, eviction_cooldown: 1h}") +
-      R"(scheduler:
+  ClusterConfig c =
+      MustParseCluster(Edit("  - {name: P1, value: 100}",
+                            "  - {name: P1, value: 100, min_runtime: 20m, grace_period: 2m, "
+                            "checkpoint_signal: SIGUSR2,\n"
+                            "     max_evictions: 3, eviction_window: 12h, eviction_cooldown: 1h}") +
+                       R"(scheduler:
   preemption: {enabled: true, max_gpus_per_cycle: 64, max_loss_per_gpu: 30m, max_attempts_per_cycle: 8}
 )");
   const PriorityClassSpec& p1 = c.cluster.priority_classes[1];
@@ -309,13 +310,18 @@ TEST(ConfigCluster, PreemptionSettings) {
   EXPECT_EQ(c.engine.preemption.max_gpus_per_cycle, 64000);
   EXPECT_EQ(c.engine.preemption.max_loss_per_gpu, 30 * 60 * 1000LL);
   EXPECT_EQ(c.engine.preemption.max_attempts_per_cycle, 8);
-  ClusterConfig q = MustParseCluster(Edit("    parent: org\n    quota", "    parent: org\n    reclaim: false\n    preempt_within_queue: false\n    quota"));
+  ClusterConfig q = MustParseCluster(
+      Edit("    parent: org\n    quota",
+           "    parent: org\n    reclaim: false\n    preempt_within_queue: false\n    quota"));
   EXPECT_FALSE(q.cluster.queues[1].reclaim);
   EXPECT_FALSE(q.cluster.queues[1].preempt_within_queue);
-  EXPECT_TRUE(HasSubstr(ClusterError(Edit("{name: P1, value: 100}", "{name: P1, value: 100, checkpoint_signal: USR1}")),
-                        "priority_classes[1].checkpoint_signal: expected a signal name such as SIGUSR1, got 'USR1'"));
-  EXPECT_TRUE(HasSubstr(ClusterError(Edit("{name: P1, value: 100}", "{name: P1, value: 100, min_runtime: -5m}")),
-                        "priority_classes[1].min_runtime"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(
+          Edit("{name: P1, value: 100}", "{name: P1, value: 100, checkpoint_signal: USR1}")),
+      "priority_classes[1].checkpoint_signal: expected a signal name such as SIGUSR1, got 'USR1'"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(Edit("{name: P1, value: 100}", "{name: P1, value: 100, min_runtime: -5m}")),
+      "priority_classes[1].min_runtime"));
 }
 
 TEST(ConfigCluster, ExpandsNames) {

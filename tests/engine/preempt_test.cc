@@ -312,7 +312,6 @@ TEST(Reclaim, ABorrowingQueueCannotReclaim) {
   EXPECT_GE(plan.evictions[0].job, 9u);
 }
 
-
 // Queues in priority tiers (Slurm's partition_prio): serving may evict training in another queue,
 // but only work above the training queue's guarantee, and never the other way round.
 ClusterSpec Tiers(std::int64_t training_nominal = 0, std::int64_t serving_nominal = 0) {

@@ -108,7 +108,7 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   kept.model = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
   const GpuTypeId type = state.node(0).devices[0].type;
   const Job share = testing::GpuJob(1, 1, 300);
-  const Job two = testing::GpuJob(2, 1, 2000);    // one task of two GPUs
+  const Job two = testing::GpuJob(2, 1, 2000);   // one task of two GPUs
   const Job four = testing::GpuJob(3, 1, 4000);  // one task of four
   // Scores node n for the job's task with the kept model, and with a new model (nothing kept).
   auto score = [&](const Job& job, NodeId n, bool allow_span, const PlacementOptions& options) {

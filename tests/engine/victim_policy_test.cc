@@ -1,10 +1,11 @@
 // The preemption rules in one place: who may evict whom, which jobs are protected and until when,
 // and what an eviction costs.
+#include "engine/victim_policy.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
 
-#include "engine/victim_policy.h"
 #include "testing/builders.h"
 
 namespace arbiter {
@@ -106,15 +107,15 @@ TEST(VictimPolicy, CostIsLostWorkWeightedByClass) {
   // 2 GPUs for 100 s since the last checkpoint, plus 20 s of restart: 240 GPU-seconds.
   EXPECT_EQ(VictimPolicy::LostWork(2000, 0, 20 * s, 100 * s), 240 * s);
   EXPECT_EQ(VictimPolicy::LostWork(2000, 200 * s, 0, 100 * s), 0);  // (no negative work)
-  EXPECT_DOUBLE_EQ(policy.Cost(1000, 0), 1000.0);  // class value 0 of at most 100
-  EXPECT_DOUBLE_EQ(policy.Cost(1000, 1), 2000.0);  // class value 100 of 100
+  EXPECT_DOUBLE_EQ(policy.Cost(1000, 0), 1000.0);                   // class value 0 of at most 100
+  EXPECT_DOUBLE_EQ(policy.Cost(1000, 1), 2000.0);                   // class value 100 of 100
   Job job = testing::GpuJob(1, 1, 2000);
   job.queue = *state.FindQueue("train");
   job.restart_overhead = 20 * s;
   testing::StartOn(state, job, "n-0", 0, 0);
   ASSERT_TRUE(state.RecordCheckpoint(1, 50 * s).ok());
   const engine::Victim v = policy.CostOf(*state.FindRunning(1), 100 * s);
-  EXPECT_EQ(v.lost, 2 * (50 + 20) * s);  // since the checkpoint
+  EXPECT_EQ(v.lost, 2 * (50 + 20) * s);                         // since the checkpoint
   EXPECT_DOUBLE_EQ(v.cost, static_cast<double>(v.lost) * 2.0);  // class 1: value 100
 }
 

@@ -418,8 +418,8 @@ TEST(Fill, VariantsParse) {
   EXPECT_EQ(fill::VariantName(*v), "gpuspec=33");
   ASSERT_TRUE(fill::ParseVariant("multigpu=100").ok());
   ASSERT_TRUE(fill::ParseVariant("gpushare=0").ok());
-  for (const char* bad : {"gpuspec", "gpuspec=", "gpuspec=101", "gpuspec=-1", "gpuspec=3x",
-                          "spec=33", ""}) {
+  for (const char* bad :
+       {"gpuspec", "gpuspec=", "gpuspec=101", "gpuspec=-1", "gpuspec=3x", "spec=33", ""}) {
     Result<fill::Variant> r = fill::ParseVariant(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("variant"), std::string::npos) << r.status().message();
@@ -488,8 +488,8 @@ TEST(Fill, DefaultPlacementLeadsOnTheSampleAndItsVariants) {
   const Sample& s = OpenbSample();
   fill::FillOptions options;
   options.seeds = 3;
-  options.policies = {PlacementPolicy::kArbiter, PlacementPolicy::kRandom,
-                      PlacementPolicy::kBestFit, PlacementPolicy::kPacking,
+  options.policies = {PlacementPolicy::kArbiter,    PlacementPolicy::kRandom,
+                      PlacementPolicy::kBestFit,    PlacementPolicy::kPacking,
                       PlacementPolicy::kDotProduct, PlacementPolicy::kClustering,
                       PlacementPolicy::kFgd};
   for (const char* variant : {"", "gpuspec=33", "multigpu=30", "multigpu=50", "gpushare=100"}) {

@@ -70,7 +70,9 @@ class ServerTest : public ::testing::Test {
     EXPECT_EQ(r.status, 201) << r.body.dump();
     return r.status == 201 ? r.body["id"].get<std::uint64_t>() : 0;
   }
-  Json GetJob(std::uint64_t id) { return Call(port(), kAdmin, "GET", "/v1/jobs/" + std::to_string(id)).body; }
+  Json GetJob(std::uint64_t id) {
+    return Call(port(), kAdmin, "GET", "/v1/jobs/" + std::to_string(id)).body;
+  }
   std::string State(std::uint64_t id) { return GetJob(id)["status"].value("state", "?"); }
   bool WaitState(std::uint64_t id, const std::string& state) {
     return WaitFor([&] { return State(id) == state; });
@@ -90,7 +92,7 @@ TEST_F(ServerTest, SubmitWithTheCommandScheduleAndCompleteOnVirtualNodes) {
   EXPECT_NE(submit.output.find("submitted job 1 (hello)"), std::string::npos) << submit.output;
   ASSERT_TRUE(WaitState(1, "completed")) << GetJob(1).dump();
   const Json job = GetJob(1);
-  EXPECT_EQ(job["spec"]["user"], "alice");  // the submitter, from the token
+  EXPECT_EQ(job["spec"]["user"], "alice");                      // the submitter, from the token
   EXPECT_EQ(job["spec"]["argv"], Json::array({"echo", "hi"}));  // exec form: no shell
   CommandResult jobs = RunCli(server_->address(), kAlice, "jobs");
   EXPECT_EQ(jobs.status, 0);
@@ -144,7 +146,8 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   ASSERT_TRUE(WaitState(high, "running")) << GetJob(high).dump();
   // One victim was signalled, stopped after its grace period and is pending again.
   ASSERT_TRUE(WaitFor([&] {
-    return GetJob(a)["status"].contains("evictions_ms") || GetJob(b)["status"].contains("evictions_ms");
+    return GetJob(a)["status"].contains("evictions_ms") ||
+           GetJob(b)["status"].contains("evictions_ms");
   }));
   const std::uint64_t victim = GetJob(a)["status"].contains("evictions_ms") ? a : b;
   EXPECT_TRUE(WaitState(victim, "pending"));
@@ -155,7 +158,8 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   for (const Json& e : events.body["events"]) {
     if (e["job"] == victim) kinds.push_back(e["kind"]);
   }
-  EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "started", "eviction_signalled", "evicted"}));
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"submitted", "started", "eviction_signalled", "evicted"}));
   Reply metrics;
   httplib::Client client("127.0.0.1", port());
   auto res = client.Get("/metrics");
@@ -184,14 +188,13 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   });
   httplib::Client client_sse("127.0.0.1", port());
   client_sse.set_read_timeout(std::chrono::seconds(60));
-  auto sse = client_sse.Get("/v1/events/stream?cursor=0",
-                            {{"Authorization", std::string("Bearer ") + kAdmin}},
-                            [&](const char* data, size_t length) {
-                              stream.append(data, length);
-                              // Stop once the new job's submission has come through.
-                              return stream.find("\"job\":4,\"kind\":\"submitted\"") ==
-                                     std::string::npos;
-                            });
+  auto sse = client_sse.Get(
+      "/v1/events/stream?cursor=0", {{"Authorization", std::string("Bearer ") + kAdmin}},
+      [&](const char* data, size_t length) {
+        stream.append(data, length);
+        // Stop once the new job's submission has come through.
+        return stream.find("\"job\":4,\"kind\":\"submitted\"") == std::string::npos;
+      });
   submitter.join();
   EXPECT_NE(stream.find("id: 1\nevent: submitted\ndata: {"), std::string::npos) << stream;
   EXPECT_NE(stream.find("event: eviction_signalled"), std::string::npos) << stream;
@@ -203,21 +206,31 @@ TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
   const std::uint64_t big = Submit(kAlice, Job("big", "low", 2, 4000, 3600000));
   ASSERT_TRUE(WaitState(big, "running"));
   const std::uint64_t waiting = Submit(kAlice, Job("waiting", "low", 1, 1000, 1000));
-  ASSERT_TRUE(WaitFor([&] { return GetJob(waiting).value("reason", "").find("nodes fit") != std::string::npos; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return GetJob(waiting).value("reason", "").find("nodes fit") != std::string::npos; }));
   CommandResult explain = RunCli(server_->address(), kAlice, "explain " + std::to_string(waiting));
   EXPECT_EQ(explain.status, 0);
-  EXPECT_NE(explain.output.find("pending: filter: 0/2 nodes fit: 2 insufficient GPU"), std::string::npos)
+  EXPECT_NE(explain.output.find("pending: filter: 0/2 nodes fit: 2 insufficient GPU"),
+            std::string::npos)
       << explain.output;
   // Bob may not touch Alice's job; Alice may lower but not raise its priority, and hold it.
-  EXPECT_EQ(Call(port(), kBob, "POST", "/v1/jobs/" + std::to_string(waiting) + "/cancel").status, 403);
+  EXPECT_EQ(Call(port(), kBob, "POST", "/v1/jobs/" + std::to_string(waiting) + "/cancel").status,
+            403);
   EXPECT_EQ(Call(port(), kAlice, "PATCH", "/v1/jobs/" + std::to_string(waiting),
-                 R"({"priority_class": "high"})").status, 403);
-  EXPECT_EQ(Call(port(), kAlice, "POST", "/v1/jobs/" + std::to_string(waiting) + "/hold").status, 200);
+                 R"({"priority_class": "high"})")
+                .status,
+            403);
+  EXPECT_EQ(Call(port(), kAlice, "POST", "/v1/jobs/" + std::to_string(waiting) + "/hold").status,
+            200);
   EXPECT_EQ(State(waiting), "held");
-  EXPECT_EQ(Call(port(), kAlice, "POST", "/v1/jobs/" + std::to_string(waiting) + "/release").status, 403);
-  EXPECT_EQ(Call(port(), kAdmin, "POST", "/v1/jobs/" + std::to_string(waiting) + "/release").status, 200);
+  EXPECT_EQ(Call(port(), kAlice, "POST", "/v1/jobs/" + std::to_string(waiting) + "/release").status,
+            403);
+  EXPECT_EQ(Call(port(), kAdmin, "POST", "/v1/jobs/" + std::to_string(waiting) + "/release").status,
+            200);
   EXPECT_EQ(Call(port(), kAdmin, "PATCH", "/v1/jobs/" + std::to_string(waiting),
-                 R"({"priority_class": "high"})").status, 200);
+                 R"({"priority_class": "high"})")
+                .status,
+            200);
   EXPECT_EQ(GetJob(waiting)["status"]["priority_class"], "high");
   // Cancel with the command: a running job frees its devices.
   CommandResult cancel = RunCli(server_->address(), kAlice, "cancel " + std::to_string(big));
@@ -239,20 +252,28 @@ TEST_F(ServerTest, AuthenticationAndRoles) {
   EXPECT_EQ(other.status, 403);
   EXPECT_EQ(other.body["error"]["field"], "queue");
   EXPECT_EQ(Call(port(), kAlice, "POST", "/v1/nodes/g-0/cordon").status, 403);
-  EXPECT_EQ(Call(port(), kAlice, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": 1000}})").status, 403);
+  EXPECT_EQ(
+      Call(port(), kAlice, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": 1000}})")
+          .status,
+      403);
   // The command says so too.
   CommandResult denied = RunCli(server_->address(), "wrong-token", "jobs");
   EXPECT_EQ(denied.status, 1);
   EXPECT_NE(denied.output.find("HTTP 401"), std::string::npos) << denied.output;
   // Admin may do all of it.
-  EXPECT_EQ(Call(port(), kAdmin, "POST", "/v1/jobs", Job("j", "low", 1, 1000, 1000, "other")).status, 201);
+  EXPECT_EQ(
+      Call(port(), kAdmin, "POST", "/v1/jobs", Job("j", "low", 1, 1000, 1000, "other")).status,
+      201);
   CommandResult cordon = RunCli(server_->address(), kAdmin, "cordon g-0 --reason repair");
   EXPECT_EQ(cordon.status, 0) << cordon.output;
   CommandResult nodes = RunCli(server_->address(), kAdmin, "nodes --json");
   const Json list = Json::parse(nodes.output, nullptr, false);
   ASSERT_TRUE(list.is_array()) << nodes.output;
   EXPECT_EQ(list[0]["state"], "cordoned");
-  EXPECT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": 4000}})").status, 200);
+  EXPECT_EQ(
+      Call(port(), kAdmin, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": 4000}})")
+          .status,
+      200);
   CommandResult queues = RunCli(server_->address(), kAdmin, "queues");
   EXPECT_NE(queues.output.find("G 0/4/-"), std::string::npos) << queues.output;
   // Health and readiness need no token.
@@ -302,8 +323,12 @@ TEST_F(ServerTest, EveryBadInputIsRefusedNamingTheFieldAndLosesNothing) {
   EXPECT_EQ(limit.body["error"]["field"], "user") << limit.body.dump();
   // Other bad requests.
   EXPECT_EQ(Call(port(), kAlice, "GET", "/v1/jobs?state=sleeping").body["error"]["field"], "state");
-  EXPECT_EQ(Call(port(), kAdmin, "PATCH", "/v1/jobs/1", R"({"queue": "other"})").body["error"]["field"], "queue");
-  EXPECT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": -1}})").status, 400);
+  EXPECT_EQ(
+      Call(port(), kAdmin, "PATCH", "/v1/jobs/1", R"({"queue": "other"})").body["error"]["field"],
+      "queue");
+  EXPECT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": -1}})")
+                .status,
+            400);
   EXPECT_EQ(Call(port(), kAdmin, "POST", "/v1/nodes/nope/drain").status, 404);
   // What was accepted is all there.
   Reply all = Call(port(), kAdmin, "GET", "/v1/jobs");
@@ -389,7 +414,8 @@ TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
   }));
   CommandResult jobs = RunCli(server.address(), "example-alice-token", "jobs");
   EXPECT_NE(jobs.output.find("h800-"), std::string::npos) << jobs.output;
-  EXPECT_EQ(RunCli(server.address(), "example-agent-token", "submit -q batch -p P2 -g 1").status, 1);
+  EXPECT_EQ(RunCli(server.address(), "example-agent-token", "submit -q batch -p P2 -g 1").status,
+            1);
   // The shipped jobs file as it is: every job is sent (user: ignored with a note, affinity and
   // replicas taken); the server refuses only the two that the example shows can never fit.
   CommandResult file =
@@ -409,7 +435,8 @@ TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
   EXPECT_EQ(refused, 2u) << file.output;  // moe-giant and distill-32g
   // The address and token from the user's client file.
   const std::string client = (dir.path() / "client.yaml").string();
-  std::ofstream(client) << "server: http://" << server.address() << "\ntoken: example-admin-token\n";
+  std::ofstream(client) << "server: http://" << server.address()
+                        << "\ntoken: example-admin-token\n";
   CommandResult queues = RunCli("", "", "queues --json", client);
   EXPECT_EQ(queues.status, 0) << queues.output;
   EXPECT_NE(queues.output.find("\"training\""), std::string::npos) << queues.output;
@@ -418,7 +445,8 @@ TEST(ServerExampleTest, TheShippedExampleRunsAsIs) {
 TEST(ServerCommandTest, ClearErrorWhenTheServerIsUnreachable) {
   CommandResult r = RunCli("127.0.0.1:1", "t", "jobs");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("cannot reach the Arbiter server at http://127.0.0.1:1"), std::string::npos)
+  EXPECT_NE(r.output.find("cannot reach the Arbiter server at http://127.0.0.1:1"),
+            std::string::npos)
       << r.output;
 }
 
@@ -431,7 +459,10 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   const std::uint64_t held = Submit(kAdmin, Job("held", "low", 2, 4000, 1000));
   ASSERT_EQ(Call(port(), kAdmin, "POST", "/v1/jobs/" + std::to_string(held) + "/hold").status, 200);
   ASSERT_EQ(Call(port(), kAdmin, "POST", "/v1/nodes/g-1/cordon").status, 200);
-  ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/other/quota", R"({"G": {"nominal_milli": 2000}})").status, 200);
+  ASSERT_EQ(
+      Call(port(), kAdmin, "PUT", "/v1/queues/other/quota", R"({"G": {"nominal_milli": 2000}})")
+          .status,
+      200);
   const Json before = GetJob(running);
   EXPECT_EQ(server_->Stop(SIGTERM), 0);
   server_.emplace(config_, (dir_.path() / "data").string());
@@ -444,8 +475,9 @@ TEST_F(ServerTest, RestartRecoversJobsNodesAndQuotas) {
   EXPECT_EQ(queues.body["queues"][1]["quota"]["G"]["nominal_milli"], 2000) << queues.body.dump();
   // A new job lands on g-0's free devices? No: g-0 is full, g-1 cordoned.
   const std::uint64_t next = Submit(kAdmin, Job("next", "low", 1, 1000, 1000));
-  ASSERT_TRUE(WaitFor([&] { return GetJob(next).value("reason", "").find("1 node cordoned") != std::string::npos; }))
-      << GetJob(next).dump();
+  ASSERT_TRUE(WaitFor([&] {
+    return GetJob(next).value("reason", "").find("1 node cordoned") != std::string::npos;
+  })) << GetJob(next).dump();
   EXPECT_GT(next, held);  // ids are never reused
 }
 
@@ -461,8 +493,10 @@ TEST_F(ServerTest, FairShareUsageOutlivesQuotaChangesAndRestarts) {
   };
   ASSERT_TRUE(WaitFor([&] { return used() > 2.0; }));  // 4 GPUs for half a second
   const double before = used();
-  ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota",
-                 R"({"G": {"nominal_milli": 8000}})").status, 200);
+  ASSERT_EQ(
+      Call(port(), kAdmin, "PUT", "/v1/queues/main/quota", R"({"G": {"nominal_milli": 8000}})")
+          .status,
+      200);
   const double after_quota = used();
   EXPECT_GE(after_quota, before);
   EXPECT_EQ(server_->Stop(SIGTERM), 0);  // a clean stop saves it
@@ -488,7 +522,8 @@ TEST_F(ServerTest, RestartHonoursTheLastNodeStateOfTheApi) {
     for (const Json& n : nodes.body["nodes"]) out[n["name"]] = n["state"];
     return out;
   };
-  EXPECT_EQ(states(), (std::map<std::string, std::string>{{"g-0", "cordoned"}, {"g-1", "cordoned"}}));
+  EXPECT_EQ(states(),
+            (std::map<std::string, std::string>{{"g-0", "cordoned"}, {"g-1", "cordoned"}}));
   ASSERT_EQ(Call(port(), kAdmin, "POST", "/v1/nodes/g-0/uncordon").status, 200);
   ASSERT_EQ(RunCli(server_->address(), kAdmin, "drain g-1 --reason maintenance").status, 0);
   const std::map<std::string, std::string> set = {{"g-0", "schedulable"}, {"g-1", "draining"}};
@@ -509,7 +544,8 @@ TEST_F(ServerTest, DrainMovesJobsOffTheNode) {
   ASSERT_TRUE(WaitState(job, "running"));
   const std::string node = GetJob(job)["status"]["allocation"]["tasks"][0]["node"];
   const std::string other = node == "g-0" ? "g-1" : "g-0";
-  CommandResult drain = RunCli(server_->address(), kAdmin, "drain " + node + " --reason maintenance");
+  CommandResult drain =
+      RunCli(server_->address(), kAdmin, "drain " + node + " --reason maintenance");
   ASSERT_EQ(drain.status, 0) << drain.output;
   // Requeued (not an eviction) and placed again on the other node.
   ASSERT_TRUE(WaitFor([&] {
@@ -538,7 +574,9 @@ TEST_F(ServerTest, DrainMovesJobsOffTheNode) {
 TEST_F(ServerTest, QuotaChangedAtRunTimeTakesEffect) {
   Start();
   ASSERT_EQ(Call(port(), kAdmin, "PUT", "/v1/queues/main/quota",
-                 R"({"G": {"nominal_milli": 4000, "max_milli": 4000}})").status, 200);
+                 R"({"G": {"nominal_milli": 4000, "max_milli": 4000}})")
+                .status,
+            200);
   const std::uint64_t first = Submit(kAdmin, Job("first", "low", 1, 4000, 3600000));
   const std::uint64_t second = Submit(kAdmin, Job("second", "low", 1, 4000, 3600000));
   ASSERT_TRUE(WaitState(first, "running"));
@@ -561,8 +599,10 @@ TEST_F(ServerTest, RefusesToStartWhenAStoredJobNoLongerResolves) {
   std::string edited = ClusterYaml(5);
   edited.replace(edited.find("  - {name: other}\n"), std::string("  - {name: other}\n").size(), "");
   const std::string config = dir_.Write("edited.yaml", edited);
-  CommandResult start = RunCli("", "", "server --config " + config + " --listen 127.0.0.1:0 --data " +
-                                           (dir_.path() / "data").string(), "/nonexistent");
+  CommandResult start = RunCli("", "",
+                               "server --config " + config + " --listen 127.0.0.1:0 --data " +
+                                   (dir_.path() / "data").string(),
+                               "/nonexistent");
   EXPECT_EQ(start.status, 1) << start.output;
   EXPECT_NE(start.output.find("store: job 1 (elsewhere) no longer fits the configuration: queue: "
                               "unknown leaf queue 'other'"),
@@ -586,8 +626,8 @@ TEST_F(ServerTest, KillNineWhileSubmittingLosesNothingAcknowledged) {
       for (int i = 0; !stop; ++i) {
         const std::string name = "c" + std::to_string(c) + "-" + std::to_string(i);
         // Mixed priorities and long runtimes: jobs run, wait and preempt while the kill comes.
-        const std::string body = Job(name, i % 5 == 0 ? "high" : "low", 1, 1000 * (1 + i % 2),
-                                     3600000);
+        const std::string body =
+            Job(name, i % 5 == 0 ? "high" : "low", 1, 1000 * (1 + i % 2), 3600000);
         auto res = client.Post("/v1/jobs", headers, body, "application/json");
         if (!res) break;  // the server is gone
         if (res->status != 201) continue;

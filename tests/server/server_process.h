@@ -53,8 +53,7 @@ class TempDir {
 };
 
 // Polls `done` until it holds or the deadline passes; returns whether it held.
-inline bool WaitFor(const std::function<bool()>& done,
-                    std::chrono::seconds deadline = kDeadline) {
+inline bool WaitFor(const std::function<bool()>& done, std::chrono::seconds deadline = kDeadline) {
   const auto end = std::chrono::steady_clock::now() + deadline;
   while (std::chrono::steady_clock::now() < end) {
     if (done()) return true;
@@ -77,8 +76,8 @@ class ServerProcess {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> args = {ARBITER_BINARY, "server", "--config", config, "--data",
-                                       data, "--listen", listen};
+      std::vector<std::string> args = {ARBITER_BINARY, "server", "--config", config,
+                                       "--data",       data,     "--listen", listen};
       for (std::string& e : extra) args.push_back(std::move(e));
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
@@ -180,9 +179,9 @@ struct CommandResult {
 inline CommandResult RunCli(const std::string& server, const std::string& token,
                             const std::string& args, const std::string& client_file = "") {
   const std::string env =
-      server.empty() ? "env -u ARBITER_SERVER -u ARBITER_TOKEN ARBITER_CONFIG=" + client_file
-                     : "ARBITER_CONFIG=/nonexistent ARBITER_SERVER=" + server +
-                           " ARBITER_TOKEN=" + token;
+      server.empty()
+          ? "env -u ARBITER_SERVER -u ARBITER_TOKEN ARBITER_CONFIG=" + client_file
+          : "ARBITER_CONFIG=/nonexistent ARBITER_SERVER=" + server + " ARBITER_TOKEN=" + token;
   // A command that hangs fails the test instead of holding it forever.
   const std::string command = env + " timeout 120 " + ARBITER_BINARY + " " + args + " 2>&1";
   CommandResult r;

@@ -152,7 +152,8 @@ TEST(SimSingleJob, WaitsForTheMinimumCycleIntervalAfterACycle) {
 TEST(SimOrder, ArrivalsComeAfterEndsOfTheirInstantAndInWorkloadOrder) {
   // The workload lists jobs out of time order. At 1 h, "a" ends before "c" and "b" arrive (ends of
   // runs come first within an instant), and the cycle of that instant sees all three waiting jobs:
-  // "d" has waited longest; "c" and "b", equal in all else, go in the order the workload lists them.
+  // "d" has waited longest; "c" and "b", equal in all else, go in the order the workload lists
+  // them.
   Workload w;
   w.jobs.push_back(MakeJob("c", WorkKind::kBatch, 8, kHour, kHour));
   w.jobs.push_back(MakeJob("a", WorkKind::kBatch, 8, 0, kHour));

@@ -307,8 +307,7 @@ std::vector<std::int64_t> Observed(const ClusterState& state) {
     out.push_back(state.NodesWithoutFreeGpu().Contains(n));
   }
   for (QueueId q = 0; q < state.queue_count(); ++q) {
-    for (std::size_t r = 0; r < state.quota_resource_count(); ++r)
-      out.push_back(state.usage(q, r));
+    for (std::size_t r = 0; r < state.quota_resource_count(); ++r) out.push_back(state.usage(q, r));
   }
   for (DomainId d = 0; d < state.domain_count(); ++d) {
     for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t)
@@ -379,7 +378,8 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
           t.node = n;
           t.cpu = MilliCpu(1000);
           t.memory = MemMiB(0);
-          const std::int64_t milli = free == kMilliPerGpu && pick(2) ? free : std::min<std::int64_t>(free, 250);
+          const std::int64_t milli =
+              free == kMilliPerGpu && pick(2) ? free : std::min<std::int64_t>(free, 250);
           t.devices.push_back({d, MilliGpu(milli), GpuMemMiB(0)});
           tx.Take(t);
           level.taken.push_back(t);
@@ -394,7 +394,8 @@ TEST(Transaction, ADiscardRestoresTheStateExactlyAtEveryDepth) {
           }
           break;
         case 2:
-          tx.Charge(static_cast<QueueId>(1 + pick(2)), 0, static_cast<std::int64_t>(pick(3000)) - 1000);
+          tx.Charge(static_cast<QueueId>(1 + pick(2)), 0,
+                    static_cast<std::int64_t>(pick(3000)) - 1000);
           break;
         case 3: {  // evict a running job not evicted yet
           const RunningJob* r = state.FindRunning(static_cast<JobId>(1 + pick(6)));

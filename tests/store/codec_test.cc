@@ -143,8 +143,8 @@ TEST(StoreBinaryCodec, DamagedRecordsAreErrorsNamingTheField) {
   EXPECT_EQ(error(bytes.substr(0, 1)), "spec.name: record cut short at byte 2");
   // The name's length (9, "llama-70b") runs past the end of a record cut after 5 bytes.
   EXPECT_EQ(error(bytes.substr(0, 5)), "spec.name: text longer than the record at byte 3");
-  EXPECT_EQ(error(bytes + "x"), "spec: unexpected bytes after the record at byte " +
-                                    std::to_string(bytes.size() + 1));
+  EXPECT_EQ(error(bytes + "x"),
+            "spec: unexpected bytes after the record at byte " + std::to_string(bytes.size() + 1));
   std::string other = bytes;
   other[0] = 9;
   EXPECT_EQ(error(other), "spec: unknown record format 9 (this build reads 1) at byte 2");

@@ -432,11 +432,11 @@ TEST_P(StoreTest, LoadHandsTheJobsOverInBatches) {
   for (int i = 0; i < 5; ++i) MustSubmit(Spec("j" + std::to_string(i)));
   MustAppend({Start(2, 10, "n0"), JobEvent(4, EventKind::kCancelled, 20, "alice")});
   std::vector<StoredJob> seen;
-  Result<Snapshot> snap = store_->Load(
-      {.include_finished = false, .each_batch = [&](std::span<StoredJob> batch) {
-         for (StoredJob& job : batch) seen.push_back(std::move(job));
-         return Status::Ok();
-       }});
+  Result<Snapshot> snap =
+      store_->Load({.include_finished = false, .each_batch = [&](std::span<StoredJob> batch) {
+                      for (StoredJob& job : batch) seen.push_back(std::move(job));
+                      return Status::Ok();
+                    }});
   ASSERT_TRUE(snap.ok()) << snap.status().message();
   EXPECT_TRUE(snap->jobs.empty());
   EXPECT_EQ(snap->last_job_id, 5u);
@@ -447,8 +447,8 @@ TEST_P(StoreTest, LoadHandsTheJobsOverInBatches) {
   EXPECT_TRUE(seen[0].spec == Spec("j0"));
   EXPECT_TRUE(seen[1].status.allocation == On("n0"));
   // An error of the consumer ends the load with it.
-  Result<Snapshot> failed =
-      store_->Load({.each_batch = [](std::span<StoredJob>) { return Status::Unavailable("no room"); }});
+  Result<Snapshot> failed = store_->Load(
+      {.each_batch = [](std::span<StoredJob>) { return Status::Unavailable("no room"); }});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().message(), "no room");
 }
@@ -782,8 +782,7 @@ void WriteVersion1Store(const std::string& dir, const std::string& job2_spec = "
   ASSERT_EQ(sqlite3_open((dir + "/arbiter.db").c_str(), &db), SQLITE_OK);
   auto exec = [&](const std::string& sql) {
     char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
-        << (err ? err : "");
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
     sqlite3_free(err);
   };
   exec(R"sql(
@@ -940,8 +939,9 @@ TEST(SqliteStore, AVersion1RowThatDoesNotDecodeStopsTheMigration) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir.path() + "/arbiter.db").c_str(), &db), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT version, (SELECT typeof(spec) FROM jobs WHERE id = 1) "
-                                   "FROM schema_version",
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT version, (SELECT typeof(spec) FROM jobs WHERE id = 1) "
+                               "FROM schema_version",
                                -1, &s, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);

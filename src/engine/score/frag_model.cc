@@ -146,8 +146,8 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
     inverse_.push_back(1.0 / static_cast<double>(t));
     per_device_.push_back(static_cast<double>(t));
     // (Computed as Expected computes a partly used device's slots.)
-    whole_slots_.push_back(static_cast<std::int64_t>(
-        static_cast<double>(kMilliPerGpu) * inverse_.back() + 1e-9));
+    whole_slots_.push_back(
+        static_cast<std::int64_t>(static_cast<double>(kMilliPerGpu) * inverse_.back() + 1e-9));
   }
   if (!thresholds_.empty() && thresholds_.back() == kMilliPerGpu)
     whole_threshold_ = static_cast<std::uint32_t>(thresholds_.size() - 1);
@@ -266,8 +266,8 @@ double FragModel::Expected(std::span<const std::int64_t> frees, std::int64_t cpu
     slot = &measured_[Mix(h) & (kMeasuredSlots - 1)];
     if (slot->capacity == capacity) return slot->value;  // (an empty slot has no free GPU)
   }
-  const double value = Measure(whole, std::span<const std::int64_t>(partial.data(), partials),
-                               total, cpu, type);
+  const double value =
+      Measure(whole, std::span<const std::int64_t>(partial.data(), partials), total, cpu, type);
   if (slot) *slot = {capacity, value};
   return value;
 }

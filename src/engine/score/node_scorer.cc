@@ -9,8 +9,8 @@ NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequ
   if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
       options.policy == PlacementPolicy::kFgd)
     frag_ = options.model.get();
-  request_ = {req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type, options.policy,
-              false};
+  request_ = {
+      req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type, options.policy, false};
 }
 
 bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices,
