@@ -548,33 +548,19 @@ void Transaction::Unhold(const TaskAllocation& hold) { Change(ClusterState::Op::
 
 void Transaction::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
   if (type == kNone || milli == 0) return;  // (charges nothing)
-  ClusterState::Undo u;
-  u.op = ClusterState::Op::kCharge;
-  u.queue = queue;
-  u.type = type;
-  u.milli = milli;
-  Record(u);
+  Record({.op = ClusterState::Op::kCharge, .queue = queue, .type = type, .milli = milli});
 }
 
 void Transaction::Evict(const RunningJob& job) {
-  ClusterState::Undo u;
-  u.op = ClusterState::Op::kEvict;
-  u.job = &job;
-  Record(u);
+  Record({.op = ClusterState::Op::kEvict, .job = &job});
 }
 
 void Transaction::Readmit(const RunningJob& job) {
-  ClusterState::Undo u;
-  u.op = ClusterState::Op::kReadmit;
-  u.job = &job;
-  Record(u);
+  Record({.op = ClusterState::Op::kReadmit, .job = &job});
 }
 
 void Transaction::Release(const RunningJob& job) {
-  ClusterState::Undo u;
-  u.op = ClusterState::Op::kRelease;
-  u.job = &job;
-  Record(u);
+  Record({.op = ClusterState::Op::kRelease, .job = &job});
 }
 
 void Transaction::Record(const ClusterState::Undo& u) {

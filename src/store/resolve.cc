@@ -8,27 +8,11 @@
 #include <vector>
 
 #include "arbiter/store.h"
+#include "model/edit_distance.h"
 #include "store/names.h"
 
 namespace arbiter::store {
 namespace {
-
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // A name the cluster does not have: not found, naming the field.
 Status Unknown(std::string field, std::string_view what, std::string_view name,
@@ -69,7 +53,7 @@ std::optional<std::string> Suggest(std::string_view name, const std::vector<std:
   std::optional<std::string> best;
   std::size_t best_distance = limit + 1;
   for (const std::string& k : known) {
-    std::size_t d = EditDistance(name, k);
+    std::size_t d = EditDistance(name, k, /*ignore_case=*/true);
     if (d < best_distance) {
       best_distance = d;
       best = k;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/edit_distance.h"
 #include "trace/csv.h"
 #include "trace/readers.h"
 
@@ -12,21 +13,6 @@ namespace arbiter::trace::internal {
 namespace {
 
 constexpr std::int64_t kMaxMemoryMiB = limits::kMaxMemoryMiB;
-
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 }  // namespace
 
