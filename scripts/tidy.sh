@@ -10,10 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${1:-build-tidy}
-# src/server/core.cc is left out until it compiles with clang 14: it builds an aggregate from
-# parentheses (emplace_hint with piecewise_construct), which GCC accepts (C++20, P0960) and clang
-# supports only from 16.
-files=${2:-^$root/(src/(?!server/core\.cc$)|bench/)}
+files=${2:-^$root/(src/|bench/)}
 jobs=${JOBS:-$(nproc)}
 tidy=${CLANG_TIDY:-clang-tidy}
 run_tidy=${RUN_CLANG_TIDY:-run-clang-tidy}

@@ -15,9 +15,6 @@
 #include "arbiter/state.h"
 
 namespace arbiter {
-namespace engine {
-class FragModel;
-}
 
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
 // in [0, 1]; a job's key is the weighted sum, and jobs are taken in descending key order, ties by
@@ -106,9 +103,6 @@ struct PlacementOptions {
   // kArbiter: shapes beyond about this many are merged (those of one GPU request, CPU and memory
   // averaged), which bounds the cost of scoring a node; 0: no limit.
   std::size_t max_shapes = 64;
-  // Built by the engine from `shapes`: whatever a caller sets here, an engine replaces with its
-  // own (a model keeps scratch space, which two engines must not share).
-  std::shared_ptr<const engine::FragModel> model;
 };
 
 struct EngineOptions {
@@ -123,16 +117,17 @@ struct EngineOptions {
 };
 
 // One engine schedules one cycle at a time: it keeps caches (the fragmentation models it built,
-// with the scratch space and remembered measures inside them) that its cycles change, without
-// locks. It cannot be copied, so that no two engines share them; a program that schedules on
-// several threads gives each its own engine.
+// with the scratch space and remembered measures inside them, behind its pimpl) that its cycles
+// change, without locks. It cannot be copied, so that no two engines share them; a program that
+// schedules on several threads gives each its own engine.
 class Engine {
  public:
   explicit Engine(EngineOptions options = {});
+  ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
-  Engine(Engine&&) = default;
-  Engine& operator=(Engine&&) = default;
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
 
   // One scheduling cycle. `state` serves as scratch space during the cycle (a Transaction that is
   // discarded) and is returned exactly as it was given; the driver applies the plan afterwards
@@ -140,27 +135,11 @@ class Engine {
   // options, never on the cycles this engine ran before or on other states it scheduled.
   Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const;
 
-  const EngineOptions& options() const { return options_; }
+  const EngineOptions& options() const;
 
  private:
-  // The fragmentation model of the given shapes, else of the running tasks' (kept while they stay
-  // about the same), weighed by the cluster's capacity where the policy does (FragModel).
-  std::shared_ptr<const engine::FragModel> ModelOf(const ClusterState& state) const;
-
-  EngineOptions options_;  // placement.model: the engine's own (built from the given shapes)
-  // The models built last, the one in use first, each under the key of what it was built from:
-  // the digest of the rounded counts of the running shapes (when no shapes are given) and of the
-  // cluster's capacity (when the policy weighs scarcity). As jobs start and end, a shape's count
-  // often goes back and forth across a rounding step, and the model of either side is then kept
-  // rather than built again.
-  struct Built {
-    std::uint64_t key = 0;
-    std::shared_ptr<const engine::FragModel> model;
-  };
-  mutable std::vector<Built> recent_;
-  // options_ with the model in use set, made again only when the model changes (a cycle then
-  // copies no options).
-  mutable std::shared_ptr<const EngineOptions> cycle_options_;
+  struct Impl;  // src/core/engine/engine.cc
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace arbiter

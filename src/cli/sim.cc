@@ -20,8 +20,8 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
-#include "config/scenario.h"
 #include "report/report.h"
+#include "scenario/scenario.h"
 
 namespace arbiter::cli {
 namespace {

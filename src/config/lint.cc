@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/victim_policy.h"
+#include "core/engine/victim_policy.h"
 
 namespace arbiter::config {
 namespace {

@@ -192,7 +192,7 @@ class Core {
   nlohmann::json JobJson(const Entry& entry) const;
   Answer CheckOwner(const Caller& caller, const Entry& entry, const char* what) const;
   Entry* FindLocked(JobId id);
-  // Node agents (agents.cc).
+  // Node agents (agent_service.cc).
   bool agents() const { return !options_.virtual_nodes; }
   void InitAgentsLocked(Millis now);
   // Nodes silent past the timeout are lost: unhealthy, their jobs requeued or failed. Returns

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -15,6 +16,10 @@ class Histogram {
   static constexpr std::array<double, 14> kBounds = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
   void Observe(double seconds);
+  // The time since `start`.
+  void ObserveSince(std::chrono::steady_clock::time_point start) {
+    Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   // `name` with its _bucket, _sum and _count lines, and the HELP and TYPE lines.
   std::string Text(const std::string& name, const std::string& help) const;
 

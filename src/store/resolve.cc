@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "arbiter/store.h"
-#include "model/edit_distance.h"
+#include "core/model/edit_distance.h"
 #include "store/names.h"
 
 namespace arbiter::store {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/edit_distance.h"
+#include "core/model/edit_distance.h"
 #include "trace/csv.h"
 #include "trace/readers.h"
 

@@ -1,4 +1,4 @@
-#include "config/scenario.h"
+#include "scenario/scenario.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

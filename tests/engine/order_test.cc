@@ -1,7 +1,7 @@
 // Ordering: the multifactor key and its tie-breaks.
 #include <gtest/gtest.h>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {

@@ -1,7 +1,7 @@
 // Preemption and reclaim: who may evict whom, which victims, and the guards against thrashing.
 #include <gtest/gtest.h>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {

@@ -1,7 +1,7 @@
 // Quota: nominal (guaranteed) quota, borrowing and lending limits, max, in a queue tree.
 #include <gtest/gtest.h>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {

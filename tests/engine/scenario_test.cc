@@ -4,7 +4,7 @@
 #include <set>
 
 #include "arbiter/engine.h"
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {

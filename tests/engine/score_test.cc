@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {
@@ -104,16 +104,16 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   ClusterState state = MakeState(spec);
   const std::vector<TaskShape> shapes = {
       {500, 4000, 0, {}, 3}, {1000, 8000, 0, {}, 2}, {4000, 32000, 0, {}, 1}};
-  PlacementOptions kept;
-  kept.model = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
+  const PlacementOptions options;
+  const auto kept = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
   const GpuTypeId type = state.node(0).devices[0].type;
   const Job share = testing::GpuJob(1, 1, 300);
   const Job two = testing::GpuJob(2, 1, 2000);   // one task of two GPUs
   const Job four = testing::GpuJob(3, 1, 4000);  // one task of four
   // Scores node n for the job's task with the kept model, and with a new model (nothing kept).
-  auto score = [&](const Job& job, NodeId n, bool allow_span, const PlacementOptions& options) {
+  auto score = [&](const Job& job, NodeId n, bool allow_span, const engine::FragModel& model) {
     const TaskRequest& req = job.groups[0].request;
-    engine::NodeScorer scorer(state, job, req, type, options);
+    engine::NodeScorer scorer(state, job, req, type, options, &model);
     std::vector<DeviceShare> devices;
     double value = 0;
     const bool fits = scorer.Score(n, allow_span, devices, value);
@@ -122,11 +122,10 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
     return std::make_tuple(fits, fits ? value : 0, ids);
   };
   auto both = [&](const Job& job, NodeId n, bool allow_span) {
-    PlacementOptions fresh;
-    fresh.model = std::make_shared<engine::FragModel>(shapes, /*fgd=*/false);
+    const engine::FragModel fresh(shapes, /*fgd=*/false);
     const auto expected = score(job, n, allow_span, fresh);
-    EXPECT_EQ(score(job, n, allow_span, kept), expected);  // kept, or measured and kept
-    EXPECT_EQ(score(job, n, allow_span, kept), expected);  // kept
+    EXPECT_EQ(score(job, n, allow_span, *kept), expected);  // kept, or measured and kept
+    EXPECT_EQ(score(job, n, allow_span, *kept), expected);  // kept
   };
   both(share, 1, false);
   both(two, 1, false);
@@ -142,8 +141,8 @@ TEST(NodeScorer, AKeptScoreIsTheScoreOfTheNodeAsItIsNowForTheRequestAsked) {
   }
   both(four, 1, false);
   both(four, 1, true);
-  EXPECT_FALSE(std::get<0>(score(four, 1, false, kept)));
-  EXPECT_TRUE(std::get<0>(score(four, 1, true, kept)));
+  EXPECT_FALSE(std::get<0>(score(four, 1, false, *kept)));
+  EXPECT_TRUE(std::get<0>(score(four, 1, true, *kept)));
   tx.Give(b);
   both(share, 1, false);
   both(share, 0, false);

@@ -1,6 +1,6 @@
 // The preemption rules in one place: who may evict whom, which jobs are protected and until when,
 // and what an eviction costs.
-#include "engine/victim_policy.h"
+#include "core/engine/victim_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "arbiter/sim.h"
-#include "config/scenario.h"
+#include "scenario/scenario.h"
 
 namespace arbiter {
 namespace {

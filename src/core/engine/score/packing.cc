@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

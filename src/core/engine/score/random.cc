@@ -1,5 +1,5 @@
 // random: a uniformly random feasible node (and, for a share, device).
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

@@ -13,7 +13,7 @@
 #include <span>
 #include <tuple>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 namespace {
@@ -154,7 +154,7 @@ bool ChooseDevices(const NodeState& node, const TaskRequest& req, GpuTypeId type
 class Placer {
  public:
   Placer(Transaction& tx, const JobFilter& filter, NodeId begin, NodeId end,
-         const EngineOptions& options)
+         const CycleOptions& options)
       : tx_(tx),
         state_(tx.state()),
         filter_(filter),
@@ -349,7 +349,7 @@ class Placer {
     PlacementKey best_key;
     std::vector<DeviceShare>& devices = scored_devices_;
     double score = 0;
-    NodeScorer scorer(state_, job_, req, type, policy);
+    NodeScorer scorer(state_, job_, req, type, policy, options_.model.get());
     auto consider = [&](NodeId n) {
       if (FilterNode(state_, n, req, filter_)) return;
       if (!scorer.Score(n, allow_span, devices, score)) return;
@@ -398,7 +398,7 @@ class Placer {
       return ChooseScoredNode(t, begin, end, allow_span, best, best_devices);
     const TaskRequest& req = *t.request;
     const GpuTypeId type = req.gpu.value() > 0 ? allocation_.gpu_type : kNone;
-    NodeScorer scorer(state_, job_, req, type, options_.placement);
+    NodeScorer scorer(state_, job_, req, type, options_.placement, options_.model.get());
     bool found = false;
     PlacementKey best_key;
     std::vector<DeviceShare>& devices = scored_devices_;
@@ -516,7 +516,7 @@ class Placer {
   const ClusterState& state_;
   const JobFilter& filter_;
   const Job& job_;
-  const EngineOptions& options_;
+  const CycleOptions& options_;
   std::array<Task, 8> few_tasks_;  // (declared before tasks_, which points into one of them)
   std::vector<Task> many_tasks_;
   std::span<Task> tasks_;
@@ -534,12 +534,12 @@ class Placer {
 }  // namespace
 
 std::optional<Allocation> PlaceJob(Transaction& tx, const JobFilter& filter,
-                                   const EngineOptions& options, PlacementKey* key) {
+                                   const CycleOptions& options, PlacementKey* key) {
   return PlaceJobIn(tx, filter, 0, static_cast<NodeId>(tx.state().node_count()), options, key);
 }
 
 std::optional<Allocation> PlaceJobIn(Transaction& tx, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options, PlacementKey* key) {
+                                     NodeId end, const CycleOptions& options, PlacementKey* key) {
   Placer placer(tx, filter, begin, end, options);
   std::optional<Allocation> allocation = placer.Place();
   if (key) *key = placer.key();

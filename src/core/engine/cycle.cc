@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter {
 namespace {
@@ -125,7 +125,8 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
 // One scheduling cycle: the stages in order over the scratch state, and what they decided.
 class Cycle {
  public:
-  Cycle(ClusterState& state, std::span<const Job> pending, Millis now, const EngineOptions& options)
+  Cycle(ClusterState& state, std::span<const Job> pending, Millis now,
+        const engine::CycleOptions& options)
       : cycle_(state),
         state_(state),
         pending_(pending),
@@ -487,7 +488,7 @@ class Cycle {
   const ClusterState& state_;
   std::span<const Job> pending_;
   const Millis now_;
-  const EngineOptions& options_;
+  const engine::CycleOptions& options_;
   StageTimer timer_;
   Plan plan_;
   bool soft_taints_ = false;
@@ -506,7 +507,7 @@ class Cycle {
 namespace engine {
 
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
-              const EngineOptions& options) {
+              const CycleOptions& options) {
   return Cycle(state, pending, now, options).Run();
 }
 

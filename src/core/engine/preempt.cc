@@ -19,7 +19,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 namespace {
@@ -70,7 +70,7 @@ class Search {
  public:
   Search(Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
          std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
-         const EngineOptions& options, PreemptionRefusals* refusals)
+         const CycleOptions& options, PreemptionRefusals* refusals)
       : refusals_(refusals),
         tx_(tx),
         policy_(policy),
@@ -541,7 +541,7 @@ class Search {
   Millis now_;
   std::int64_t budget_;
   const std::unordered_set<JobId>& excluded_;
-  const EngineOptions& options_;
+  const CycleOptions& options_;
   bool can_reclaim_ = false;
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
@@ -571,8 +571,7 @@ std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& pol
                                         const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
-                                        const EngineOptions& options,
-                                        PreemptionRefusals* refusals) {
+                                        const CycleOptions& options, PreemptionRefusals* refusals) {
   Search search(tx, policy, filter, now, gpu_budget, excluded, options, refusals);
   return search.Run();
 }

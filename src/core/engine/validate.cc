@@ -1,7 +1,7 @@
 // validate: what the cluster state cannot check of a pending job.
 #include <string>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 

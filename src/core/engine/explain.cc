@@ -3,7 +3,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 namespace {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

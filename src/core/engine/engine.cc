@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter {
 namespace {
@@ -47,27 +47,58 @@ bool WeighsScarcity(PlacementPolicy policy) {
   return UsesShapes(policy) && policy != PlacementPolicy::kFgd;
 }
 
-Engine::Engine(EngineOptions options) : options_(std::move(options)) {
-  PlacementOptions& p = options_.placement;
-  p.model = nullptr;
+// The engine's options and caches: the models built last, the one in use first, each under the key
+// of what it was built from: the digest of the rounded counts of the running shapes (when no shapes
+// are given) and of the cluster's capacity (when the policy weighs scarcity). As jobs start and
+// end, a shape's count often goes back and forth across a rounding step, and the model of either
+// side is then kept rather than built again.
+struct Engine::Impl {
+  explicit Impl(EngineOptions engine_options) : options(std::move(engine_options)) {}
+
+  // The fragmentation model of the given shapes, else of the running tasks' (kept while they stay
+  // about the same), weighed by the cluster's capacity where the policy does (FragModel).
+  std::shared_ptr<const engine::FragModel> ModelOf(const ClusterState& state);
+
+  const EngineOptions options;
+  // A model of the given shapes that does not depend on the cluster (FGD's own measure).
+  std::shared_ptr<const engine::FragModel> fixed_model;
+  struct Built {
+    std::uint64_t key = 0;
+    std::shared_ptr<const engine::FragModel> model;
+  };
+  std::vector<Built> recent;
+  // The options with the model in use, made again only when the model changes (a cycle then
+  // copies no options).
+  std::shared_ptr<const engine::CycleOptions> cycle_options;
+};
+
+Engine::Engine(EngineOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  const PlacementOptions& p = impl_->options.placement;
   // A model that weighs scarcity is built by ModelOf, with the cluster.
   if (UsesShapes(p.policy) && !WeighsScarcity(p.policy) && !p.shapes.empty())
-    p.model = std::make_shared<engine::FragModel>(p.shapes, p.policy == PlacementPolicy::kFgd,
-                                                  MaxShapes(p));
+    impl_->fixed_model = std::make_shared<engine::FragModel>(
+        p.shapes, p.policy == PlacementPolicy::kFgd, MaxShapes(p));
 }
 
-std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& state) const {
-  const PlacementOptions& p = options_.placement;
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+const EngineOptions& Engine::options() const { return impl_->options; }
+
+std::shared_ptr<const engine::FragModel> Engine::Impl::ModelOf(const ClusterState& state) {
+  if (fixed_model) return fixed_model;
+  const PlacementOptions& p = options.placement;
   const bool scarcity = WeighsScarcity(p.policy);
   // Given shapes do not change; observed ones do (the state keeps their digest), and the capacity
   // weighs them too.
   const std::uint64_t key = (p.shapes.empty() ? state.running_task_shapes_digest() : 0) ^
                             (scarcity ? state.capacity_digest() : 0);
-  if (!recent_.empty() && recent_.front().key == key) return recent_.front().model;
+  if (!recent.empty() && recent.front().key == key) return recent.front().model;
   auto it =
-      std::find_if(recent_.begin(), recent_.end(), [&](const Built& b) { return b.key == key; });
-  if (it != recent_.end()) {
-    std::rotate(recent_.begin(), it, it + 1);
+      std::find_if(recent.begin(), recent.end(), [&](const Built& b) { return b.key == key; });
+  if (it != recent.end()) {
+    std::rotate(recent.begin(), it, it + 1);
   } else {
     const std::vector<TaskShape> observed =
         p.shapes.empty() ? ObservedShapes(state) : std::vector<TaskShape>{};
@@ -75,23 +106,23 @@ std::shared_ptr<const engine::FragModel> Engine::ModelOf(const ClusterState& sta
         p.shapes.empty() ? std::span<const TaskShape>(observed)
                          : std::span<const TaskShape>(p.shapes),
         p.policy == PlacementPolicy::kFgd, MaxShapes(p), scarcity ? &state : nullptr);
-    if (recent_.size() == kRecentModels) recent_.pop_back();
-    recent_.insert(recent_.begin(), {key, std::move(model)});
+    if (recent.size() == kRecentModels) recent.pop_back();
+    recent.insert(recent.begin(), {key, std::move(model)});
   }
-  return recent_.front().model;
+  return recent.front().model;
 }
 
 Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
-  if (UsesShapes(options_.placement.policy) && !options_.placement.model) {
-    std::shared_ptr<const engine::FragModel> model = ModelOf(state);
-    if (!cycle_options_ || cycle_options_->placement.model != model) {
-      auto copy = std::make_shared<EngineOptions>(options_);
-      copy->placement.model = std::move(model);
-      cycle_options_ = std::move(copy);
-    }
-    return engine::RunCycle(state, pending, now, *cycle_options_);
+  Impl& impl = *impl_;
+  std::shared_ptr<const engine::FragModel> model =
+      UsesShapes(impl.options.placement.policy) ? impl.ModelOf(state) : nullptr;
+  if (!impl.cycle_options || impl.cycle_options->model != model) {
+    auto options = std::make_shared<engine::CycleOptions>();
+    static_cast<EngineOptions&>(*options) = impl.options;
+    options->model = std::move(model);
+    impl.cycle_options = std::move(options);
   }
-  return engine::RunCycle(state, pending, now, options_);
+  return engine::RunCycle(state, pending, now, *impl.cycle_options);
 }
 
 }  // namespace arbiter

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 namespace {

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 namespace {

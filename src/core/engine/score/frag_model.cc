@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter {
 

@@ -1,5 +1,5 @@
 // dot-product: smallest dot product of free and requested (CPU, GPU) (the published score).
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

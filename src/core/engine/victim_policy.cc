@@ -1,4 +1,4 @@
-#include "engine/victim_policy.h"
+#include "core/engine/victim_policy.h"
 
 #include <algorithm>
 

@@ -1,14 +1,14 @@
 // NodeScorer: a node scored for one task under the options' policy, by the policy's file.
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 
 NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req,
-                       GpuTypeId type, const PlacementOptions& options)
+                       GpuTypeId type, const PlacementOptions& options, const FragModel* model)
     : state_(state), job_(job), req_(req), type_(type), options_(options) {
   if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
       options.policy == PlacementPolicy::kFgd)
-    frag_ = options.model.get();
+    frag_ = model;
   request_ = {
       req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type, options.policy, false};
 }

@@ -1,6 +1,6 @@
 // clustering: nodes already hosting tasks of the same GPU-request class first (the published
 // score).
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

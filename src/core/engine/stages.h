@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,16 +22,23 @@
 #include "arbiter/engine.h"
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
-#include "engine/victim_policy.h"
+#include "core/engine/victim_policy.h"
 
 namespace arbiter::engine {
 
 // ---- the cycle ----
 
-// Runs the stages of one cycle over `state` and returns their plan (Engine::Schedule, with the
-// options carrying the model the engine keeps).
+class FragModel;
+
+// The options a cycle runs under: the engine's, and the fragmentation model the engine keeps for
+// the state at hand (the policies that score by expected fragmentation; else null).
+struct CycleOptions : EngineOptions {
+  std::shared_ptr<const FragModel> model;
+};
+
+// Runs the stages of one cycle over `state` and returns their plan (Engine::Schedule).
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
-              const EngineOptions& options);
+              const CycleOptions& options);
 
 // ---- validate ----
 
@@ -111,10 +119,10 @@ struct PlacementKey {
 // on failure `tx` is unchanged. Under a scoring policy, `key` (when given) receives the rank of
 // the node chosen for the job's first task.
 std::optional<Allocation> PlaceJob(Transaction& tx, const JobFilter& filter,
-                                   const EngineOptions& options, PlacementKey* key = nullptr);
+                                   const CycleOptions& options, PlacementKey* key = nullptr);
 // The same, using only the nodes [begin, end) (a node, or a domain's range).
 std::optional<Allocation> PlaceJobIn(Transaction& tx, const JobFilter& filter, NodeId begin,
-                                     NodeId end, const EngineOptions& options,
+                                     NodeId end, const CycleOptions& options,
                                      PlacementKey* key = nullptr);
 
 // ---- score (how the placement policies rank nodes, score.cc) ----
@@ -262,12 +270,12 @@ class FragModel {
 
 // Scores nodes for one task under `options.policy`: the devices of the node the policy gives the
 // task, and the node's score (smaller is better; kArbiter, kFgd and kFrag: from the growth of the
-// node's expected fragmentation under options.model). The caller has checked the filter
+// node's expected fragmentation under `model`). The caller has checked the filter
 // (FilterNode); Score is false when the node's devices cannot hold the task.
 class NodeScorer {
  public:
   NodeScorer(const ClusterState& state, const Job& job, const TaskRequest& req, GpuTypeId type,
-             const PlacementOptions& options);
+             const PlacementOptions& options, const FragModel* model);
   bool Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices, double& score);
 
  private:
@@ -332,7 +340,7 @@ std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& pol
                                         const JobFilter& filter, Millis now,
                                         std::int64_t gpu_budget,
                                         const std::unordered_set<JobId>& excluded,
-                                        const EngineOptions& options,
+                                        const CycleOptions& options,
                                         PreemptionRefusals* refusals = nullptr);
 
 }  // namespace arbiter::engine
@@ -350,7 +358,7 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
 // the devices and that time. `tx` is unchanged on return.
 std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
                                    std::span<const PlacedJob> placed, Millis now,
-                                   const EngineOptions& options);
+                                   const CycleOptions& options);
 
 // Holds the currently free part of reserved devices (and the CPU and memory the reservation needs
 // on their nodes) out of reach of jobs that would still run at the reservation's start.

@@ -1,5 +1,5 @@
 // best-fit: least leftover after placement (the published score).
-#include "engine/score/score.h"
+#include "core/engine/score/score.h"
 
 namespace arbiter::engine {
 

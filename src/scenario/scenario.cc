@@ -2,7 +2,7 @@
 // each may replace the cluster's `queues`, `priority_classes` and `scheduler` and assign
 // workloads to its own queues and classes. The workload is drawn once per seed: every
 // configuration sees the same jobs at the same times.
-#include "config/scenario.h"
+#include "scenario/scenario.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

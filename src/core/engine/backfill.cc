@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "engine/stages.h"
+#include "core/engine/stages.h"
 
 namespace arbiter::engine {
 
@@ -15,7 +15,7 @@ Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptio
 
 std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
                                    std::span<const PlacedJob> placed, Millis now,
-                                   const EngineOptions& options) {
+                                   const CycleOptions& options) {
   const ClusterState& state = tx.state();
   struct Release {
     Millis end;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Checks the layer rules of CONTRIBUTING.md on the project's own #include lines: each folder of
+# src/ may include only the project headers its layer allows. Prints every line that breaks a rule
+# and fails if there is one. Run by `make test` (ctest: layers) and alone:
+#   scripts/layers.sh
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+# The engine library's public headers, which every layer above it may include.
+core_api='arbiter/(model|quantity|plan|status|state|engine)\.h'
+
+# folder | what its files may include (an extended regular expression over the quoted path)
+rules=(
+  "src/core|^(${core_api}|core/.*)$"
+  "src/sim|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|core/model/.*|sim/.*)$"
+  "src/trace|^(arbiter/(model|quantity|status|trace|workload)\.h|core/model/.*|config/limits\.h|trace/.*)$"
+  "src/store|^(${core_api}|arbiter/store\.h|core/model/.*|config/limits\.h|store/.*)$"
+  "src/config|^(${core_api}|arbiter/store\.h|core/engine/victim_policy\.h|store/names\.h|config/.*)$"
+  "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
+  "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
+  "src/server|^(${core_api}|arbiter/store\.h|config/.*|store/.*|server/.*)$"
+  "src/agent|^(arbiter/status\.h|agent/.*)$"
+)
+
+status=0
+for rule in "${rules[@]}"; do
+  folder=${rule%%|*}
+  allowed=${rule#*|}
+  [ -d "$folder" ] || { echo "layers: no folder $folder (update scripts/layers.sh)"; status=1; continue; }
+  while IFS= read -r line; do
+    file=${line%%:*}
+    header=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$line")
+    if ! grep -Eq "$allowed" <<<"$header"; then
+      echo "layers: $file includes \"$header\", which $folder may not use (CONTRIBUTING.md)"
+      status=1
+    fi
+  done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' | sed -E 's/:[0-9]+:/:/')
+done
+
+# Every folder of src/ has a rule, so that a new one is placed in a layer when it is added.
+for folder in src/*/; do
+  folder=${folder%/}
+  [ "$folder" = src/cli ] && continue  # the command: everything
+  covered=0
+  for rule in "${rules[@]}"; do [ "${rule%%|*}" = "$folder" ] && covered=1; done
+  [ $covered = 1 ] || { echo "layers: $folder has no rule in scripts/layers.sh"; status=1; }
+done
+
+[ $status = 0 ] && echo "layers: every include follows the layer rules"
+exit $status

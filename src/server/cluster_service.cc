@@ -1,0 +1,285 @@
+// Queues, nodes, the event log and metrics as the API shows and changes them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "server/core.h"
+#include "store/codec.h"
+
+namespace arbiter::server {
+namespace {
+
+using Json = nlohmann::json;
+using store::Event;
+using store::EventKind;
+using store::JobState;
+using Role = config::TokenSpec::Role;
+
+Json MilliOrNull(std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); }
+
+}  // namespace
+
+Answer Core::ListQueues() {
+  std::lock_guard lock(mu_);
+  DrainInboxLocked();
+  state_->AccrueUsage(Now());
+  const ClusterState& state = *state_;
+  std::vector<std::map<std::string, std::int64_t>> counts(state.queue_count());
+  for (const auto& [id, entry] : jobs_) {
+    if (store::IsFinished(entry.stored.status.state)) continue;
+    ++counts[entry.job.queue][store::JobStateName(entry.stored.status.state)];
+  }
+  Json queues = Json::array();
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    const QueueInfo& info = state.queue(q);
+    Json resources = Json::array();
+    for (std::size_t r = 0; r < state.quota_resource_count(); ++r) {
+      const QuotaLimits& limits = state.quota(q, r);
+      const std::int64_t usage = state.usage(q, r);
+      if (!limits.limited && usage == 0) continue;
+      Json res{{"resource", r == 0 ? std::string(kAllGpusResource)
+                                   : state.gpu_type_name(static_cast<GpuTypeId>(r - 1))},
+               {"usage_milli", usage}};
+      if (limits.limited) {
+        res["nominal_milli"] = limits.nominal;
+        res["max_milli"] = MilliOrNull(limits.max);
+        res["borrowing_limit_milli"] = MilliOrNull(limits.borrowing_limit);
+        res["lending_limit_milli"] = MilliOrNull(limits.lending_limit);
+      }
+      resources.push_back(std::move(res));
+    }
+    Json jobs = Json::object();
+    for (const auto& [s, n] : counts[q]) jobs[s] = n;
+    queues.push_back(Json{
+        {"name", info.spec.name},
+        {"parent", info.parent == kNone ? Json(nullptr) : Json(state.queue(info.parent).spec.name)},
+        {"leaf", info.children.empty()},
+        {"priority", info.spec.priority},
+        {"weight", info.spec.weight},
+        {"quota", store::QuotaToJson(info.spec.quota)},
+        {"resources", std::move(resources)},
+        // The fair-share factor's input: GPU-seconds, decayed with the
+        // half-life (scheduler.fair_share_half_life).
+        {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
+        {"jobs", std::move(jobs)}});
+  }
+  return Answer(Json{{"queues", std::move(queues)}});
+}
+
+Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const Json& quota) {
+  if (!caller.admin())
+    return Status::PermissionDenied(fmt::format("{} may not change quotas (admin)", caller.name));
+  std::lock_guard lock(mu_);
+  auto find = [&](config::ClusterConfig& c) {
+    return std::find_if(c.cluster.queues.begin(), c.cluster.queues.end(),
+                        [&](const QueueSpec& s) { return s.name == queue; });
+  };
+  config::ClusterConfig changed = config_;
+  auto it = find(changed);
+  if (it == changed.cluster.queues.end())
+    return Status::NotFound(fmt::format("no queue '{}'", queue), "queue");
+  const Millis now = Now();
+  if (quota.is_null()) {
+    const config::ClusterConfig& base = base_;
+    it->quota = std::find_if(base.cluster.queues.begin(), base.cluster.queues.end(),
+                             [&](const QueueSpec& s) { return s.name == queue; })
+                    ->quota;
+  } else {
+    Result<std::map<std::string, QuotaSpec>> parsed = store::QuotaFromJson(quota, "quota");
+    if (!parsed.ok()) return std::move(parsed).status();
+    it->quota = *parsed;
+  }
+  if (Result<ClusterState> check = ClusterState::Create(changed.cluster); !check.ok()) {
+    return Status::InvalidArgument(check.status().message(), "quota");
+  }
+  Result<Event> written = quota.is_null()
+                              ? store_->ResetQueueQuota(queue, now, caller.name)
+                              : store_->SetQueueQuota({queue, it->quota, now, caller.name});
+  if (!written.ok()) return std::move(written).status().WithContext("store: ");
+  // The same configuration was just created: a failure here is a broken invariant, after the
+  // store has recorded the change.
+  if (Status st = RebuildState(changed); !st.ok()) {
+    Check(st, "apply a quota change");
+    return st;
+  }
+  config_ = std::move(changed);
+  Wake();
+  return Answer(Json{{"queue", queue}, {"quota", store::QuotaToJson(find(config_)->quota)}});
+}
+
+Answer Core::ListNodes() const {
+  std::lock_guard lock(mu_);
+  const ClusterState& state = *state_;
+  Json nodes = Json::array();
+  for (NodeId n = 0; n < state.node_count(); ++n) {
+    const NodeState& node = state.node(n);
+    Json gpus = Json::array();
+    std::int64_t free = 0;
+    for (std::size_t d = 0; d < node.devices.size(); ++d) {
+      const DeviceState& dev = node.devices[d];
+      free += dev.free.value();
+      gpus.push_back(Json{{"index", d},
+                          {"type", state.gpu_type_name(dev.type)},
+                          {"free_milli", dev.free.value()},
+                          {"memory_free_mib", dev.memory_free.value()}});
+    }
+    Json jobs = Json::array();
+    for (const Resident& r : node.residents) jobs.push_back(r.job->job.id);
+    std::string admin = node.cordoned ? "cordoned" : "schedulable";
+    std::string reason;
+    if (auto it = nodes_admin_.find(node.name); it != nodes_admin_.end()) {
+      admin = store::NodeAdminStateName(it->second.state);
+      reason = it->second.reason;
+    }
+    Json agent = nullptr;
+    if (auto a = agent_nodes_.find(node.name); a != agent_nodes_.end()) {
+      const AgentNode& an = a->second;
+      agent = Json{{"state", an.lost         ? "lost"
+                             : an.registered ? "ready"
+                                             : "waiting"},
+                   {"last_seen_ms", an.last_seen},
+                   {"address", an.address},
+                   {"reported", an.reported}};
+      if (!an.problem.empty()) agent["problem"] = an.problem;
+    }
+    nodes.push_back(
+        Json{{"name", node.name},
+             {"state", admin},
+             {"reason", reason},
+             {"healthy", node.healthy},
+             {"agent", std::move(agent)},
+             {"gpus", std::move(gpus)},
+             {"gpu_milli", static_cast<std::int64_t>(node.devices.size()) * kMilliPerGpu},
+             {"gpu_free_milli", free},
+             {"cpu_milli", node.cpu.value()},
+             {"cpu_free_milli", node.cpu_free.value()},
+             {"memory_mib", node.memory.value()},
+             {"memory_free_mib", node.memory_free.value()},
+             {"jobs", std::move(jobs)}});
+  }
+  return Answer(Json{{"nodes", std::move(nodes)}});
+}
+
+Answer Core::SetNodeState(const Caller& caller, const std::string& name,
+                          store::NodeAdminState admin, const std::string& reason) {
+  if (!caller.admin()) {
+    return Status::PermissionDenied(
+        fmt::format("{} may not cordon, uncordon or drain nodes (admin)", caller.name));
+  }
+  std::lock_guard lock(mu_);
+  std::optional<NodeId> node = state_->FindNode(name);
+  if (!node) return Status::NotFound(fmt::format("no node '{}'", name), "node");
+  const Millis now = Now();
+  Result<Event> written = store_->SetNodeState({name, admin, reason, now, caller.name});
+  if (!written.ok()) return std::move(written).status().WithContext("store: ");
+  const bool cordoned = admin != store::NodeAdminState::kSchedulable;
+  Check(state_->SetCordoned(*node, cordoned), "cordon a node");
+  for (NodeSpec& spec : config_.cluster.nodes) {
+    if (spec.name == name) spec.cordoned = cordoned;
+  }
+  if (cordoned) {
+    nodes_admin_[name] = {name, admin, reason, now, caller.name};
+  } else {
+    nodes_admin_.erase(name);
+  }
+  if (admin == store::NodeAdminState::kDraining) {
+    // Move its jobs off: requeued (not counted as evictions), placed again by the next cycle.
+    std::vector<Event> events;
+    for (const Resident& r : state_->node(*node).residents) {
+      Event ev;
+      ev.time = now;
+      ev.kind = EventKind::kRequeued;
+      ev.job = r.job->job.id;
+      ev.actor = caller.name;
+      ev.message = fmt::format("node {} drained", name);
+      events.push_back(std::move(ev));
+    }
+    std::vector<JobId> ids;
+    for (const Event& ev : events) ids.push_back(ev.job);
+    if (!events.empty()) {
+      if (Status st = AppendLocked(std::move(events)); !st.ok())
+        return std::move(st).WithContext("store: ");
+      for (JobId id : ids) Check(state_->Unbind(id, now), "requeue a drained node's job");
+    }
+  }
+  Wake();
+  return Answer(Json{{"node", name}, {"state", store::NodeAdminStateName(admin)}});
+}
+
+// ---- Events and metrics ----
+
+Answer Core::Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const {
+  Result<std::vector<Event>> events = store_->EventsSince(cursor, limit);
+  if (events.ok() && events->empty() && wait.count() > 0) {
+    store_->WaitForEvents(cursor, wait);
+    events = store_->EventsSince(cursor, limit);
+  }
+  if (!events.ok()) return std::move(events).status().WithContext("store: ");
+  Json list = Json::array();
+  std::uint64_t last = cursor;
+  for (const Event& e : *events) {
+    list.push_back(store::EventToJson(e));
+    last = e.seq;
+  }
+  return Answer(Json{{"events", std::move(list)}, {"cursor", last}});
+}
+
+std::string Core::MetricsText() {
+  std::string out;
+  {
+    std::lock_guard lock(mu_);
+    DrainInboxLocked();
+    const ClusterState& state = *state_;
+    std::vector<std::int64_t> pending(state.queue_count(), 0);
+    for (const auto& [id, entry] : jobs_) {
+      if (entry.stored.status.state == JobState::kPending) ++pending[entry.job.queue];
+    }
+    out +=
+        "# HELP arbiter_queue_pending_jobs Jobs waiting to be placed, per queue.\n"
+        "# TYPE arbiter_queue_pending_jobs gauge\n";
+    for (QueueId q = 0; q < state.queue_count(); ++q) {
+      if (!state.queue(q).children.empty()) continue;
+      out += fmt::format("arbiter_queue_pending_jobs{{queue=\"{}\"}} {}\n",
+                         state.queue(q).spec.name, pending[q]);
+    }
+    std::vector<std::int64_t> milli(state.gpu_type_count(), 0);
+    for (const auto& [id, running] : state.running()) {
+      for (const TaskAllocation& t : running.allocation.tasks) {
+        for (const DeviceShare& d : t.devices) milli[running.allocation.gpu_type] += d.gpu.value();
+      }
+    }
+    out += fmt::format(
+        "# HELP arbiter_running_jobs Jobs holding an allocation.\n"
+        "# TYPE arbiter_running_jobs gauge\narbiter_running_jobs {}\n",
+        state.running().size());
+    out +=
+        "# HELP arbiter_allocated_gpus GPUs allocated to running jobs, per GPU type.\n"
+        "# TYPE arbiter_allocated_gpus gauge\n";
+    for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
+      out += fmt::format("arbiter_allocated_gpus{{type=\"{}\"}} {}\n", state.gpu_type_name(t),
+                         static_cast<double>(milli[t]) / kMilliPerGpu);
+    }
+  }
+  out += fmt::format(
+      "# HELP arbiter_evictions_total Jobs evicted by the scheduler.\n"
+      "# TYPE arbiter_evictions_total counter\narbiter_evictions_total {}\n"
+      "# HELP arbiter_jobs_submitted_total Jobs accepted.\n"
+      "# TYPE arbiter_jobs_submitted_total counter\narbiter_jobs_submitted_total {}\n"
+      "# HELP arbiter_cycles_total Scheduling cycles run.\n"
+      "# TYPE arbiter_cycles_total counter\narbiter_cycles_total {}\n"
+      "# HELP arbiter_bad_requests_total Requests refused as bad input.\n"
+      "# TYPE arbiter_bad_requests_total counter\narbiter_bad_requests_total {}\n"
+      "# HELP arbiter_internal_errors_total State changes that failed after the store had "
+      "recorded them (restart the server to rebuild from the store).\n"
+      "# TYPE arbiter_internal_errors_total counter\narbiter_internal_errors_total {}\n",
+      metrics_.evictions.load(), metrics_.submitted.load(), metrics_.cycles.load(),
+      metrics_.bad_requests.load(), metrics_.internal_errors.load());
+  out += metrics_.cycle_seconds.Text("arbiter_cycle_duration_seconds",
+                                     "Time of one scheduling cycle.");
+  out += metrics_.submit_seconds.Text("arbiter_submit_duration_seconds",
+                                      "Time from a submission's arrival to its durable commit.");
+  return out;
+}
+
+}  // namespace arbiter::server

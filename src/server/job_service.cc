@@ -1,0 +1,299 @@
+// The job service: submit, list, get, cancel, priority changes and holds. A submission is
+// checked against the empty cluster under its own lock, committed, and left in the inbox for the
+// loop (core.h); the other calls take mu_.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <span>
+
+#include "server/core.h"
+#include "store/codec.h"
+#include "store/names.h"
+
+namespace arbiter::server {
+namespace {
+
+using Json = nlohmann::json;
+using store::Event;
+using store::EventKind;
+using store::JobState;
+using Role = config::TokenSpec::Role;
+
+// The id of the probe job a submission is checked with (never a stored id).
+constexpr JobId kProbeId = std::numeric_limits<JobId>::max();
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+Answer Core::Submit(const Caller& caller, std::string_view body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (caller.role == Role::kAgent) {
+    return Status::PermissionDenied("an agent token may not submit jobs");
+  }
+  // The job pipeline of every reader of jobs: the JSON reader, the validator (the limits of
+  // config/limits.h), the resolver.
+  Result<store::JobSpec> spec = store::DecodeJobSpec(body);
+  if (!spec.ok()) {
+    // An error of no one field (malformed JSON, not an object) concerns the whole body.
+    if (spec.status().field().empty())
+      return Status::InvalidArgument(spec.status().detail(), "body");
+    return std::move(spec).status();
+  }
+  if (!spec->user.empty() || spec->submit_time != 0) {
+    return Status::InvalidArgument(
+        "set by the server (the token's identity, the time of acceptance); leave it out",
+        spec->user.empty() ? "submit_time_ms" : "user");
+  }
+  spec->user = caller.name;
+  spec->submit_time = Now();
+  if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return st;
+  if (agents() && spec->argv.empty() && spec->command.empty()) {
+    return Status::InvalidArgument(
+        "the nodes' agents run each task: give argv (a program and its arguments) or command (a "
+        "shell command)",
+        "argv");
+  }
+  Job job;
+  {
+    std::lock_guard lock(probe_mu_);
+    Result<Job> resolved = store::ToJob(kProbeId, *spec, *probe_);
+    if (!resolved.ok()) return std::move(resolved).status();
+    job = std::move(resolved).value();
+    if (caller.role == Role::kUser &&
+        std::find(caller.queues.begin(), caller.queues.end(), spec->queue) == caller.queues.end()) {
+      return Status::PermissionDenied(
+          fmt::format("{} may not submit to queue '{}' (allowed: {})", caller.name, spec->queue,
+                      caller.queues.empty() ? "none" : Join(caller.queues)),
+          "queue");
+    }
+    // A job that could never fit is refused now rather than left pending forever: one cycle
+    // over this job alone on the configured cluster with nothing running places it, or says
+    // why not and whether waiting could ever help (Verdict::kNever).
+    const Plan probe =
+        probe_engine_.Schedule(*probe_, std::span<const Job>(&job, 1), spec->submit_time);
+    for (const Unplaced& u : probe.unplaced) {
+      if (u.reason.verdict != Verdict::kNever) continue;
+      const char* field = u.reason.stage == Stage::kQuota ? "queue" : "groups";
+      return Status::InvalidArgument(u.reason.Describe(), field);
+    }
+  }
+  {
+    std::lock_guard lock(inbox_mu_);
+    const std::int64_t limit = base_.server.max_active_jobs_per_user;
+    std::int64_t& active = active_[spec->user];
+    if (limit > 0 && active >= limit) {
+      // Valid, but more than the user's share now: it may be taken once jobs finish.
+      return Status::Conflict(fmt::format("{} has {} pending, held or running jobs, the most "
+                                          "allowed (server.max_active_jobs_per_user)",
+                                          spec->user, active),
+                              "user");
+    }
+    ++active;  // reserved while the store commits
+  }
+  const std::string name = spec->name;
+  Result<store::Submitted> submitted = store_->Submit(*spec);
+  std::lock_guard lock(inbox_mu_);
+  if (!submitted.ok() || submitted->duplicate) {
+    if (--active_[spec->user] <= 0) active_.erase(spec->user);
+    if (!submitted.ok()) return std::move(submitted).status().WithContext("store: ");
+    return Answer(Json{{"id", submitted->id}, {"duplicate", true}});
+  }
+  const JobId id = submitted->id;
+  Entry entry;
+  entry.stored.id = id;
+  entry.stored.status.priority_class = spec->priority_class;
+  entry.stored.spec = std::move(spec).value();
+  job.id = id;
+  entry.job = std::move(job);
+  const bool wake = inbox_.empty() && loop_waits_for_inbox_;
+  inbox_.push_back(std::move(entry));
+  if (wake) cv_.notify_one();
+  metrics_.submitted.fetch_add(1, std::memory_order_relaxed);
+  metrics_.submit_seconds.ObserveSince(t0);
+  return Answer(Json{{"id", id}, {"name", name}, {"duplicate", false}}, true);
+}
+
+namespace {
+
+// A stored job as the API shows it: the store's record and the job's GPUs in all.
+Json StoredJobJson(const store::StoredJob& job) {
+  Json out = store::StoredJobToJson(job);
+  std::int64_t milli = 0;
+  for (const TaskGroup& g : job.spec.groups) milli += g.count * g.request.gpu.value();
+  out["gpu_milli"] = milli;
+  return out;
+}
+
+}  // namespace
+
+Json Core::JobJson(const Entry& entry) const {
+  Json out = StoredJobJson(entry.stored);
+  const JobState state = entry.stored.status.state;
+  if (state == JobState::kPending || state == JobState::kHeld) {
+    std::string reason = state == JobState::kHeld ? "held: not scheduled until released"
+                         : entry.reason.empty()   ? "waiting for the next scheduling cycle"
+                                                  : entry.reason;
+    out["reason"] = reason;
+    out["verdict"] = entry.never ? "never" : "wait";
+    if (entry.reserved_start >= 0) out["reserved_start_ms"] = entry.reserved_start;
+  }
+  if (state == JobState::kRunning) {
+    Json tasks = Json::array();
+    Result<Allocation> allocation = store::ToAllocation(entry.stored.status.allocation, *state_);
+    if (allocation.ok()) {
+      for (const TaskAllocation& t : allocation->tasks) tasks.push_back(state_->Describe(t));
+    }
+    out["tasks"] = std::move(tasks);
+    if (auto it = draining_.find(entry.stored.id); it != draining_.end()) {
+      out["reason"] = fmt::format("evicted: stopping by {}", it->second);
+    }
+  }
+  return out;
+}
+
+Answer Core::ListJobs(const JobFilter& filter) {
+  std::lock_guard lock(mu_);
+  DrainInboxLocked();
+  Json jobs = Json::array();
+  for (const auto& [id, entry] : jobs_) {
+    if (jobs.size() >= filter.limit) break;
+    const store::StoredJob& s = entry.stored;
+    if (!filter.queue.empty() && s.spec.queue != filter.queue) continue;
+    if (!filter.user.empty() && s.spec.user != filter.user) continue;
+    if (filter.state && s.status.state != *filter.state) continue;
+    jobs.push_back(JobJson(entry));
+  }
+  return Answer(Json{{"jobs", std::move(jobs)}});
+}
+
+Answer Core::GetJob(JobId id) {
+  {
+    std::lock_guard lock(mu_);
+    DrainInboxLocked();
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) return Answer(JobJson(it->second));
+  }
+  // Finished long ago: from the store.
+  Result<std::optional<store::StoredJob>> stored = store_->GetJob(id);
+  if (!stored.ok()) return std::move(stored).status().WithContext("store: ");
+  if (!*stored) return Status::NotFound(fmt::format("no job {}", id), "job");
+  return Answer(StoredJobJson(**stored));
+}
+
+Answer Core::CheckOwner(const Caller& caller, const Entry& entry, const char* what) const {
+  if (caller.admin()) return {};
+  if (caller.role == Role::kUser && caller.name == entry.stored.spec.user) return {};
+  return Status::PermissionDenied(fmt::format("{} may not {} job {} (submitted by {})", caller.name,
+                                              what, entry.stored.id, entry.stored.spec.user));
+}
+
+Answer Core::Cancel(const Caller& caller, JobId id) {
+  std::lock_guard lock(mu_);
+  Entry* entry = FindLocked(id);
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
+  if (Answer a = CheckOwner(caller, *entry, "cancel"); !a.ok()) return a;
+  const JobState from = entry->stored.status.state;
+  if (store::IsFinished(from)) {
+    return Status::Conflict(fmt::format("job {} is already {}", id, store::JobStateName(from)));
+  }
+  Event ev;
+  ev.time = Now();
+  ev.kind = EventKind::kCancelled;
+  ev.job = id;
+  ev.actor = caller.name;
+  ev.message = "cancelled by " + caller.name;
+  if (Status st = AppendLocked({ev}); !st.ok()) return std::move(st).WithContext("store: ");
+  if (from == JobState::kRunning && draining_.erase(id) == 0) {
+    Check(state_->Unbind(id, ev.time), "end a cancelled job");
+  }
+  Wake();
+  return Answer(JobJson(jobs_.at(id)));
+}
+
+Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& priority_class) {
+  std::lock_guard lock(mu_);
+  Entry* entry = FindLocked(id);
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
+  if (Answer a = CheckOwner(caller, *entry, "change the priority of"); !a.ok()) return a;
+  std::optional<PriorityClassId> pc = state_->FindPriorityClass(priority_class);
+  if (!pc) {
+    std::vector<std::string> known;
+    for (PriorityClassId c = 0; c < state_->priority_class_count(); ++c)
+      known.push_back(state_->priority_class(c).name);
+    return Status::NotFound(store::UnknownName("priority class", priority_class, known),
+                            "priority_class");
+  }
+  const PriorityClassSpec& current = state_->priority_class(entry->job.priority_class);
+  if (!caller.admin() && state_->priority_class(*pc).value > current.value) {
+    return Status::PermissionDenied(fmt::format("a user may only lower a job's priority ({} "
+                                                "is above {})",
+                                                priority_class, current.name),
+                                    "priority_class");
+  }
+  if (store::IsFinished(entry->stored.status.state)) {
+    return Status::Conflict(
+        fmt::format("job {} is already {}", id, store::JobStateName(entry->stored.status.state)));
+  }
+  Event ev;
+  ev.time = Now();
+  ev.kind = EventKind::kPriorityChanged;
+  ev.job = id;
+  ev.actor = caller.name;
+  ev.priority_class = priority_class;
+  // A running job's class matters to the victim search: it is bound again under its new class.
+  // Memory is changed first and changed back if the store refuses the event, so that a failure
+  // on either side leaves both as they were.
+  const bool rebind = entry->stored.status.state == JobState::kRunning && !draining_.count(id) &&
+                      state_->FindRunning(id) != nullptr;
+  Job changed = entry->job;
+  changed.priority_class = *pc;
+  if (rebind) {
+    if (Status st = RebindLocked(changed, ev.time); !st.ok()) {
+      return Status::Internal(
+          fmt::format("job {}: cannot bind it under class {}: {}; nothing "
+                      "changed",
+                      id, priority_class, st.message()));
+    }
+  }
+  if (Status st = AppendLocked({ev}); !st.ok()) {
+    if (rebind) Check(RebindLocked(entry->job, ev.time), "bind a job back under its class");
+    return std::move(st).WithContext("store: ");
+  }
+  entry->job = std::move(changed);
+  Wake();
+  return Answer(JobJson(*entry));
+}
+
+Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
+  std::lock_guard lock(mu_);
+  Entry* entry = FindLocked(id);
+  if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
+  if (!hold && !caller.admin()) {
+    return Status::PermissionDenied(
+        fmt::format("{} may not release job {}: only an admin releases", caller.name, id));
+  }
+  if (Answer a = CheckOwner(caller, *entry, "hold"); !a.ok()) return a;
+  const JobState want = hold ? JobState::kPending : JobState::kHeld;
+  if (entry->stored.status.state != want) {
+    return Status::Conflict(fmt::format("job {} is {}; only a {} job can be {}", id,
+                                        store::JobStateName(entry->stored.status.state),
+                                        store::JobStateName(want), hold ? "held" : "released"));
+  }
+  Event ev;
+  ev.time = Now();
+  ev.kind = hold ? EventKind::kHeld : EventKind::kReleased;
+  ev.job = id;
+  ev.actor = caller.name;
+  if (Status st = AppendLocked({ev}); !st.ok()) return std::move(st).WithContext("store: ");
+  Wake();
+  return Answer(JobJson(*entry));
+}
+
+}  // namespace arbiter::server
