@@ -12,6 +12,8 @@ packages=(
   # sanitizer runtimes g++ 12 links with -fsanitize (g++ already depends on them; named here so
   # that the gates say what they need).
   clang-format clang-tidy libasan8 libubsan1 libtsan2
+  # make fuzz: libFuzzer targets (clang with its fuzzer, ASan and UBSan runtimes).
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()
