@@ -6,8 +6,11 @@ JOBS ?= $(shell nproc)
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 TIDY_BUILD ?= build-tidy
+FUZZ_BUILD ?= build-fuzz
+# Seconds each fuzz target runs (make fuzz).
+FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build run test bench clean format format-check tidy asan tsan
+.PHONY: all deps build run test bench clean format format-check tidy asan tsan fuzz
 
 all: build
 
@@ -50,5 +53,10 @@ asan: deps
 tsan: deps
 	JOBS=$(JOBS) ./scripts/sanitize.sh thread $(TSAN_BUILD)
 
+# The libFuzzer targets (fuzz/, clang): each runs FUZZ_SECONDS over its seeds and regressions; any
+# crash, leak, timeout or undefined-behaviour report fails (scripts/fuzz.sh).
+fuzz: deps
+	JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh $(FUZZ_BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(TIDY_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(TIDY_BUILD) $(FUZZ_BUILD)

@@ -114,6 +114,21 @@ class JobEntry {
       }
     }
     if (Status s = store::ValidateJobSpec(spec); !s.ok()) Fail(s);
+    // Replicas are named NAME-R (and `submit -f` keys them KEY-R): the longest suffix must keep
+    // them within the limits too, or the server would refuse what the file reader accepted.
+    if (replicas > 1) {
+      store::JobSpec last = spec;
+      last.name = fmt::format("{}-{}", spec.name, replicas - 1);
+      if (!last.idempotency_key.empty()) {
+        last.idempotency_key = fmt::format("{}-{}", spec.idempotency_key, replicas - 1);
+      }
+      if (Status s = store::ValidateJobSpec(last); !s.ok()) {
+        Fail(Status::InvalidArgument(
+            fmt::format("{} (with the replica suffix '-{}' of replicas: {})", s.detail(),
+                        replicas - 1, replicas),
+            s.field()));
+      }
+    }
   }
 
   // The job with its names resolved against `state` (store::ToJob).

@@ -62,6 +62,42 @@ std::string SetJsonField(const std::string& name, const json& value, TraceJob* j
   return name + ": not a number: " + Shown(value);
 }
 
+// Objects and arrays within each other: a trace needs 4 ({"jobs": [{"gpu_models": [..]}]}). A
+// parsed document is walked (and shown in problems) recursively, so a deeper text is refused before
+// it is parsed: the 1-based line of the first bracket past the limit, or 0 when within it.
+constexpr std::size_t kMaxDepth = 32;
+
+std::int64_t LineTooDeep(std::string_view text) {
+  std::size_t depth = 0;
+  std::int64_t line = 1;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) return line;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return 0;
+}
+
+// The 1-based line of the first occurrence of `token` (1 when not found).
+std::int64_t LineOf(std::string_view text, std::string_view token) {
+  const std::size_t at = token.empty() ? std::string_view::npos : text.find(token);
+  if (at == std::string_view::npos) return 1;
+  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+}
+
 std::string ReadJob(const json& entry, TraceJob* job) {
   if (!entry.is_object()) return "job: not an object: " + Shown(entry);
   for (const auto& [name, value] : entry.items()) {
@@ -81,6 +117,10 @@ std::string ReadJob(const json& entry, TraceJob* job) {
 }  // namespace
 
 Result<Trace> ReadArbiterJson(std::string_view text, const std::string& file_name) {
+  if (const std::int64_t line = LineTooDeep(text); line > 0) {
+    return LineError(file_name, line,
+                     "malformed JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
   json document;
   try {
     document = json::parse(text.begin(), text.end());
@@ -94,6 +134,17 @@ Result<Trace> ReadArbiterJson(std::string_view text, const std::string& file_nam
     const std::size_t prefix = message.find("] ");  // "[json.exception.parse_error.101] "
     if (prefix != std::string::npos) message.erase(0, prefix + 2);
     return LineError(file_name, line, "malformed JSON: " + message);
+  } catch (const json::exception& error) {
+    // A number out of range ("number overflow parsing '1e400'"), the token quoted.
+    std::string message = error.what();
+    const std::size_t prefix = message.find("] ");  // "[json.exception.out_of_range.406] "
+    if (prefix != std::string::npos) message.erase(0, prefix + 2);
+    std::string_view token;
+    if (const std::size_t open = message.find('\''); open != std::string::npos) {
+      const std::size_t close = message.rfind('\'');
+      if (close > open) token = std::string_view(message).substr(open + 1, close - open - 1);
+    }
+    return LineError(file_name, LineOf(text, token), "malformed JSON: " + message);
   }
 
   const json* jobs = &document;

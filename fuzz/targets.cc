@@ -1,0 +1,342 @@
+// The bodies of the fuzz targets (targets.h). Every parser gets the input as its caller gives it;
+// errors are expected and dropped; FuzzCheck states what must hold for every input.
+#include "fuzz/targets.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arbiter/state.h"
+#include "arbiter/store.h"
+#include "arbiter/trace.h"
+#include "config/config.h"
+#include "scenario/scenario.h"
+#include "store/binary.h"
+#include "store/codec.h"
+
+namespace arbiter::fuzz {
+namespace {
+
+// A broken invariant: says which and aborts, so that libFuzzer keeps the input as a crash (and a
+// regression test fails).
+void FuzzCheck(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "fuzz check failed: %s\n", what);
+  std::abort();
+}
+
+std::string_view Text(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// store::ParseJson as the server calls it. It lets nlohmann's out_of_range escape for a number
+// too large for a double (`1e400`: "number overflow parsing", id 406), which the server answers
+// with 500 (fuzz/regressions/priority_patch/, reported on issue 18; the store is not this
+// folder's to change). Until it returns an error, that one exception reads as one; any other
+// still escapes and crashes.
+Result<nlohmann::json> ParseBody(std::string_view text) {
+  try {
+    return store::ParseJson(text, "body");
+  } catch (const nlohmann::json::out_of_range& e) {
+    if (e.id != 406) throw;
+    return Status::InvalidArgument(e.what(), "body");
+  }
+}
+
+// A small cluster with what job specs name: leaf queues, priority classes, GPU types, topology
+// levels, labels and taints (examples/cluster.yaml, cut down).
+constexpr std::string_view kClusterYaml = R"(
+topology:
+  levels: [spine, leaf]
+priority_classes:
+  - {name: P0, value: 1000, preemptible: false}
+  - {name: P1, value: 100, min_runtime: 30m}
+  - {name: P2, value: 10}
+queues:
+  - name: org
+  - name: inference
+    parent: org
+    quota:
+      L40S: {nominal: 4}
+  - name: training
+    parent: org
+    weight: 3
+    quota:
+      H800: {nominal: 12, borrowing_limit: 4}
+      A100-80G: {nominal: 4, borrowing_limit: 4}
+  - name: batch
+    parent: org
+    quota:
+      gpu: {nominal: 4, max: 12}
+nodes:
+  - name: h800-{i}
+    count: 2
+    gpus: {model: H800, count: 8, memory: 80Gi, nvlink_group_size: 8}
+    cpu: 192
+    memory: 2Ti
+    labels: {pool: train}
+    topology: {spine: spine-0, leaf: "leaf-{i}"}
+  - name: a100-0
+    gpus: {model: A100-80G, count: 8, memory: 80Gi, nvlink_group_size: 4}
+    cpu: 128
+    memory: 1Ti
+    labels: {pool: train}
+    topology: {spine: spine-1, leaf: leaf-2}
+  - name: l40s-0
+    gpus: {model: L40S, count: 4, memory: 48Gi}
+    cpu: 64
+    memory: 512Gi
+    labels: {pool: inference}
+    taints: [{key: dedicated, value: inference, effect: NoSchedule}]
+    topology: {spine: spine-1, leaf: leaf-3}
+  - name: cpu-0
+    cpu: 64
+    memory: 256Gi
+    topology: {spine: spine-1, leaf: leaf-3}
+)";
+
+struct Base {
+  config::ClusterConfig config;
+  std::optional<ClusterState> state;
+};
+
+const Base& TheBase() {
+  static const Base* base = [] {
+    auto* b = new Base;
+    Result<config::ClusterConfig> config = config::ParseCluster(kClusterYaml, "fuzz-cluster.yaml");
+    FuzzCheck(config.ok(), "the fuzz targets' cluster loads");
+    b->config = std::move(config).value();
+    Result<ClusterState> state = ClusterState::Create(b->config.cluster);
+    FuzzCheck(state.ok(), "the fuzz targets' cluster state is created");
+    b->state.emplace(std::move(state).value());
+    return b;
+  }();
+  return *base;
+}
+
+// What decodes encodes again to the same value (for specs the store would write).
+void CheckSpecRoundTrips(const store::JobSpec& spec) {
+  const std::string text = store::EncodeJobSpec(spec);
+  Result<store::JobSpec> again = store::DecodeJobSpec(text);
+  FuzzCheck(again.ok(), "an encoded job spec decodes");
+  FuzzCheck(*again == spec, "a job spec's JSON round trip keeps it");
+  FuzzCheck(store::EncodeJobSpec(*again) == text, "a job spec encodes to one text");
+  const std::string bytes = store::EncodeJobSpecBinary(spec);
+  store::JobSpec binary;
+  FuzzCheck(store::DecodeJobSpecBinary(bytes, binary).ok(), "a binary job spec decodes");
+  FuzzCheck(binary == spec, "a job spec's binary round trip keeps it");
+}
+
+std::string QuotaText(const std::map<std::string, QuotaSpec>& quota) {
+  return store::Dump(store::QuotaToJson(quota));
+}
+
+void TraceChecks(const Result<trace::Trace>& trace) {
+  if (!trace.ok()) return;
+  Millis previous = 0;
+  for (const trace::TraceJob& job : trace->jobs) {
+    FuzzCheck(job.submit >= previous, "a trace's jobs are sorted by submit time, from 0");
+    previous = job.submit;
+    FuzzCheck(job.tasks >= 1, "a trace job has a task");
+    FuzzCheck(job.duration >= 0, "a trace job's duration is not negative");
+    FuzzCheck(job.gpu_per_task.value() >= 0 && job.cpu_per_task.value() >= 0 &&
+                  job.memory_per_task.value() >= 0,
+              "a trace job's request is not negative");
+  }
+}
+
+void FuzzTrace(const std::uint8_t* data, std::size_t size, trace::Format format) {
+  const std::string_view text = Text(data, size);
+  (void)trace::DetectFormat(text);
+  TraceChecks(trace::ReadTrace(text, format, "trace"));
+}
+
+}  // namespace
+
+void FuzzJobSpec(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body = Text(data, size);
+  // As Core::Submit: the reader, the validator, the resolver.
+  Result<store::JobSpec> spec = store::DecodeJobSpec(body);
+  // As a caller holding a JSON document.
+  Result<nlohmann::json> json = ParseBody(body);
+  if (json.ok()) {
+    Result<store::JobSpec> from_json = store::JobSpecFromJson(*json);
+    if (spec.ok() && from_json.ok()) {
+      FuzzCheck(*spec == *from_json, "DecodeJobSpec and JobSpecFromJson agree");
+    }
+  }
+  if (!spec.ok()) return;
+  if (!store::ValidateJobSpec(*spec).ok()) return;
+  CheckSpecRoundTrips(*spec);
+  const Base& base = TheBase();
+  Result<Job> job = store::ToJob(1, *spec, *base.state);
+  if (job.ok()) (void)store::ToSpec(*job, *base.state);
+}
+
+void FuzzPriorityPatch(const std::uint8_t* data, std::size_t size) {
+  // As http.cc's PATCH /v1/jobs/ID.
+  Result<nlohmann::json> body = ParseBody(Text(data, size));
+  if (!body.ok() || !body->is_object()) return;
+  for (const auto& [key, value] : body->items()) {
+    if (key != "priority_class") return;
+  }
+  if (!body->contains("priority_class") || !(*body)["priority_class"].is_string()) return;
+  const std::string name = (*body)["priority_class"].get<std::string>();
+  (void)TheBase().state->FindPriorityClass(name);
+  (void)store::Dump(*body);
+}
+
+void FuzzQuota(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text = Text(data, size);
+  Result<std::map<std::string, QuotaSpec>> decoded = store::DecodeQuota(text, "quota");
+  // As http.cc's PUT /v1/queues/Q/quota and Core::SetQueueQuota.
+  Result<nlohmann::json> body = ParseBody(text);
+  if (!body.ok() || !body->is_object()) return;
+  Result<std::map<std::string, QuotaSpec>> quota = store::QuotaFromJson(*body, "quota");
+  if (!quota.ok()) return;
+  if (decoded.ok()) {
+    FuzzCheck(QuotaText(*decoded) == QuotaText(*quota), "DecodeQuota and QuotaFromJson agree");
+  }
+  const std::string encoded = QuotaText(*quota);
+  Result<std::map<std::string, QuotaSpec>> again = store::DecodeQuota(encoded, "quota");
+  FuzzCheck(again.ok(), "an encoded quota decodes");
+  FuzzCheck(QuotaText(*again) == encoded, "a quota's round trip keeps it");
+  ClusterSpec changed = TheBase().config.cluster;
+  for (QueueSpec& q : changed.queues) {
+    if (q.name == "training") q.quota = *quota;
+  }
+  (void)ClusterState::Create(changed);
+}
+
+void FuzzClusterYaml(const std::uint8_t* data, std::size_t size) {
+  Result<config::ClusterConfig> config = config::ParseCluster(Text(data, size), "cluster.yaml");
+  if (!config.ok()) return;
+  (void)ClusterState::Create(config->cluster);
+}
+
+void FuzzJobsYaml(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text = Text(data, size);
+  Result<std::vector<Job>> jobs = config::ParseJobs(text, "jobs.yaml", *TheBase().state);
+  (void)jobs;
+  // As `arbiter submit -f`: the command's flags complete each spec.
+  std::vector<std::string> notes;
+  Result<std::vector<store::JobSpec>> specs = config::ParseJobSpecs(
+      text, "job.yaml", [](store::JobSpec&) {}, &notes);
+  if (!specs.ok()) return;
+  for (const store::JobSpec& spec : *specs) {
+    FuzzCheck(store::ValidateJobSpec(spec).ok(), "submit -f gives valid specs");
+    CheckSpecRoundTrips(spec);
+  }
+}
+
+void FuzzScenarioYaml(const std::uint8_t* data, std::size_t size) {
+  (void)config::ParseScenario(Text(data, size), "scenario.yaml", "/nonexistent/arbiter-fuzz");
+}
+
+void FuzzTracePhilly(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kPhilly);
+}
+
+void FuzzTraceTiresias(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kTiresias);
+}
+
+void FuzzTraceOpenb(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kOpenb);
+  Result<std::vector<trace::TraceNode>> nodes = trace::ReadOpenbNodes(Text(data, size), "nodes");
+  if (!nodes.ok()) return;
+  for (const trace::TraceNode& node : *nodes) {
+    FuzzCheck(node.gpus >= 0 && node.cpu.value() >= 0 && node.memory.value() >= 0,
+              "an openb node's capacity is not negative");
+  }
+}
+
+void FuzzTraceCsv(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kCsv);
+}
+
+void FuzzTraceJson(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kJson);
+}
+
+void FuzzBinaryRecords(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes = Text(data, size);
+  store::JobSpec spec;
+  if (store::DecodeJobSpecBinary(bytes, spec).ok()) {
+    const std::string encoded = store::EncodeJobSpecBinary(spec);
+    store::JobSpec again;
+    FuzzCheck(store::DecodeJobSpecBinary(encoded, again).ok(), "an encoded spec decodes");
+    FuzzCheck(again == spec, "a binary spec's round trip keeps it");
+  }
+  store::StoredAllocation allocation;
+  if (store::DecodeAllocationBinary(bytes, allocation).ok()) {
+    const std::string encoded = store::EncodeAllocationBinary(allocation);
+    store::StoredAllocation again;
+    FuzzCheck(store::DecodeAllocationBinary(encoded, again).ok(), "an encoded allocation decodes");
+    FuzzCheck(again == allocation, "a binary allocation's round trip keeps it");
+    // The JSON form the API shows.
+    Result<store::StoredAllocation> json =
+        store::AllocationFromJson(store::AllocationToJson(allocation));
+    (void)json;
+  }
+}
+
+void FuzzQuantity(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text = Text(data, size);
+  Result<Millis> duration = config::ParseDuration(text, "duration");
+  if (duration.ok()) FuzzCheck(*duration >= 0, "a duration is not negative");
+  Result<MilliGpu> gpus = config::ParseGpus(text, "gpus");
+  Result<MilliCpu> cpu = config::ParseCpu(text, "cpu");
+  // GPUs and CPU cores share their units (a whole one, or "m" for a thousandth).
+  FuzzCheck(gpus.ok() == cpu.ok(), "ParseGpus and ParseCpu accept the same texts");
+  if (gpus.ok()) {
+    FuzzCheck(gpus->value() >= 0, "GPUs are not negative");
+    FuzzCheck(gpus->value() == cpu->value(), "ParseGpus and ParseCpu agree");
+  }
+  Result<std::int64_t> mib = config::ParseMiB(text, "memory");
+  if (mib.ok()) FuzzCheck(*mib >= 0, "memory is not negative");
+}
+
+void FuzzClientConfig(const std::uint8_t* data, std::size_t size) {
+  // As src/cli/client.cc's Connect reads client.yaml (its reader is not a function of its own):
+  // yaml-cpp, then `server` and `token` as strings; any exception is the file's error.
+  std::string server, token;
+  try {
+    YAML::Node file = YAML::Load(std::string(Text(data, size)));
+    if (file["server"]) server = file["server"].as<std::string>();
+    if (file["token"]) token = file["token"].as<std::string>();
+  } catch (const std::exception&) {
+    return;
+  }
+}
+
+FuzzFunction FindTarget(std::string_view name) {
+  static const std::map<std::string_view, FuzzFunction> kTargets = {
+      {"job_spec", FuzzJobSpec},
+      {"priority_patch", FuzzPriorityPatch},
+      {"quota", FuzzQuota},
+      {"cluster_yaml", FuzzClusterYaml},
+      {"jobs_yaml", FuzzJobsYaml},
+      {"scenario_yaml", FuzzScenarioYaml},
+      {"trace_philly", FuzzTracePhilly},
+      {"trace_tiresias", FuzzTraceTiresias},
+      {"trace_openb", FuzzTraceOpenb},
+      {"trace_csv", FuzzTraceCsv},
+      {"trace_json", FuzzTraceJson},
+      {"binary_records", FuzzBinaryRecords},
+      {"quantity", FuzzQuantity},
+      {"client_config", FuzzClientConfig},
+  };
+  auto it = kTargets.find(name);
+  return it == kTargets.end() ? nullptr : it->second;
+}
+
+}  // namespace arbiter::fuzz
