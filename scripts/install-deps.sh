@@ -8,6 +8,9 @@ packages=(
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev
+  # TLS for the server, the agents and the clients (cpp-httplib is built with it), token digests
+  # and node credentials.
+  libssl-dev openssl
   # The quality gates: make format-check, make tidy (run-clang-tidy comes with clang-tidy), and the
   # sanitizer runtimes g++ 12 links with -fsanitize (g++ already depends on them; named here so
   # that the gates say what they need).

@@ -16,11 +16,13 @@ rules=(
   "src/sim|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|core/model/.*|sim/.*)$"
   "src/trace|^(arbiter/(model|quantity|status|trace|workload)\.h|core/model/.*|config/limits\.h|trace/.*)$"
   "src/store|^(${core_api}|arbiter/store\.h|core/model/.*|config/limits\.h|store/.*)$"
-  "src/config|^(${core_api}|arbiter/store\.h|core/engine/victim_policy\.h|store/names\.h|config/.*)$"
+  "src/crypto|^(crypto/.*)$"
+  "src/config|^(${core_api}|arbiter/store\.h|core/engine/victim_policy\.h|store/names\.h|crypto/crypto\.h|config/.*)$"
   "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
   "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
-  "src/server|^(${core_api}|arbiter/store\.h|config/.*|store/.*|server/.*)$"
-  "src/agent|^(arbiter/status\.h|agent/.*)$"
+  "src/net|^(net/.*)$"
+  "src/server|^(${core_api}|arbiter/store\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
+  "src/agent|^(arbiter/status\.h|crypto/crypto\.h|net/.*|agent/.*)$"
 )
 
 status=0

@@ -19,16 +19,18 @@ namespace arbiter {
 
 enum class StatusCode : std::uint8_t {
   kOk,
-  kInvalidArgument,   // the input is malformed or out of range: the caller must change it
-  kNotFound,          // what the input names does not exist
-  kPermissionDenied,  // the caller may not do this
-  kConflict,          // the input is valid but contradicts the current state (already exists...)
-  kUnavailable,       // a dependency failed or is busy: the same call may succeed later
-  kInternal,          // a broken invariant or a failure the caller cannot act on
+  kInvalidArgument,    // the input is malformed or out of range: the caller must change it
+  kNotFound,           // what the input names does not exist
+  kPermissionDenied,   // the caller may not do this
+  kConflict,           // the input is valid but contradicts the current state (already exists...)
+  kUnavailable,        // a dependency failed or is busy: the same call may succeed later
+  kInternal,           // a broken invariant or a failure the caller cannot act on
+  kUnauthenticated,    // the caller did not say who it is, or not in a way that can be believed
+  kResourceExhausted,  // the caller holds its share of something (connections, watchers) already
 };
 
 // "ok", "invalid argument", "not found", "permission denied", "conflict", "unavailable",
-// "internal".
+// "internal", "unauthenticated", "resource exhausted".
 const char* StatusCodeName(StatusCode code);
 
 class [[nodiscard]] Status {
@@ -136,6 +138,10 @@ inline const char* StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kUnauthenticated:
+      return "unauthenticated";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
   }
   return "internal";
 }

@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
@@ -14,7 +15,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -23,6 +26,8 @@
 
 #include "agent/discovery.h"
 #include "agent/supervisor.h"
+#include "crypto/crypto.h"
+#include "net/tls.h"
 
 namespace arbiter::agent {
 namespace {
@@ -94,7 +99,8 @@ class Agent {
     std::string server = args_.server;
     if (server.rfind("http://", 0) != 0 && server.rfind("https://", 0) != 0)
       server = "http://" + server;
-    client_ = std::make_unique<httplib::Client>(server);
+    const net::TlsClientSettings tls{args_.ca_file, args_.tls_cert, args_.tls_key};
+    client_ = tls.Client(server);
     client_->set_connection_timeout(std::chrono::seconds(5));
     client_->set_keep_alive(true);
 
@@ -115,6 +121,14 @@ class Agent {
       return 2;
     }
     work_dir_ = fs::absolute(args_.work_dir).string();
+    credential_ = ReadSecret(CredentialPath());
+    if (credential_.empty() && args_.token.empty()) {
+      fmt::print(stderr,
+                 "error: no join token (--token-file or ARBITER_AGENT_TOKEN) and no node "
+                 "credential in {}\n",
+                 CredentialPath());
+      return 2;
+    }
     Result<std::unique_ptr<Supervisor>> supervisor = Supervisor::Open(work_dir_ + "/tasks");
     if (!supervisor.ok()) {
       fmt::print(stderr, "error: --work-dir: {}\n", supervisor.status().message());
@@ -132,6 +146,16 @@ class Agent {
     while (!stop) {
       if (!registered_) {
         const int status = Register();
+        // A credential the server no longer takes (its node key was rotated): join again.
+        if (status == 401 && !credential_.empty() && !args_.token.empty()) {
+          fmt::print(stderr,
+                     "arbiter agent: the server refused the node credential; joining "
+                     "again with the join token\n");
+          credential_.clear();
+          std::error_code ignored;
+          fs::remove(CredentialPath(), ignored);
+          continue;
+        }
         if (status == 401 || status == 403) return 2;
         if (!registered_) {
           Sleep(stop, status == 409 ? std::chrono::seconds(5) : std::chrono::seconds(1));
@@ -142,7 +166,7 @@ class Agent {
       if (!Sync() && registered_) Sleep(stop, std::chrono::seconds(1));
       Enforce();
     }
-    logs_.stop();
+    logs_->stop();
     if (log_thread_.joinable()) log_thread_.join();
     fmt::print("arbiter agent: stopping; its tasks keep running\n");
     return 0;
@@ -163,7 +187,40 @@ class Agent {
     while (!stop && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
-  httplib::Headers Auth() const { return {{"Authorization", "Bearer " + args_.token}}; }
+  // The node's credential once it has one; the join token before.
+  httplib::Headers Auth() const {
+    return {{"Authorization", "Bearer " + (credential_.empty() ? args_.token : credential_)}};
+  }
+
+  std::string CredentialPath() const { return work_dir_ + "/node-credential"; }
+
+  // The first line of a file of secrets, or "" when there is none.
+  static std::string ReadSecret(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    return line;
+  }
+
+  // Keeps the node's credential for the agent's next start (mode 0600, replaced whole).
+  void SaveCredential(const std::string& credential) {
+    const std::string temp = CredentialPath() + ".tmp";
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    bool ok = fd >= 0;
+    if (ok) {
+      const std::string line = credential + "\n";
+      ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+           ::fsync(fd) == 0;
+      ::close(fd);
+    }
+    std::error_code ec;
+    if (ok) fs::rename(temp, CredentialPath(), ec);
+    if (!ok || ec) {
+      Complain(fmt::format("cannot keep the node credential in {}; the join token stays needed",
+                           CredentialPath()));
+    }
+  }
 
   int Register() {
     Json devices = Json::array();
@@ -197,6 +254,19 @@ class Agent {
       return res->status;
     }
     const Json answer = Json::parse(res->body, nullptr, false);
+    if (!answer.is_object() || !answer.value("credential", Json()).is_string() ||
+        !answer.value("log_token", Json()).is_string()) {
+      Complain("registration: the server's answer has no node credential");
+      return 0;
+    }
+    if (const std::string credential = answer["credential"]; credential != credential_) {
+      credential_ = credential;
+      SaveCredential(credential_);
+    }
+    {
+      std::lock_guard lock(log_token_mu_);
+      log_token_ = answer["log_token"].get<std::string>();
+    }
     sync_wait_ms_ = answer.value("sync_wait_ms", std::int64_t{2000});
     kill_after_ms_ = answer.value("kill_after_ms", std::int64_t{10000});
     const Json root = answer.value("checkpoint_root", Json(""));
@@ -397,6 +467,7 @@ class Agent {
   }
 
   Status StartLogServer() {
+    if (args_.listen.empty()) args_.listen = args_.address + ":0";
     const auto colon = args_.listen.rfind(':');
     std::optional<std::int64_t> port =
         colon == std::string::npos ? std::nullopt : ParseInt(args_.listen.substr(colon + 1));
@@ -406,16 +477,42 @@ class Agent {
                               "--listen");
     }
     const std::string host = args_.listen.substr(0, colon);
-    logs_.Get(R"(/logs/(\d+)/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
-      if (req.get_header_value("Authorization") != "Bearer " + args_.token) {
+    const bool tls = !args_.tls_cert.empty();
+    if (tls) {
+      auto ssl =
+          std::make_unique<httplib::SSLServer>(args_.tls_cert.c_str(), args_.tls_key.c_str());
+      if (!ssl->is_valid()) {
+        return Status::InvalidArgument(fmt::format("cannot use the certificate {} with the key {}",
+                                                   args_.tls_cert, args_.tls_key),
+                                       "--tls-cert");
+      }
+      logs_ = std::move(ssl);
+    } else {
+      logs_ = std::make_unique<httplib::Server>();
+    }
+    logs_->Get(R"(/logs/(\d+)/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+      // Only the server asks, with this node's log token (given at registration).
+      std::string token;
+      {
+        std::lock_guard lock(log_token_mu_);
+        token = log_token_;
+      }
+      const std::string header = req.get_header_value("Authorization");
+      if (token.empty() || header.rfind("Bearer ", 0) != 0 ||
+          !crypto::EqualConstantTime(std::string_view(header).substr(7), token)) {
         res.status = 401;
-        res.set_content("Authorization: the agent's token is required\n", "text/plain");
+        res.set_content("Authorization: the node's log token is required\n", "text/plain");
         return;
       }
       const std::optional<std::int64_t> job = ParseInt(req.matches[1].str());
       const std::optional<std::int64_t> rank = ParseInt(req.matches[2].str());
-      const std::string path = LogPath(static_cast<std::uint64_t>(job.value_or(0)),
-                                       static_cast<std::uint32_t>(rank.value_or(0)));
+      if (!job || !rank || *rank > std::numeric_limits<std::uint32_t>::max()) {
+        res.status = 400;
+        res.set_content("a job id and a task rank are whole numbers in range\n", "text/plain");
+        return;
+      }
+      const std::string path =
+          LogPath(static_cast<std::uint64_t>(*job), static_cast<std::uint32_t>(*rank));
       std::ifstream in(path, std::ios::binary);
       if (!in) {
         res.status = 404;
@@ -433,13 +530,13 @@ class Agent {
     });
     const int bound =
         *port == 0
-            ? logs_.bind_to_any_port(host)
-            : (logs_.bind_to_port(host, static_cast<int>(*port)) ? static_cast<int>(*port) : -1);
+            ? logs_->bind_to_any_port(host)
+            : (logs_->bind_to_port(host, static_cast<int>(*port)) ? static_cast<int>(*port) : -1);
     if (bound < 0)
       return Status::FromCode(StatusCode::kUnavailable,
                               fmt::format("cannot listen on {}", args_.listen), "--listen");
-    log_url_ = fmt::format("http://{}:{}", args_.address, bound);
-    log_thread_ = std::thread([this] { logs_.listen_after_bind(); });
+    log_url_ = fmt::format("{}://{}:{}", tls ? "https" : "http", args_.address, bound);
+    log_thread_ = std::thread([this] { logs_->listen_after_bind(); });
     return Status::Ok();
   }
 
@@ -449,9 +546,12 @@ class Agent {
   HostInfo host_;
   std::string work_dir_;
   std::unique_ptr<Supervisor> supervisor_;
-  httplib::Server logs_;
+  std::unique_ptr<httplib::Server> logs_;
   std::thread log_thread_;
   std::string log_url_;
+  std::string credential_;  // the node's credential (empty: not joined yet)
+  std::mutex log_token_mu_;
+  std::string log_token_;  // GUARDED_BY(log_token_mu_): what the server's log requests carry
 
   bool registered_ = false;
   std::uint64_t version_ = 0;
@@ -467,9 +567,34 @@ class Agent {
 
 }  // namespace
 
-int RunAgent(const AgentArgs& args) {
-  if (args.name.empty() || args.server.empty() || args.token.empty()) {
-    fmt::print(stderr, "error: agent needs --server, --token and --name\n");
+int RunAgent(const AgentArgs& given) {
+  AgentArgs args = given;
+  if (args.name.empty() || args.server.empty()) {
+    fmt::print(stderr, "error: agent needs --server and --name\n");
+    return 2;
+  }
+  if (!args.token.empty() && !args.token_file.empty()) {
+    fmt::print(stderr, "error: give --token or --token-file, not both\n");
+    return 2;
+  }
+  if (!args.token_file.empty()) {
+    std::ifstream in(args.token_file);
+    if (!in) {
+      fmt::print(stderr, "error: --token-file: cannot read {}\n", args.token_file);
+      return 2;
+    }
+    std::getline(in, args.token);
+    while (!args.token.empty() && (args.token.back() == '\r' || args.token.back() == ' '))
+      args.token.pop_back();
+  } else if (args.token.empty()) {
+    if (const char* v = std::getenv("ARBITER_AGENT_TOKEN")) args.token = v;
+  } else {
+    fmt::print(stderr,
+               "warning: --token shows the join token to every user of this machine (ps); "
+               "prefer --token-file or ARBITER_AGENT_TOKEN\n");
+  }
+  if (args.tls_cert.empty() != args.tls_key.empty()) {
+    fmt::print(stderr, "error: give both --tls-cert and --tls-key\n");
     return 2;
   }
   // SIGINT and SIGTERM stop the agent (not its tasks): taken by sigwait on a thread of their own.

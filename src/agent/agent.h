@@ -9,14 +9,25 @@
 namespace arbiter::agent {
 
 struct AgentArgs {
-  std::string server;            // the server's address: "http://HOST:PORT" or "HOST:PORT"
-  std::string token;             // an agent token of the server's configuration
-  std::string name;              // the node's name, as configured
-  std::string devices = "auto";  // "auto" (NVML) or declared, e.g. "8xH800-80G"
-  std::string labels;            // "k=v,k=v": reported with the devices
+  std::string server;  // the server's address: "https://HOST:PORT", "http://HOST:PORT", "HOST:PORT"
+  // The join token (an agent token of the server's configuration), exchanged at the first
+  // registration for the node's own credential, which the agent keeps in its work directory
+  // (node-credential, mode 0600) and uses from then on. From `token` (the command line: visible
+  // to every user of the machine in `ps`; development), `token_file`, or the environment
+  // (ARBITER_AGENT_TOKEN). Not needed once the work directory holds a credential.
+  std::string token;
+  std::string token_file;
+  std::string name;                        // the node's name, as configured
+  std::string devices = "auto";            // "auto" (NVML) or declared, e.g. "8xH800-80G"
+  std::string labels;                      // "k=v,k=v": reported with the devices
   std::string work_dir = "arbiter-agent";  // tasks' records, logs and default checkpoints
-  std::string listen = "0.0.0.0:0";        // the log server (port 0: any free port)
+  // The log server's HOST:PORT; default ADDRESS:0 (the node's own address, any free port).
+  std::string listen;
   std::string address;  // where other nodes and the server reach this one; default: host name
+  // TLS: the CA file that signs the server's certificate (an https server); the agent's own
+  // certificate and key, shown to the server when it asks for one and served by the log server
+  // (which then speaks https).
+  std::string ca_file, tls_cert, tls_key;
 };
 
 // Runs until SIGINT or SIGTERM, which stop the agent but not its tasks: an agent started again

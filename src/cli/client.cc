@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/reader.h"
+#include "net/tls.h"
 #include "store/codec.h"
 
 namespace arbiter::cli {
@@ -35,7 +38,7 @@ std::string FormatGpus(std::int64_t milli) {
 }
 
 struct ClientOptions {
-  std::string server, token;
+  std::string server, token, token_file, ca_file;
   bool json = false;
   // submit
   std::string file, name, queue, priority_class, gpus, gpu_memory, cpu, memory, topology, runtime,
@@ -62,17 +65,40 @@ struct UsageError {
 
 struct Connection {
   std::string server, token;
+  net::TlsClientSettings tls;
+
+  // A client of the server, verifying its certificate when it speaks https.
+  std::unique_ptr<httplib::Client> Client() const { return tls.Client(server); }
 };
 
+// The first line of a file holding a token.
+std::string ReadToken(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw UsageError{fmt::format("{}: cannot read {}", what, path)};
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
 Connection Connect(const ClientOptions& o) {
-  Connection c{o.server, o.token};
+  Connection c{o.server, o.token, {}};
+  c.tls.ca_file = o.ca_file;
+  if (!o.token_file.empty()) c.token = ReadToken(o.token_file, "--token-file");
   if (c.server.empty()) {
     if (const char* v = std::getenv("ARBITER_SERVER")) c.server = v;
   }
   if (c.token.empty()) {
     if (const char* v = std::getenv("ARBITER_TOKEN")) c.token = v;
   }
-  if (c.server.empty() || c.token.empty()) {
+  if (c.token.empty()) {
+    if (const char* v = std::getenv("ARBITER_TOKEN_FILE"))
+      c.token = ReadToken(v, "ARBITER_TOKEN_FILE");
+  }
+  if (c.tls.ca_file.empty()) {
+    if (const char* v = std::getenv("ARBITER_CA_FILE")) c.tls.ca_file = v;
+  }
+  if (c.server.empty() || c.token.empty() || c.tls.ca_file.empty()) {
     std::string path;
     if (const char* v = std::getenv("ARBITER_CONFIG")) {
       path = v;
@@ -86,6 +112,10 @@ Connection Connect(const ClientOptions& o) {
           YAML::Node file = YAML::LoadFile(path);
           if (c.server.empty() && file["server"]) c.server = file["server"].as<std::string>();
           if (c.token.empty() && file["token"]) c.token = file["token"].as<std::string>();
+          if (c.token.empty() && file["token_file"])
+            c.token = ReadToken(file["token_file"].as<std::string>(), path + ": token_file");
+          if (c.tls.ca_file.empty() && file["ca_file"])
+            c.tls.ca_file = file["ca_file"].as<std::string>();
         } catch (const std::exception& e) {
           throw UsageError{fmt::format("{}: {}", path, e.what())};
         }
@@ -97,13 +127,41 @@ Connection Connect(const ClientOptions& o) {
   return c;
 }
 
+// `json` with every string (and key) made printable (limits::Printable): what the client prints
+// of it cannot carry a terminal's control sequences, whoever wrote it (a job's name, a reason).
+Json Printable(Json json) {
+  std::vector<Json*> stack = {&json};
+  while (!stack.empty()) {
+    Json* j = stack.back();
+    stack.pop_back();
+    if (j->is_string()) {
+      *j = limits::Printable(j->get_ref<const std::string&>(), "\n");
+    } else if (j->is_array()) {
+      for (Json& e : *j) stack.push_back(&e);
+    } else if (j->is_object()) {
+      bool clean = true;
+      for (auto it = j->begin(); it != j->end(); ++it)
+        clean = clean && limits::FindUnprintable(it.key()) == std::string_view::npos;
+      if (!clean) {
+        Json rebuilt = Json::object();
+        for (auto it = j->begin(); it != j->end(); ++it)
+          rebuilt[limits::Printable(it.key())] = std::move(it.value());
+        *j = std::move(rebuilt);
+      }
+      for (auto it = j->begin(); it != j->end(); ++it) stack.push_back(&it.value());
+    }
+  }
+  return json;
+}
+
 // One API call. Prints the error and returns nullopt when the server cannot be reached or
 // refuses (its JSON error message).
 // `what` goes before the server's error (e.g. the job's name when several are sent).
 std::optional<Json> Call(const ClientOptions& o, const std::string& method, const std::string& path,
                          const std::optional<Json>& body = {}, const std::string& what = {}) {
   const Connection c = Connect(o);
-  httplib::Client client(c.server);
+  const std::unique_ptr<httplib::Client> connection = c.Client();
+  httplib::Client& client = *connection;
   client.set_connection_timeout(std::chrono::seconds(5));
   client.set_read_timeout(std::chrono::seconds(90));
   httplib::Headers headers;
@@ -121,10 +179,12 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
                c.server, httplib::to_string(res.error()));
     return std::nullopt;
   }
-  Json json = Json::parse(res->body, nullptr, false);
+  // Every text the server sends is printed: none may carry control characters to the terminal.
+  Result<Json> parsed = store::ParseJson(res->body);
+  Json json = parsed.ok() ? Printable(std::move(parsed).value()) : Json(Json::value_t::discarded);
   if (res->status >= 400) {
-    std::string message = res->body;
-    if (!json.is_discarded() && json.contains("error"))
+    std::string message = limits::Printable(res->body, "\n");
+    if (!json.is_discarded() && json.contains("error") && json["error"].is_object())
       message = json["error"].value("message", "");
     fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res->status);
     return std::nullopt;
@@ -507,7 +567,8 @@ int NodeAction(const ClientOptions& o, const std::string& action) {
 // `arbiter logs JOB`: a task's output, from the agent of the node it ran on (through the server).
 int Logs(const ClientOptions& o) {
   const Connection c = Connect(o);
-  httplib::Client client(c.server);
+  const std::unique_ptr<httplib::Client> connection = c.Client();
+  httplib::Client& client = *connection;
   client.set_connection_timeout(std::chrono::seconds(5));
   client.set_read_timeout(std::chrono::seconds(60));
   httplib::Headers headers;
@@ -521,11 +582,11 @@ int Logs(const ClientOptions& o) {
     return 1;
   }
   if (res->status != 200) {
-    const Json json = Json::parse(res->body, nullptr, false);
+    Result<Json> json = store::ParseJson(res->body);
     std::string message = res->body;
-    if (!json.is_discarded() && json.contains("error"))
-      message = json["error"].value("message", "");
-    fmt::print(stderr, "error: {} (HTTP {})\n", message, res->status);
+    if (json.ok() && json->contains("error") && (*json)["error"].is_object())
+      message = (*json)["error"].value("message", "");
+    fmt::print(stderr, "error: {} (HTTP {})\n", limits::Printable(message), res->status);
     return 1;
   }
   std::fwrite(res->body.data(), 1, res->body.size(), stdout);
@@ -536,7 +597,13 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
   cmd->add_option("--server", o.server,
                   "Server address (default: $ARBITER_SERVER, the client file, "
                   "http://127.0.0.1:8642)");
-  cmd->add_option("--token", o.token, "Bearer token (default: $ARBITER_TOKEN, the client file)");
+  cmd->add_option("--token", o.token,
+                  "Bearer token (visible in ps: prefer --token-file; default: $ARBITER_TOKEN, "
+                  "$ARBITER_TOKEN_FILE, the client file)");
+  cmd->add_option("--token-file", o.token_file, "A file holding the bearer token");
+  cmd->add_option("--ca-file", o.ca_file,
+                  "The CA (PEM) that signs an https server's certificate (default: "
+                  "$ARBITER_CA_FILE, the client file's ca_file, the system's)");
   if (json) cmd->add_flag("--json", o.json, "Print JSON");
 }
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
+#include "crypto/crypto.h"
 #include "server/server.h"
 
 namespace arbiter::cli {
@@ -442,6 +444,17 @@ int main(int argc, char** argv) {
                    "estimate");
   server->add_option("--threads", server_args.threads,
                      "Connection threads (default 64; a keep-alive connection holds one)");
+  server->add_option("--tls-cert", server_args.tls_cert,
+                     "The server's certificate (PEM): serve HTTPS (docs/security.md)");
+  server->add_option("--tls-key", server_args.tls_key, "The certificate's private key (PEM)");
+  server->add_option("--tls-client-ca", server_args.tls_client_ca,
+                     "Ask every client for a certificate this CA (PEM) signs");
+  server->add_option("--agent-ca", server_args.agent_ca,
+                     "The CA (PEM) that signs the agents' log servers' certificates");
+  server->add_flag("--insecure-http", server_args.insecure_http,
+                   "Serve plain HTTP on an address other than loopback (tokens in the clear)");
+  server->add_flag("--dev", server_args.dev,
+                   "Development: take tokens written in the configuration file (token:)");
 
   arbiter::agent::AgentArgs agent_args;
   CLI::App* agent = app.add_subcommand(
@@ -449,8 +462,15 @@ int main(int argc, char** argv) {
       "Run the node agent: report the node's devices, run the tasks the server binds to "
       "it, carry out evictions (docs/design/agent.md)");
   agent->add_option("--server", agent_args.server, "The server (http://HOST:PORT)")->required();
-  agent->add_option("--token", agent_args.token, "An agent token of the server's configuration")
-      ->required();
+  agent->add_option("--token", agent_args.token,
+                    "The join token (visible in ps: prefer --token-file or ARBITER_AGENT_TOKEN)");
+  agent->add_option("--token-file", agent_args.token_file, "A file holding the join token");
+  agent->add_option("--ca-file", agent_args.ca_file,
+                    "The CA (PEM) that signs the server's certificate (an https server)");
+  agent->add_option("--tls-cert", agent_args.tls_cert,
+                    "This node's certificate (PEM): shown to the server, served by the log "
+                    "server (https)");
+  agent->add_option("--tls-key", agent_args.tls_key, "Its private key (PEM)");
   agent->add_option("--name", agent_args.name, "This node's name in the configuration")->required();
   agent->add_option("--devices", agent_args.devices,
                     "auto (NVML) or declared, e.g. 8xH800-80G or 2xA100-40G,4xL40S-48G "
@@ -459,7 +479,8 @@ int main(int argc, char** argv) {
   agent->add_option("--work-dir", agent_args.work_dir,
                     "Tasks' records, logs and checkpoints (default arbiter-agent)");
   agent->add_option("--listen", agent_args.listen,
-                    "HOST:PORT of the log server (default 0.0.0.0:0: any free port)");
+                    "HOST:PORT of the log server (default ADDRESS:0: the node's address, any "
+                    "free port)");
   agent->add_option("--address", agent_args.address,
                     "Where others reach this node: MASTER_ADDR, the log server (default: the "
                     "host name)");
@@ -467,6 +488,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("checkpoint",
                          "Run by a task: say that its checkpoint is complete (its agent tells the "
                          "server, whose victim search then loses less of it)");
+
+  CLI::App* token = app.add_subcommand(
+      "token", "Make a token for the server's configuration, or the digest of one");
+  token->require_subcommand(1);
+  CLI::App* token_new = token->add_subcommand(
+      "new", "Print a new random token and the token_sha256 line of the configuration");
+  CLI::App* token_hash = token->add_subcommand(
+      "hash", "Print the SHA-256 of the token on standard input (its first line)");
 
   arbiter::cli::ClientCommands client = arbiter::cli::AddClientCommands(app, explain);
 
@@ -487,6 +516,26 @@ int main(int argc, char** argv) {
   if (*server) return arbiter::server::RunServer(server_args);
   if (*agent) return arbiter::agent::RunAgent(agent_args);
   if (*checkpoint) return arbiter::agent::RunCheckpoint();
+  if (*token_new) {
+    const std::string secret = arbiter::crypto::RandomHex(32);
+    if (secret.empty()) {
+      fmt::print(stderr, "error: the system's random generator failed\n");
+      return 1;
+    }
+    fmt::print("token:        {}\ntoken_sha256: {}\n", secret, arbiter::crypto::Sha256Hex(secret));
+    return 0;
+  }
+  if (*token_hash) {
+    std::string secret;
+    std::getline(std::cin, secret);
+    while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ')) secret.pop_back();
+    if (secret.empty()) {
+      fmt::print(stderr, "error: give the token on standard input\n");
+      return 2;
+    }
+    fmt::print("{}\n", arbiter::crypto::Sha256Hex(secret));
+    return 0;
+  }
   if (std::optional<int> status = arbiter::cli::RunClientCommand(client)) return *status;
   if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
   if (*lint) {

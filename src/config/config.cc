@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <ctime>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -14,8 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
+#include "crypto/crypto.h"
 
 namespace arbiter::config {
 namespace {
@@ -23,6 +28,7 @@ namespace {
 using internal::Entries;
 using internal::Entry;
 using internal::Map;
+using internal::ReadFile;
 using internal::UnknownName;
 using internal::Value;
 
@@ -111,6 +117,33 @@ std::string JoinNames(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+std::optional<Millis> ParseUtcTime(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SSZ
+  if (text.size() != 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text[19] != 'Z')
+    return std::nullopt;
+  auto field = [&](std::size_t at, std::size_t size, int min, int max) -> std::optional<int> {
+    int v = 0;
+    auto [end, ec] = std::from_chars(text.data() + at, text.data() + at + size, v);
+    if (ec != std::errc() || end != text.data() + at + size || v < min || v > max)
+      return std::nullopt;
+    return v;
+  };
+  const auto year = field(0, 4, 1970, 9999), month = field(5, 2, 1, 12), day = field(8, 2, 1, 31),
+             hour = field(11, 2, 0, 23), minute = field(14, 2, 0, 59), second = field(17, 2, 0, 60);
+  if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *month - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *minute;
+  tm.tm_sec = *second;
+  const std::time_t t = timegm(&tm);
+  if (tm.tm_mday != *day) return std::nullopt;  // 31 February
+  return static_cast<Millis>(t) * 1000;
+}
 
 const char* RoleName(TokenSpec::Role role) {
   switch (role) {
@@ -244,19 +277,73 @@ class ClusterLoader {
     std::map<std::string, int> names, secrets;  // -> line
     if (const Value* tokens = m.Find("tokens")) {
       for (const Value& item : tokens->Items()) {
-        Map t(item, {"name", "token", "role", "queues"});
+        Map t(item, {"name", "token", "token_sha256", "token_file", "role", "queues",
+                     "priority_classes", "nodes", "expires"});
         TokenSpec spec;
         const Value& name = t.Get("name");
         spec.name = name.NonEmptyString();
         if (auto [it, fresh] = names.emplace(spec.name, name.mark().line + 1); !fresh)
           name.Fail(
               fmt::format("duplicate token name '{}' (first at line {})", spec.name, it->second));
-        const Value& token = t.Get("token");
-        spec.token = token.NonEmptyString();
-        if (spec.token.size() < 8) token.Fail("must be at least 8 characters");
-        if (auto [it, fresh] = secrets.emplace(spec.token, token.mark().line + 1); !fresh)
+        const int given = t.Has("token") + t.Has("token_sha256") + t.Has("token_file");
+        if (given != 1) {
+          item.Fail(given == 0 ? "give the secret: token_sha256 (its SHA-256, from `arbiter token "
+                                 "new`), token_file (a file holding it) or token (development)"
+                               : "give one of token_sha256, token_file and token");
+        }
+        const Value& token = t.Has("token")          ? t.Get("token")
+                             : t.Has("token_sha256") ? t.Get("token_sha256")
+                                                     : t.Get("token_file");
+        if (t.Has("token_sha256")) {
+          spec.sha256 = token.NonEmptyString();
+          if (!crypto::IsSha256Hex(spec.sha256))
+            token.Fail("must be a SHA-256 digest: 64 hex digits (arbiter token hash)");
+          std::transform(spec.sha256.begin(), spec.sha256.end(), spec.sha256.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        } else {
+          std::string secret;
+          if (t.Has("token_file")) {
+            std::filesystem::path path = token.NonEmptyString();
+            if (path.is_relative()) path = std::filesystem::path(token.file()).parent_path() / path;
+            Result<std::string> text = ReadFile(path.string());
+            if (!text.ok()) token.Fail(text.status().message());
+            secret = *text;
+            while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r'))
+              secret.pop_back();
+          } else {
+            secret = token.NonEmptyString();
+            spec.inline_secret = true;
+          }
+          if (secret.size() < 16) token.Fail("a token must be at least 16 characters");
+          if (limits::FindUnprintable(secret) != std::string_view::npos ||
+              secret.find(' ') != std::string::npos)
+            token.Fail("a token is printable characters without spaces");
+          spec.sha256 = crypto::Sha256Hex(secret);
+        }
+        if (auto [it, fresh] = secrets.emplace(spec.sha256, token.mark().line + 1); !fresh)
           token.Fail(fmt::format("the same token is given at line {}", it->second));
         spec.role = static_cast<TokenSpec::Role>(t.Get("role").Choice({"admin", "user", "agent"}));
+        if (const Value* v = t.Find("priority_classes")) {
+          if (spec.role != TokenSpec::Role::kUser)
+            v->Fail("only a user token is limited to priority classes");
+          std::vector<std::string> known;
+          for (const PriorityClassSpec& pc : out_.cluster.priority_classes)
+            known.push_back(pc.name);
+          for (const Value& c : v->Items()) {
+            std::string name_c = c.NonEmptyString();
+            if (IndexOf(known, name_c) < 0) c.Fail(UnknownName("priority class", name_c, known));
+            spec.priority_classes.push_back(std::move(name_c));
+          }
+        }
+        if (const Value* v = t.Find("nodes")) {
+          if (spec.role != TokenSpec::Role::kAgent) v->Fail("only an agent token names nodes");
+          for (const Value& n : v->Items()) spec.nodes.push_back(n.NonEmptyString());
+        }
+        if (const Value* v = t.Find("expires")) {
+          std::optional<Millis> at = ParseUtcTime(v->NonEmptyString());
+          if (!at) v->Fail("expected a UTC time as YYYY-MM-DDTHH:MM:SSZ");
+          spec.expires = *at;
+        }
         if (const Value* q = t.Find("queues")) {
           if (spec.role != TokenSpec::Role::kUser)
             q->Fail("only a user token is limited to queues");

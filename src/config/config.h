@@ -26,10 +26,20 @@ namespace arbiter::config {
 // Who may call the server: a bearer token and what it may do.
 struct TokenSpec {
   enum class Role : std::uint8_t { kAdmin, kUser, kAgent };
-  std::string name;   // the identity jobs record as their submitter
-  std::string token;  // the secret, as sent in `Authorization: Bearer TOKEN`
+  std::string name;  // the identity jobs record as their submitter
+  // The SHA-256 (hex) of the secret sent in `Authorization: Bearer TOKEN`: the server keeps no
+  // secret. From `token_sha256:`, or computed from `token_file:` or `token:`.
+  std::string sha256;
+  // Given in the file itself (`token:`): for development only (`arbiter server --dev`).
+  bool inline_secret = false;
   Role role = Role::kUser;
   std::vector<std::string> queues;  // kUser: the leaf queues it may submit to (empty: none)
+  // kUser: the priority classes its jobs may have, at submission and after (empty: any).
+  std::vector<std::string> priority_classes;
+  // kAgent, a join token: the nodes it may register as, by name or with '*' wildcards ("gpu-*");
+  // empty: any configured node. Registration exchanges it for the node's own credential.
+  std::vector<std::string> nodes;
+  Millis expires = -1;  // Unix time (ms) after which the token is refused; -1: never
 };
 const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent"
 
@@ -98,5 +108,7 @@ Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field);
 // Durations in milliseconds: "90" (a bare number is seconds), "500ms", "30s", "15m", "4h", "7d";
 // decimals allowed ("1.5h"); the result must be a whole number of milliseconds.
 Result<Millis> ParseDuration(std::string_view text, std::string_view field);
+// A UTC time as YYYY-MM-DDTHH:MM:SSZ, in Unix milliseconds; nullopt when malformed.
+std::optional<Millis> ParseUtcTime(std::string_view text);
 
 }  // namespace arbiter::config

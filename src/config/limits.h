@@ -20,9 +20,11 @@
 
 namespace arbiter::limits {
 
-// Texts: names (job, group, queue, class, GPU type, topology level), label keys and values,
-// toleration keys and values. Bytes of UTF-8.
-inline constexpr std::size_t kMaxNameBytes = 256;
+// Texts: names (job, group, queue, class, GPU type, topology level, user), label keys and values,
+// toleration keys and values. Bytes of UTF-8 (a Kubernetes name's limit).
+inline constexpr std::size_t kMaxNameBytes = 253;
+// A Kubernetes label value, and the name part of a label key.
+inline constexpr std::size_t kMaxLabelPartBytes = 63;
 // Label maps (labels, node_selector, an affinity term's match) and tolerations.
 inline constexpr std::size_t kMaxLabels = 64;
 inline constexpr std::size_t kMaxTolerations = 64;
@@ -40,15 +42,21 @@ inline constexpr std::int64_t kMaxCpuMilliPerTask = 1'000'000'000'000;
 inline constexpr std::int64_t kMaxMemoryMiB = 1'000'000'000'000;
 // A trace row's GPUs before it is split into tasks (whole GPUs of the whole job).
 inline constexpr std::int64_t kMaxGpusPerJob = 1'000'000;
-// Durations and times (submit time, runtime estimate, checkpoint interval, restart overhead):
-// about 31,700 years in milliseconds.
-inline constexpr Millis kMaxDuration = 1'000'000'000'000'000;
+// Durations (runtime estimate, checkpoint interval, restart overhead, a trace's run time): a
+// year in milliseconds, so that a time plus a duration never overflows.
+inline constexpr Millis kMaxDuration = 366LL * 24 * 3600 * 1000;
+// Times (a submit time: Unix milliseconds, or milliseconds from a trace's start): about 31,700
+// years.
+inline constexpr Millis kMaxTime = 1'000'000'000'000'000;
 // What a task runs: argv elements, environment variables, and all their bytes together (with the
 // shell command).
 inline constexpr std::size_t kMaxArgs = 4096;
 inline constexpr std::size_t kMaxEnv = 1024;
 inline constexpr std::size_t kMaxCommandBytes = 256 * 1024;
 inline constexpr std::int32_t kMaxRetries = 1'000'000;
+// Nesting of a JSON body (objects and arrays within each other): a job spec needs 5. Deeper
+// bodies are refused before they are parsed (a parsed document is walked recursively).
+inline constexpr std::size_t kMaxJsonDepth = 32;
 
 // The name a task group gets when it has none: "main" when it is the job's only group, else
 // "group-K" (its index).
@@ -88,19 +96,179 @@ inline Status CheckCount(std::string_view field, std::int64_t value, std::int64_
   return Status::Ok();
 }
 
-// A duration or time in milliseconds: 0 to kMaxDuration.
+// A duration in milliseconds: 0 to kMaxDuration (a year).
 inline Status CheckDuration(std::string_view field, Millis value) {
+  if (value > kMaxDuration) {
+    return Status::InvalidArgument("must be at most a year (" + std::to_string(kMaxDuration) +
+                                       " ms), got " + std::to_string(value),
+                                   std::string(field));
+  }
   return CheckCount(field, value, 0, kMaxDuration);
 }
 
-// A text of at most kMaxNameBytes; `required`: not empty either.
+// A time in milliseconds: 0 to kMaxTime.
+inline Status CheckTime(std::string_view field, Millis value) {
+  return CheckCount(field, value, 0, kMaxTime);
+}
+
+// The first character of `text` that a terminal or a log would not show as itself: a control
+// character (C0, DEL, C1: U+0080..U+009F) other than those `allowed`, or a Unicode format
+// character that reorders or hides text (bidirectional embeddings, overrides and isolates, zero-
+// width characters, the byte order mark). Its offset in bytes, or npos. `text` is UTF-8 (checked
+// elsewhere); a malformed sequence is passed over here.
+inline std::size_t FindUnprintable(std::string_view text, std::string_view allowed = {}) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      if (allowed.find(static_cast<char>(c)) == std::string_view::npos) return i;
+      continue;
+    }
+    if (c == 0xc2 && i + 1 < text.size()) {  // U+0080..U+009F: C2 80..C2 9F
+      const auto d = static_cast<unsigned char>(text[i + 1]);
+      if (d >= 0x80 && d <= 0x9f) return i;
+    }
+    if (c == 0xe2 && i + 2 < text.size()) {  // U+2000..U+206F: E2 80..81 xx
+      const auto d = static_cast<unsigned char>(text[i + 1]);
+      const auto e = static_cast<unsigned char>(text[i + 2]);
+      const unsigned cp = 0x2000u + ((d & 0x3fu) << 6) + (e & 0x3fu);
+      if ((d == 0x80 || d == 0x81) &&
+          ((cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2060 && cp <= 0x2069)))
+        return i;
+    }
+    if (c == 0xef && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xbb &&
+        static_cast<unsigned char>(text[i + 2]) == 0xbf)
+      return i;  // U+FEFF
+  }
+  return std::string_view::npos;
+}
+
+// `text` with what FindUnprintable finds (but `allowed`) written as escapes ("\x1b", "\u202e"), so
+// that printing it cannot move the cursor, recolour a terminal or reorder a line.
+inline std::string Printable(std::string_view text, std::string_view allowed = {}) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const std::size_t at = FindUnprintable(text, allowed);
+    out.append(text.substr(0, at == std::string_view::npos ? text.size() : at));
+    if (at == std::string_view::npos) break;
+    const auto c = static_cast<unsigned char>(text[at]);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::size_t size = 1;
+    unsigned code = c;
+    if (c >= 0xc0) {  // a multi-byte character (C1, a format character, the BOM)
+      size = c >= 0xe0 ? 3 : 2;
+      code = size == 2
+                 ? ((c & 0x1fu) << 6) | (static_cast<unsigned char>(text[at + 1]) & 0x3fu)
+                 : ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(text[at + 1]) & 0x3fu) << 6) |
+                       (static_cast<unsigned char>(text[at + 2]) & 0x3fu);
+    }
+    if (code < 0x100) {
+      out += {'\\', 'x', kHex[code >> 4], kHex[code & 15]};
+    } else {
+      out += {'\\',           'u', kHex[code >> 12], kHex[(code >> 8) & 15], kHex[(code >> 4) & 15],
+              kHex[code & 15]};
+    }
+    text.remove_prefix(at + size);
+  }
+  return out;
+}
+
+// A text shown to people: at most `max_bytes`, nothing FindUnprintable finds (but `allowed`).
+inline Status CheckText(std::string_view field, std::string_view text, std::size_t max_bytes,
+                        std::string_view allowed = {}) {
+  if (text.size() > max_bytes) {
+    return Status::InvalidArgument("must be at most " + std::to_string(max_bytes) +
+                                       " bytes long, got " + std::to_string(text.size()),
+                                   std::string(field));
+  }
+  if (std::size_t at = FindUnprintable(text, allowed); at != std::string_view::npos) {
+    return Status::InvalidArgument(
+        "must not contain control or invisible formatting characters (one at byte " +
+            std::to_string(at) + ")",
+        std::string(field));
+  }
+  return Status::Ok();
+}
+
+// A name: at most kMaxNameBytes, no control or formatting characters (CheckText); `required`: not
+// empty either. Names that refer to something configured (a queue, a class, a GPU type) and those
+// a trace gives are checked this far; the names the API creates go further (CheckObjectName).
 inline Status CheckName(std::string_view field, std::string_view text, bool required) {
   if (required && text.empty())
     return Status::InvalidArgument("must not be empty", std::string(field));
-  if (text.size() > kMaxNameBytes) {
-    return Status::InvalidArgument("must be at most " + std::to_string(kMaxNameBytes) +
-                                       " bytes long, got " + std::to_string(text.size()),
-                                   std::string(field));
+  return CheckText(field, text, kMaxNameBytes);
+}
+
+namespace internal {
+inline bool NameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+inline bool Alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+// [A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?
+inline bool NameSyntax(std::string_view s) {
+  if (s.empty() || !Alnum(s.front()) || !Alnum(s.back())) return false;
+  for (char c : s)
+    if (!NameChar(c)) return false;
+  return true;
+}
+}  // namespace internal
+
+// A name the API creates (a job's, a task group's): 1 to kMaxNameBytes of letters, digits, '-',
+// '_' and '.', beginning and ending with a letter or digit. Kubernetes' object names, with upper
+// case and '_' allowed as well (Slurm's job names and trace ids have them).
+inline Status CheckObjectName(std::string_view field, std::string_view text) {
+  if (Status s = CheckName(field, text, true); !s.ok()) return s;
+  if (!internal::NameSyntax(text)) {
+    return Status::InvalidArgument(
+        "must be letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, "
+        "got '" +
+            std::string(text) + "'",
+        std::string(field));
+  }
+  return Status::Ok();
+}
+
+// A label key as Kubernetes has it: an optional prefix (a DNS subdomain: lower-case letters,
+// digits, '-' and '.', at most 253 bytes) and '/', then a name of at most 63 bytes
+// ([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?).
+inline Status CheckLabelKey(std::string_view field, std::string_view key) {
+  if (Status s = CheckName(field, key, true); !s.ok()) return s;
+  std::string_view name = key;
+  bool ok = true;
+  if (std::size_t slash = key.find('/'); slash != std::string_view::npos) {
+    const std::string_view prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    ok = !prefix.empty() && prefix.size() <= kMaxNameBytes && internal::Alnum(prefix.front()) &&
+         internal::Alnum(prefix.back());
+    for (char c : prefix)
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.');
+  }
+  ok = ok && name.size() <= kMaxLabelPartBytes && internal::NameSyntax(name);
+  if (!ok) {
+    return Status::InvalidArgument(
+        "a label key is [PREFIX/]NAME: NAME of at most 63 letters, digits, '-', '_' and '.' "
+        "beginning and ending with a letter or digit, PREFIX a lower-case DNS name; got '" +
+            std::string(key) + "'",
+        std::string(field));
+  }
+  return Status::Ok();
+}
+
+// A label value as Kubernetes has it: empty, or at most 63 letters, digits, '-', '_' and '.',
+// beginning and ending with a letter or digit.
+inline Status CheckLabelValue(std::string_view field, std::string_view value) {
+  if (value.empty()) return Status::Ok();
+  if (Status s = CheckName(field, value, false); !s.ok()) return s;
+  if (value.size() > kMaxLabelPartBytes || !internal::NameSyntax(value)) {
+    return Status::InvalidArgument(
+        "a label value is empty or at most 63 letters, digits, '-', '_' and '.', beginning and "
+        "ending with a letter or digit; got '" +
+            std::string(value) + "'",
+        std::string(field));
   }
   return Status::Ok();
 }

@@ -96,15 +96,37 @@ void Core::BumpAssignments() {
   assignments_cv_.notify_all();
 }
 
-Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const Json& body,
-                           const std::string& token) {
-  if (caller.role != Role::kAgent && !caller.admin())
+Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const RegisterBody& body,
+                           const std::string& peer) {
+  if (caller.role != Role::kAgent)
     return Status::PermissionDenied(fmt::format("{} may not register nodes (agent)", caller.name));
+  // A node's credential registers only its node; a join token only the nodes it names.
+  if (!caller.node.empty() && caller.node != node) {
+    return Status::PermissionDenied(
+        fmt::format("the credential of node {} may not register node {}", caller.node, node),
+        "node");
+  }
+  if (caller.node.empty() && !caller.MayJoinAs(node)) {
+    return Status::PermissionDenied(
+        fmt::format("the join token {} may not join as node {}", caller.name, node), "node");
+  }
   if (!agents()) {
     return Status::Conflict(
         "the server runs its nodes itself (--virtual-nodes); agents are not "
         "taken",
         "node");
+  }
+  // The addresses an agent gives are its own: where the request came from.
+  const std::string address = body.address.empty() ? peer : body.address;
+  if (!AddressIsPeer(address, peer)) {
+    return Status::PermissionDenied(
+        fmt::format("'{}' is not the address this agent connects from ({})", address, peer),
+        "address");
+  }
+  if (!body.log_url.empty() && UrlHost(body.log_url) != address &&
+      !AddressIsPeer(UrlHost(body.log_url), peer)) {
+    return Status::PermissionDenied(
+        fmt::format("the log server must be at the agent's own address ({})", address), "log_url");
   }
   std::lock_guard lock(mu_);
   auto it = agent_nodes_.find(node);
@@ -117,16 +139,22 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                             "node");
   }
   AgentNode& a = it->second;
+  // A join token does not take a node from its live agent (which syncs with the node's
+  // credential): it joins a node not yet registered, or one lost.
+  if (caller.node.empty() && a.registered && !a.lost) {
+    return Status::Conflict(
+        fmt::format("node {} is registered by a live agent; an agent that already joined "
+                    "registers again with its node credential",
+                    node),
+        "node");
+  }
   // What it has must be what the configuration says it has, or the engine would place tasks on
   // devices that are not there (Slurm drains such a node; here the agent is refused and says so).
   std::map<std::string, int> reported;
   std::map<std::string, std::int64_t> memory;
-  if (body.contains("devices")) {
-    for (const Json& d : body["devices"]) {
-      const std::string model = d.value("model", "");
-      ++reported[model];
-      memory[model] = d.value("memory_mib", std::int64_t{0});
-    }
+  for (const ReportedDevice& d : body.devices) {
+    ++reported[d.model];
+    memory[d.model] = d.memory_mib;
   }
   std::vector<std::string> problems;
   const std::map<std::string, int> configured = ConfiguredDevices(*spec);
@@ -148,10 +176,10 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
       }
     }
   }
-  const std::int64_t cpu = body.value("cpu_milli", std::int64_t{0});
+  const std::int64_t cpu = body.cpu_milli;
   if (cpu > 0 && cpu < spec->cpu.value())
     problems.push_back(fmt::format("{} milli-CPU configured, {} found", spec->cpu.value(), cpu));
-  const std::int64_t mem = body.value("memory_mib", std::int64_t{0});
+  const std::int64_t mem = body.memory_mib;
   if (mem > 0 && mem < spec->memory.value())
     problems.push_back(
         fmt::format("{} MiB of memory configured, {} found", spec->memory.value(), mem));
@@ -171,14 +199,7 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
   for (const NodeSpec& n : base_.cluster.nodes) {
     if (n.name == node) labels = n.labels;
   }
-  if (body.contains("labels")) {
-    if (!body["labels"].is_object())
-      return Status::InvalidArgument("must be an object of strings", "labels");
-    for (const auto& [key, value] : body["labels"].items()) {
-      if (!value.is_string()) return Status::InvalidArgument("must be a string", "labels." + key);
-      labels.emplace(key, value.get<std::string>());
-    }
-  }
+  for (const auto& [key, value] : body.labels) labels.emplace(key, value);
   if (labels != spec->labels) {
     config::ClusterConfig changed = config_;
     for (NodeSpec& n : changed.cluster.nodes) {
@@ -192,13 +213,20 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
   a.registered = true;
   a.lost = false;
   a.last_seen = now;
-  a.address = body.value("address", "");
-  a.log_url = body.value("log_url", "");
-  a.token = token;
-  a.reported = Json{{"devices", body.value("devices", Json::array())},
+  a.address = address;
+  a.log_url = body.log_url;
+  Json devices = Json::array();
+  for (const ReportedDevice& d : body.devices) {
+    devices.push_back(Json{{"model", d.model},
+                           {"name", d.name},
+                           {"memory_mib", d.memory_mib},
+                           {"uuid", d.uuid},
+                           {"nvlink_group", d.nvlink_group}});
+  }
+  a.reported = Json{{"devices", std::move(devices)},
                     {"cpu_milli", cpu},
                     {"memory_mib", mem},
-                    {"hostname", body.value("hostname", "")}};
+                    {"hostname", body.hostname}};
   ApplyHealthLocked();
   dirty_ = true;
   Wake();
@@ -213,8 +241,17 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
 Answer Core::SyncAgent(const Caller& caller, const std::string& node,
                        const std::vector<TaskReport>& reports, std::uint64_t version,
                        std::chrono::milliseconds wait) {
-  if (caller.role != Role::kAgent && !caller.admin())
+  if (caller.role != Role::kAgent)
     return Status::PermissionDenied(fmt::format("{} may not sync nodes (agent)", caller.name));
+  if (caller.node != node) {
+    return Status::PermissionDenied(
+        caller.node.empty()
+            ? fmt::format("a join token only registers; sync with the credential node {}'s "
+                          "registration returned",
+                          node)
+            : fmt::format("the credential of node {} may not sync node {}", caller.node, node),
+        "node");
+  }
   std::unique_lock lock(mu_);
   DrainInboxLocked();
   auto it = agent_nodes_.find(node);
@@ -527,10 +564,8 @@ Answer Core::LogSource(JobId id, std::uint32_t rank) {
   if (a == agent_nodes_.end() || a->second.log_url.empty()) {
     return Status::NotFound(fmt::format("{} has no agent to ask for the log", node), "node");
   }
-  return Answer(Json{{"node", node},
-                     {"url", a->second.log_url},
-                     {"token", a->second.token},
-                     {"path", fmt::format("/logs/{}/{}", id, rank)}});
+  return Answer(Json{
+      {"node", node}, {"url", a->second.log_url}, {"path", fmt::format("/logs/{}/{}", id, rank)}});
 }
 
 }  // namespace arbiter::server

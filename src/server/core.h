@@ -28,17 +28,11 @@
 #include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "server/agent_wire.h"
+#include "server/auth.h"
 #include "server/metrics.h"
 
 namespace arbiter::server {
-
-// Who is calling, as the token said.
-struct Caller {
-  std::string name;
-  config::TokenSpec::Role role = config::TokenSpec::Role::kUser;
-  std::vector<std::string> queues;  // a user's queues
-  bool admin() const { return role == config::TokenSpec::Role::kAdmin; }
-};
 
 // The outcome of an API operation: a JSON body, or an error Status (its code, field and message).
 // Only the HTTP layer (http.cc) turns codes into HTTP statuses and errors into the error body
@@ -71,18 +65,6 @@ struct CoreOptions {
   std::function<Millis()> now;
   // Finished jobs kept in memory for listings (older ones are read from the store by id).
   std::size_t finished_kept = 10000;
-};
-
-// What a node agent says of one of its tasks (docs/api.md, "Node agents").
-struct TaskReport {
-  JobId job = 0;
-  std::uint32_t rank = 0;
-  Millis run = 0;  // the run it belongs to: the job's start time
-  bool running = true;
-  int exit_code = -1;      // ended normally
-  int signal = 0;          // ended by a signal
-  bool lost = false;       // its end is unknown
-  Millis checkpoint = -1;  // its latest finished checkpoint, if any
 };
 
 struct JobFilter {
@@ -122,15 +104,17 @@ class Core {
                       const std::string& reason);
 
   // ---- Node agents (docs/design/agent.md) ----
-  // `body`: devices, CPU, memory and addresses as the agent found them.
-  Answer RegisterAgent(const Caller& caller, const std::string& node, const nlohmann::json& body,
-                       const std::string& token);
+  // `body`: devices, CPU, memory and addresses as the agent found them; `peer`: the address the
+  // request came from (the agent's addresses must be its own). The caller is the node's own
+  // credential, or a join token that may join as `node` while no live agent holds the node.
+  Answer RegisterAgent(const Caller& caller, const std::string& node, const RegisterBody& body,
+                       const std::string& peer);
   // Takes the agent's reports, then answers the tasks the node is to run (with their stops),
   // waiting up to `wait` for a change when the agent's `version` is current.
   Answer SyncAgent(const Caller& caller, const std::string& node,
                    const std::vector<TaskReport>& reports, std::uint64_t version,
                    std::chrono::milliseconds wait);
-  // Where a task's log is: the agent's log server, its token and the path there.
+  // Where a task's log is: the node, its agent's log server and the path there.
   Answer LogSource(JobId id, std::uint32_t rank);
 
   // ---- Events and metrics ----
@@ -159,7 +143,6 @@ class Core {
     Millis last_seen = -1;    // its last registration or sync (or the server's start)
     std::string address;      // where the node is reached (MASTER_ADDR)
     std::string log_url;      // the agent's log server
-    std::string token;        // the agent's token (the log server asks for it)
     std::string problem;      // why its last registration was refused
     nlohmann::json reported;  // devices, CPU and memory as the agent found them
   };

@@ -20,6 +20,9 @@
 
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "net/tls.h"
+#include "server/agent_wire.h"
+#include "server/auth.h"
 #include "server/core.h"
 #include "server/server.h"
 #include "store/codec.h"
@@ -28,6 +31,7 @@ namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using net::TlsClientSettings;
 
 // The one place where error codes become HTTP statuses.
 int HttpStatus(StatusCode code) {
@@ -46,6 +50,10 @@ int HttpStatus(StatusCode code) {
       return 503;
     case StatusCode::kInternal:
       return 500;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kResourceExhausted:
+      return 429;
   }
   return 500;
 }
@@ -71,12 +79,75 @@ void Send(httplib::Response& res, const Answer& answer) {
   res.set_content(store::Dump(answer.body) + "\n", "application/json");
 }
 
+// Watchers: long polls of the event log and event streams, each holding a connection thread
+// while it waits. Each token holds at most `per_caller` at once and all together at most `total`,
+// so that the other threads stay free for health checks, submissions and agents' syncs; one more
+// is refused (429) rather than queued.
+class Watchers {
+ public:
+  Watchers(std::size_t total, std::size_t per_caller) : total_(total), per_caller_(per_caller) {}
+
+  // A watcher's place, given back when it is destroyed.
+  class Slot {
+   public:
+    Slot(Watchers* owner, std::string caller) : owner_(owner), caller_(std::move(caller)) {}
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { owner_->Release(caller_); }
+
+   private:
+    Watchers* owner_;
+    std::string caller_;
+  };
+
+  Result<std::shared_ptr<Slot>> Acquire(const std::string& caller) {
+    std::lock_guard lock(mu_);
+    std::size_t& mine = by_caller_[caller];
+    if (mine >= per_caller_) {
+      return Status::FromCode(StatusCode::kResourceExhausted,
+                              fmt::format("{} already watches {} times at once (the most one "
+                                          "token may); close one first",
+                                          caller, mine),
+                              "wait");
+    }
+    if (in_use_ >= total_) {
+      return Status::FromCode(StatusCode::kResourceExhausted,
+                              fmt::format("the server already serves {} watchers (the most it "
+                                          "keeps next to other requests); retry shortly",
+                                          in_use_),
+                              "wait");
+    }
+    ++mine;
+    ++in_use_;
+    return std::make_shared<Slot>(this, caller);
+  }
+
+ private:
+  void Release(const std::string& caller) {
+    std::lock_guard lock(mu_);
+    --in_use_;
+    if (--by_caller_[caller] == 0) by_caller_.erase(caller);
+  }
+
+  const std::size_t total_, per_caller_;
+  std::mutex mu_;
+  std::size_t in_use_ = 0;                                  // GUARDED_BY(mu_)
+  std::unordered_map<std::string, std::size_t> by_caller_;  // GUARDED_BY(mu_)
+};
+
+// Unix time in milliseconds (token expiry).
+Millis NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class Api {
  public:
-  explicit Api(const config::ClusterConfig& config) {
-    for (const config::TokenSpec& t : config.server.tokens) {
-      callers_[t.token] = Caller{t.name, t.role, t.queues};
-    }
+  Api(const config::ClusterConfig& config, std::string node_key, int threads)
+      : auth_(config.server.tokens, std::move(node_key)),
+        // A quarter of the connection threads may wait; each token a few of them.
+        watchers_(static_cast<std::size_t>(std::max(1, threads / 4)), 4) {
     max_body_ = static_cast<std::size_t>(config.server.max_body_bytes);
   }
 
@@ -239,117 +310,123 @@ class Api {
         });
 
     // Node agents (docs/api.md, "Node agents").
-    Route(
-        svr, "POST", R"(/v1/nodes/([^/]+)/register)",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          Result<Json> body = Body(req);
-          if (!body.ok()) return body.status();
-          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
-          if (body->contains("devices") && !(*body)["devices"].is_array())
-            return Status::InvalidArgument("must be an array", "devices");
-          const std::string header = req.get_header_value("Authorization");
-          return c.RegisterAgent(who, req.matches[1], *body, header.substr(7));
-        });
+    Route(svr, "POST", R"(/v1/nodes/([^/]+)/register)",
+          [this](Core& c, const Caller& who, const httplib::Request& req,
+                 httplib::Response&) -> Answer {
+            Result<RegisterBody> body = ParseRegisterBody(req.body);
+            if (!body.ok()) return body.status();
+            const std::string node = req.matches[1];
+            Answer answer = c.RegisterAgent(who, node, *body, req.remote_addr);
+            if (!answer.ok()) return answer;
+            // The node's own credential for its syncs (and its next registration), and the token
+            // its log server is to ask of the server: neither is a token of the configuration.
+            answer.body["credential"] = auth_.NodeCredential(node);
+            answer.body["log_token"] = auth_.LogToken(node);
+            return answer;
+          });
     Route(
         svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
         [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          Result<Json> body = Body(req);
-          if (!body.ok()) return body.status();
-          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
           std::uint64_t wait = 0;
           if (req.has_param("wait_ms")) {
             std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
             if (!v || *v > 60000) return Status::InvalidArgument("must be 0 to 60000", "wait_ms");
             wait = *v;
           }
-          Result<std::vector<TaskReport>> reports = Reports(*body);
-          if (!reports.ok()) return reports.status();
-          const std::uint64_t version = body->value("version", std::uint64_t{0});
-          return c.SyncAgent(who, req.matches[1], *reports, version,
+          Result<SyncBody> body = ParseSyncBody(req.body);
+          if (!body.ok()) return body.status();
+          return c.SyncAgent(who, req.matches[1], body->reports, body->version,
                              std::chrono::milliseconds(wait));
         });
-    Route(
-        svr, "GET", R"(/v1/jobs/(\d+)/logs)",
-        [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) -> Answer {
-          std::optional<JobId> id = Number(req.matches[1]);
-          if (!id) return Status::InvalidArgument("not a job id", "id");
-          std::uint64_t task = 0;
-          if (req.has_param("task")) {
-            std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
-            if (!v || *v > UINT32_MAX)
-              return Status::InvalidArgument("must be a task index", "task");
-            task = *v;
-          }
-          Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
-          if (!where.ok()) return where;
-          // The log stays on its node: asked of the agent's log server, without the core's lock.
-          httplib::Client agent(where.body["url"].get<std::string>());
-          agent.set_connection_timeout(std::chrono::seconds(5));
-          agent.set_read_timeout(std::chrono::seconds(30));
-          httplib::Headers headers{
-              {"Authorization", "Bearer " + where.body["token"].get<std::string>()}};
-          std::string path = where.body["path"].get<std::string>();
-          if (req.has_param("tail_bytes"))
-            path += "?tail_bytes=" + req.get_param_value("tail_bytes");
-          httplib::Result got = agent.Get(path, headers);
-          if (!got) {
-            return Status::Unavailable(
-                fmt::format("node: the agent of {} did not answer for "
-                            "the log",
-                            where.body["node"].get<std::string>()));
-          }
-          if (got->status != 200) {
-            const std::string problem =
-                fmt::format("the agent of {} answered {}: {}",
-                            where.body["node"].get<std::string>(), got->status, got->body);
-            if (got->status == 404) return Status::NotFound(problem, "log");
-            return Status::FromCode(StatusCode::kUnavailable, problem, "log");
-          }
-          res.status = 200;
-          res.set_content(got->body, "text/plain; charset=utf-8");
-          return Answer::Written();
-        });
+    Route(svr, "GET", R"(/v1/jobs/(\d+)/logs)",
+          [this](Core& c, const Caller&, const httplib::Request& req,
+                 httplib::Response& res) -> Answer {
+            std::optional<JobId> id = Number(req.matches[1]);
+            if (!id) return Status::InvalidArgument("not a job id", "id");
+            std::uint64_t task = 0;
+            if (req.has_param("task")) {
+              std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
+              if (!v || *v > UINT32_MAX)
+                return Status::InvalidArgument("must be a task index", "task");
+              task = *v;
+            }
+            Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
+            if (!where.ok()) return where;
+            // The log stays on its node: asked of the agent's log server, without the core's lock,
+            // with the node's log token (never the caller's token or a token of the server's).
+            const std::string node = where.body["node"].get<std::string>();
+            httplib::Client agent(where.body["url"].get<std::string>());
+            tls_.Configure(agent);
+            agent.set_connection_timeout(std::chrono::seconds(5));
+            agent.set_read_timeout(std::chrono::seconds(30));
+            httplib::Headers headers{{"Authorization", "Bearer " + auth_.LogToken(node)}};
+            std::string path = where.body["path"].get<std::string>();
+            if (req.has_param("tail_bytes")) {
+              std::optional<std::uint64_t> tail = Number(req.get_param_value("tail_bytes"));
+              if (!tail)
+                return Status::InvalidArgument("must be a non-negative integer", "tail_bytes");
+              path += fmt::format("?tail_bytes={}", *tail);
+            }
+            httplib::Result got = agent.Get(path, headers);
+            if (!got) {
+              return Status::Unavailable(
+                  fmt::format("node: the agent of {} did not answer for "
+                              "the log",
+                              where.body["node"].get<std::string>()));
+            }
+            if (got->status != 200) {
+              const std::string problem =
+                  fmt::format("the agent of {} answered {}: {}",
+                              where.body["node"].get<std::string>(), got->status, got->body);
+              if (got->status == 404) return Status::NotFound(problem, "log");
+              return Status::FromCode(StatusCode::kUnavailable, problem, "log");
+            }
+            res.status = 200;
+            res.set_content(got->body, "text/plain; charset=utf-8");
+            return Answer::Written();
+          });
 
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
     // says where to go on. A comment line after 5 s without events keeps idle connections open.
-    Route(
-        svr, "GET", "/v1/events/stream",
-        [](Core& c, const Caller&, const httplib::Request& req, httplib::Response& res) -> Answer {
-          std::string from = req.get_header_value("Last-Event-ID");
-          if (req.has_param("cursor")) from = req.get_param_value("cursor");
-          std::optional<std::uint64_t> cursor =
-              from.empty() ? std::optional<std::uint64_t>(0) : Number(from);
-          if (!cursor) return Status::InvalidArgument("must be a non-negative integer", "cursor");
-          struct Position {
-            std::uint64_t cursor = 0;
-            int idle = 0;  // seconds without an event
-          };
-          auto position = std::make_shared<Position>(Position{*cursor, 0});
-          res.set_header("Cache-Control", "no-cache");
-          res.set_chunked_content_provider(
-              "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
-                // Waits a second at a time, so that a stopping server is not kept waiting.
-                Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
-                if (!answer.ok() || !sink.is_writable()) return false;
-                std::string text;
-                for (const Json& e : answer.body["events"]) {
-                  text +=
-                      fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e["seq"].get<std::uint64_t>(),
-                                  e["kind"].get<std::string>(), store::Dump(e));
-                }
-                position->cursor = answer.body["cursor"].get<std::uint64_t>();
-                if (text.empty()) {
-                  if (++position->idle < 5) return true;
-                  text = ": waiting\n\n";
-                }
-                position->idle = 0;
-                return sink.write(text.data(), text.size());
-              });
-          return Answer::Written();  // the provider writes the body
-        });
+    Route(svr, "GET", "/v1/events/stream",
+          [this](Core& c, const Caller& who, const httplib::Request& req,
+                 httplib::Response& res) -> Answer {
+            std::string from = req.get_header_value("Last-Event-ID");
+            if (req.has_param("cursor")) from = req.get_param_value("cursor");
+            std::optional<std::uint64_t> cursor =
+                from.empty() ? std::optional<std::uint64_t>(0) : Number(from);
+            if (!cursor) return Status::InvalidArgument("must be a non-negative integer", "cursor");
+            Result<std::shared_ptr<Watchers::Slot>> slot = watchers_.Acquire(who.name);
+            if (!slot.ok()) return slot.status();
+            struct Position {
+              std::uint64_t cursor = 0;
+              std::shared_ptr<Watchers::Slot> slot;  // given back when the stream ends
+            };
+            auto position = std::make_shared<Position>(Position{*cursor, *slot});
+            res.set_header("Cache-Control", "no-cache");
+            res.set_chunked_content_provider(
+                "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
+                  // Waits a second at a time, so that a stopping server is not kept waiting.
+                  Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
+                  if (!answer.ok() || !sink.is_writable()) return false;
+                  std::string text;
+                  for (const Json& e : answer.body["events"]) {
+                    text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n",
+                                        e["seq"].get<std::uint64_t>(), e["kind"].get<std::string>(),
+                                        store::Dump(e));
+                  }
+                  position->cursor = answer.body["cursor"].get<std::uint64_t>();
+                  // A comment every idle second: a client that went away is found by the next
+                  // write, and its watcher freed.
+                  if (text.empty()) text = ":\n\n";
+                  return sink.write(text.data(), text.size());
+                });
+            return Answer::Written();  // the provider writes the body
+          });
     Route(svr, "GET", "/v1/events",
-          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
+          [this](Core& c, const Caller& who, const httplib::Request& req,
+                 httplib::Response& res) -> Answer {
             std::uint64_t cursor = 0;
             std::size_t limit = 1000;
             std::uint64_t wait = 0;
@@ -370,9 +447,39 @@ class Api {
                 return Status::InvalidArgument("must be 0 to 60 (seconds)", "wait");
               wait = *v;
             }
-            return c.Events(cursor, limit, std::chrono::seconds(wait));
+            if (wait == 0) return c.Events(cursor, limit, std::chrono::seconds(0));
+            // A long poll waits a second at a time, writing a space (JSON allows it before the
+            // value) after each: a client that went away is found within a second or two and
+            // its watcher freed.
+            Result<std::shared_ptr<Watchers::Slot>> slot = watchers_.Acquire(who.name);
+            if (!slot.ok()) return slot.status();
+            struct Poll {
+              std::uint64_t cursor = 0;
+              std::size_t limit = 0;
+              std::uint64_t seconds_left = 0;
+              std::shared_ptr<Watchers::Slot> slot;
+            };
+            auto poll = std::make_shared<Poll>(Poll{cursor, limit, wait, *slot});
+            res.set_chunked_content_provider(
+                "application/json", [&c, poll](std::size_t, httplib::DataSink& sink) {
+                  Answer answer = c.Events(poll->cursor, poll->limit,
+                                           std::chrono::seconds(poll->seconds_left > 0 ? 1 : 0));
+                  if (!answer.ok()) return false;
+                  if (answer.body["events"].empty() && poll->seconds_left > 1) {
+                    --poll->seconds_left;
+                    return sink.write(" ", 1);
+                  }
+                  const std::string text = store::Dump(answer.body) + "\n";
+                  if (!sink.write(text.data(), text.size())) return false;
+                  sink.done();
+                  return true;
+                });
+            return Answer::Written();
           });
   }
+
+  // The server's TLS settings for the requests it makes itself (to agents' log servers).
+  void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
 
  private:
   using Handler =
@@ -385,41 +492,6 @@ class Api {
     return v;
   }
 
-  // An agent's reports: {"tasks": [{"job", "rank", "run", "running", "exit_code", "signal",
-  // "lost", "checkpoint_ms"}]}.
-  static Result<std::vector<TaskReport>> Reports(const Json& body) {
-    std::vector<TaskReport> out;
-    if (!body.contains("tasks")) return out;
-    if (!body["tasks"].is_array()) return Status::InvalidArgument("must be an array", "tasks");
-    for (std::size_t i = 0; i < body["tasks"].size(); ++i) {
-      const Json& t = body["tasks"][i];
-      const std::string f = fmt::format("tasks[{}]", i);
-      if (!t.is_object()) return Status::InvalidArgument("must be an object", f);
-      for (const char* key : {"job", "rank", "run"}) {
-        if (!t.contains(key) || !t[key].is_number_integer())
-          return Status::InvalidArgument("must be an integer", fmt::format("{}.{}", f, key));
-      }
-      TaskReport r;
-      try {
-        r.job = t["job"].get<JobId>();
-        r.rank = t["rank"].get<std::uint32_t>();
-        r.run = t["run"].get<Millis>();
-        r.running = t.value("running", true);
-        r.exit_code = t.value("exit_code", -1);
-        r.signal = t.value("signal", 0);
-        r.lost = t.value("lost", false);
-        r.checkpoint = t.value("checkpoint_ms", Millis{-1});
-      } catch (const nlohmann::json::exception&) {
-        return Status::InvalidArgument(
-            "running and lost must be booleans; exit_code, signal and "
-            "checkpoint_ms integers",
-            f);
-      }
-      out.push_back(r);
-    }
-    return out;
-  }
-
   static Result<Json> Body(const httplib::Request& req) {
     if (req.body.empty()) return Status::InvalidArgument("empty; expected JSON", "body");
     return store::ParseJson(req.body, "body");
@@ -430,14 +502,12 @@ class Api {
     auto wrapped = [this, handler](const httplib::Request& req, httplib::Response& res) {
       Core* c = core();
       if (!c) return Send(res, Status::Unavailable("recovering from the store; retry shortly"));
-      std::optional<Caller> who = Authenticate(req);
-      if (!who) {
-        // Authentication is HTTP's own (no Status code): 401 with its challenge.
+      Result<Caller> who = Authenticate(req);
+      if (!who.ok()) {
+        // Authentication is HTTP's own: 401 with its challenge.
         res.set_header("WWW-Authenticate", "Bearer");
-        return SendError(res, 401, "unauthenticated", "Authorization",
-                         req.has_header("Authorization")
-                             ? "Authorization: unknown token"
-                             : "Authorization: missing (expected 'Bearer TOKEN')");
+        CountBad();
+        return Send(res, who.status());
       }
       Answer answer = handler(*c, *who, req, res);
       if (answer.written) return;  // a streamed or plain-text body
@@ -451,14 +521,16 @@ class Api {
     if (method == "DELETE") svr.Delete(pattern, wrapped);
   }
 
-  std::optional<Caller> Authenticate(const httplib::Request& req) const {
+  Result<Caller> Authenticate(const httplib::Request& req) const {
     const std::string header = req.get_header_value("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
-    if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0)
-      return std::nullopt;
-    auto it = callers_.find(header.substr(kBearer.size()));
-    if (it == callers_.end()) return std::nullopt;
-    return it->second;
+    if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
+      return Status::FromCode(StatusCode::kUnauthenticated,
+                              req.has_header("Authorization") ? "expected 'Bearer TOKEN'"
+                                                              : "missing (expected 'Bearer TOKEN')",
+                              "Authorization");
+    }
+    return auth_.Authenticate(std::string_view(header).substr(kBearer.size()), NowMillis());
   }
 
   void CountBad() {
@@ -466,14 +538,16 @@ class Api {
   }
 
   std::atomic<Core*> core_{nullptr};
-  std::unordered_map<std::string, Caller> callers_;
+  Authenticator auth_;
+  Watchers watchers_;
+  TlsClientSettings tls_;
   std::size_t max_body_ = 1 << 20;
 };
 
 class ServerImpl : public Server {
  public:
   ~ServerImpl() override {
-    svr_.stop();
+    if (svr_) svr_->stop();
     if (http_.joinable()) http_.join();
     if (api_) api_->SetCore(nullptr);
     core_.reset();
@@ -486,6 +560,23 @@ class ServerImpl : public Server {
     if (config->server.tokens.empty()) {
       fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
                  args.config);
+    }
+    for (std::size_t i = 0; i < config->server.tokens.size(); ++i) {
+      const config::TokenSpec& t = config->server.tokens[i];
+      if (t.inline_secret && !args.dev) {
+        return Status::InvalidArgument(
+            fmt::format("{}: server.tokens[{}] ({}): a token written in the configuration is for "
+                        "development only (arbiter server --dev); give token_sha256 (arbiter "
+                        "token new) or token_file",
+                        args.config, i, t.name),
+            "--config");
+      }
+      if (t.role == config::TokenSpec::Role::kUser && t.priority_classes.empty()) {
+        fmt::print(stderr,
+                   "warning: {}: the user token {} may give its jobs any priority class; list "
+                   "its priority_classes (docs/security.md)\n",
+                   args.config, t.name);
+      }
     }
     const auto colon = args.listen.rfind(':');
     int port = -1;
@@ -500,33 +591,78 @@ class ServerImpl : public Server {
           "--listen");
     }
     const std::string host = args.listen.substr(0, colon);
-    api_ = std::make_unique<Api>(*config);
+    const bool tls = !args.tls_cert.empty();
+    if (tls != !args.tls_key.empty())
+      return Status::InvalidArgument("give both --tls-cert and --tls-key", "--tls-cert");
+    if (!tls && !args.tls_client_ca.empty())
+      return Status::InvalidArgument("client certificates need TLS: give --tls-cert and --tls-key",
+                                     "--tls-client-ca");
+    if (!tls && !net::IsLoopback(host) && !args.insecure_http) {
+      return Status::InvalidArgument(
+          fmt::format("plain HTTP on {} would carry tokens in the clear over the network: give "
+                      "--tls-cert and --tls-key, or --insecure-http to accept it",
+                      host),
+          "--listen");
+    }
+    Result<std::string> node_key = LoadOrCreateNodeKey(args.data);
+    if (!node_key.ok()) return node_key.status();
+    api_ = std::make_unique<Api>(*config, std::move(node_key).value(), args.threads);
+    TlsClientSettings agent_tls;
+    agent_tls.ca_file = args.agent_ca;
+    api_->SetTls(std::move(agent_tls));
+    if (tls) {
+      auto ssl = std::make_unique<httplib::SSLServer>(
+          args.tls_cert.c_str(), args.tls_key.c_str(),
+          args.tls_client_ca.empty() ? nullptr : args.tls_client_ca.c_str());
+      if (!ssl->is_valid()) {
+        return Status::InvalidArgument(
+            fmt::format("cannot use the certificate {} with the key {}{}: unreadable, not PEM, or "
+                        "not a pair",
+                        args.tls_cert, args.tls_key,
+                        args.tls_client_ca.empty() ? "" : " and the CA " + args.tls_client_ca),
+            "--tls-cert");
+      }
+      svr_ = std::move(ssl);
+    } else {
+      svr_ = std::make_unique<httplib::Server>();
+    }
+    httplib::Server& svr = *svr_;
     const int threads = args.threads;
-    svr_.new_task_queue = [threads] {
+    svr.new_task_queue = [threads] {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
-    svr_.set_keep_alive_max_count(100000);
-    svr_.set_tcp_nodelay(true);
+    svr.set_keep_alive_max_count(100000);
+    // An idle keep-alive connection holds a thread until it times out: keep that short.
+    svr.set_keep_alive_timeout(2);
+    svr.set_tcp_nodelay(true);
     // The library listens with a backlog of 5: a burst of clients connecting at once would
     // overflow it (connections reset). Remember the socket to listen again with a larger one.
+    // Its default options include SO_REUSEPORT, with which a second server on the same port
+    // would silently share it: only SO_REUSEADDR here (a restarted server takes its port back
+    // from connections in TIME_WAIT; a port another server listens on stays refused).
     int listening_socket = -1;
-    svr_.set_socket_options([&listening_socket](socket_t sock) {
-      httplib::default_socket_options(sock);
+    svr.set_socket_options([&listening_socket](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
       listening_socket = sock;
     });
-    api_->Register(svr_);
-    port_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
+    api_->Register(svr);
+    port_ = port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
     if (port_ < 0) {
-      return Status::FromCode(StatusCode::kUnavailable,
-                              fmt::format("cannot listen on {}", args.listen), "--listen");
+      return Status::FromCode(
+          StatusCode::kUnavailable,
+          fmt::format("cannot listen on {}: the address is in use (another server?) or not this "
+                      "machine's",
+                      args.listen),
+          "--listen");
     }
     if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
     http_ = std::thread([this] {
-      svr_.listen_after_bind();
+      svr_->listen_after_bind();
       http_done_ = true;
     });
     // stop() before the loop runs would be lost (and the loop never end): wait until it runs.
-    while (!svr_.is_running() && !http_done_) {
+    while (!svr_->is_running() && !http_done_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (listening) listening(port_);
@@ -544,7 +680,7 @@ class ServerImpl : public Server {
   }
 
  private:
-  httplib::Server svr_;
+  std::unique_ptr<httplib::Server> svr_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Core> core_;
   std::thread http_;
@@ -588,7 +724,8 @@ int RunServer(const ServerArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string host = args.listen.substr(0, args.listen.rfind(':'));
   Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
-    fmt::print("arbiter server: listening on http://{}:{}\n", host, port);
+    fmt::print("arbiter server: listening on {}://{}:{}\n",
+               args.tls_cert.empty() ? "http" : "https", host, port);
     std::fflush(stdout);
   });
   if (!server.ok()) {

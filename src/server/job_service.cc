@@ -73,6 +73,12 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
                       caller.queues.empty() ? "none" : Join(caller.queues)),
           "queue");
     }
+    if (!caller.MayUseClass(spec->priority_class)) {
+      return Status::PermissionDenied(
+          fmt::format("{} may not give a job the priority class '{}' (allowed: {})", caller.name,
+                      spec->priority_class, Join(caller.priority_classes)),
+          "priority_class");
+    }
     // A job that could never fit is refused now rather than left pending forever: one cycle
     // over this job alone on the configured cluster with nothing running places it, or says
     // why not and whether waiting could ever help (Verdict::kNever).
@@ -230,12 +236,12 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
     return Status::NotFound(store::UnknownName("priority class", priority_class, known),
                             "priority_class");
   }
-  const PriorityClassSpec& current = state_->priority_class(entry->job.priority_class);
-  if (!caller.admin() && state_->priority_class(*pc).value > current.value) {
-    return Status::PermissionDenied(fmt::format("a user may only lower a job's priority ({} "
-                                                "is above {})",
-                                                priority_class, current.name),
-                                    "priority_class");
+  // The one rule of submission: the classes the caller's token may use (Caller::MayUseClass).
+  if (!caller.MayUseClass(priority_class)) {
+    return Status::PermissionDenied(
+        fmt::format("{} may not give a job the priority class '{}' (allowed: {})", caller.name,
+                    priority_class, Join(caller.priority_classes)),
+        "priority_class");
   }
   if (store::IsFinished(entry->stored.status.state)) {
     return Status::Conflict(

@@ -16,6 +16,15 @@ struct ServerArgs {
   std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free one
   bool virtual_nodes = false;
   int threads = 64;  // connection threads (a keep-alive connection holds one)
+  // TLS: the server's certificate and key (PEM); with `tls_client_ca`, clients must show a
+  // certificate it signs (agents, say). Without a certificate the server speaks plain HTTP, on a
+  // loopback address only unless `insecure_http`.
+  std::string tls_cert, tls_key, tls_client_ca;
+  // The CA file that signs the agents' log servers' certificates (https log servers).
+  std::string agent_ca;
+  bool insecure_http = false;
+  // Development mode: tokens written in the configuration itself (`token:`) are taken.
+  bool dev = false;
 };
 
 // A running server: HTTP threads, the scheduling loop, the store. Stops when destroyed.

@@ -64,7 +64,7 @@ Status NonNegative(std::string_view field, std::int64_t value) {
 }
 
 Status ValidateGroup(const TaskGroup& g, const std::string& f) {
-  if (Status s = limits::CheckName(f + ".name", g.name, true); !s.ok()) return s;
+  if (Status s = limits::CheckObjectName(f + ".name", g.name); !s.ok()) return s;
   if (Status s = limits::CheckCount(f + ".tasks", g.count, 1, limits::kMaxTasksPerJob); !s.ok()) {
     return s;
   }
@@ -87,8 +87,7 @@ Status ValidateGroup(const TaskGroup& g, const std::string& f) {
   return limits::CheckCount(f + ".memory_mib", g.request.memory.value(), 0, limits::kMaxMemoryMiB);
 }
 
-// A label map: at most kMaxLabels entries, keys not empty, keys and values of at most
-// kMaxNameBytes.
+// A label map: at most kMaxLabels entries, keys and values as Kubernetes labels.
 Status ValidateLabels(const std::string& field, const Labels& labels, bool required) {
   if (required && labels.empty()) return FieldError(field, "give at least one label to match");
   if (labels.size() > limits::kMaxLabels) {
@@ -96,10 +95,8 @@ Status ValidateLabels(const std::string& field, const Labels& labels, bool requi
                       fmt::format("at most {} labels, got {}", limits::kMaxLabels, labels.size()));
   }
   for (const auto& [key, value] : labels) {
-    if (Status s = limits::CheckName(field, key, true); !s.ok()) {
-      return FieldError(field, fmt::format("a key {}", s.detail()));
-    }
-    if (Status s = limits::CheckName(field + "." + key, value, false); !s.ok()) return s;
+    if (Status s = limits::CheckLabelKey(field, key); !s.ok()) return s;
+    if (Status s = limits::CheckLabelValue(field + "." + key, value); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -225,7 +222,7 @@ bool operator==(const Event& a, const Event& b) {
 
 Status ValidateJobSpec(const JobSpec& spec) {
   if (Status s = SpecTexts(spec); !s.ok()) return s;
-  if (Status s = limits::CheckName("name", spec.name, true); !s.ok()) return s;
+  if (Status s = limits::CheckObjectName("name", spec.name); !s.ok()) return s;
   if (Status s = limits::CheckName("user", spec.user, false); !s.ok()) return s;
   if (Status s = limits::CheckName("queue", spec.queue, true); !s.ok()) return s;
   if (Status s = limits::CheckName("priority_class", spec.priority_class, true); !s.ok()) return s;
@@ -268,8 +265,10 @@ Status ValidateJobSpec(const JobSpec& spec) {
   for (std::size_t i = 0; i < spec.tolerations.size(); ++i) {
     const Toleration& t = spec.tolerations[i];
     const std::string f = fmt::format("tolerations[{}]", i);
-    if (Status s = limits::CheckName(f + ".key", t.key, false); !s.ok()) return s;
-    if (Status s = limits::CheckName(f + ".value", t.value, false); !s.ok()) return s;
+    if (!t.key.empty()) {
+      if (Status s = limits::CheckLabelKey(f + ".key", t.key); !s.ok()) return s;
+    }
+    if (Status s = limits::CheckLabelValue(f + ".value", t.value); !s.ok()) return s;
     if (t.op == Toleration::Op::kExists && !t.value.empty()) {
       return FieldError(f + ".value", "operator Exists matches any value; leave 'value' out");
     }
@@ -306,14 +305,32 @@ Status ValidateJobSpec(const JobSpec& spec) {
     return FieldError(
         "env", fmt::format("at most {} variables, got {}", limits::kMaxEnv, spec.env.size()));
   }
+  // What a task runs may span lines (a shell script), but holds no other control character.
+  constexpr std::string_view kLines = "\t\n\r";
   std::size_t command_bytes = spec.command.size();
-  for (const std::string& a : spec.argv) command_bytes += a.size() + 1;
+  if (Status s = limits::CheckText("command", spec.command, limits::kMaxCommandBytes, kLines);
+      !s.ok()) {
+    return s;
+  }
+  for (std::size_t i = 0; i < spec.argv.size(); ++i) {
+    const std::string& a = spec.argv[i];
+    if (Status s =
+            limits::CheckText(fmt::format("argv[{}]", i), a, limits::kMaxCommandBytes, kLines);
+        !s.ok()) {
+      return s;
+    }
+    command_bytes += a.size() + 1;
+  }
   for (const auto& [name, value] : spec.env) {
     if (name.empty() || name.find('=') != std::string::npos ||
-        name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
-      return FieldError(fmt::format("env.{}", name),
-                        "a variable's name must be non-empty without '=', and no text may "
-                        "hold a NUL");
+        limits::FindUnprintable(name) != std::string_view::npos) {
+      return FieldError("env",
+                        "a variable's name must be non-empty, without '=' or control characters");
+    }
+    if (Status s =
+            limits::CheckText(fmt::format("env.{}", name), value, limits::kMaxCommandBytes, kLines);
+        !s.ok()) {
+      return s;
     }
     command_bytes += name.size() + value.size() + 2;
   }
@@ -333,7 +350,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
   if (!spec.topology_level.empty() && spec.topology_mode == ConstraintMode::kUnconstrained) {
     return FieldError("topology.mode", "must be required or preferred");
   }
-  if (Status s = limits::CheckDuration("submit_time_ms", spec.submit_time); !s.ok()) return s;
+  if (Status s = limits::CheckTime("submit_time_ms", spec.submit_time); !s.ok()) return s;
   if (Status s = limits::CheckDuration("runtime_estimate_ms", spec.runtime_estimate); !s.ok()) {
     return s;
   }

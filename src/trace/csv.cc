@@ -328,7 +328,7 @@ std::string CheckLimits(const TraceJob& job) {
     s = limits::CheckCount("memory per task", job.memory_per_task.value(), 0,
                            limits::kMaxMemoryMiB);
   }
-  if (s.ok()) s = limits::CheckDuration("submit", job.submit);
+  if (s.ok()) s = limits::CheckTime("submit", job.submit);
   if (s.ok()) s = limits::CheckDuration("duration", job.duration);
   if (s.ok()) s = limits::CheckDuration("checkpoint_interval", job.checkpoint_interval);
   if (s.ok()) {

@@ -115,7 +115,10 @@ class AgentTest : public ::testing::Test {
   }
 
   void StartServer(const std::string& listen) {
-    server_.emplace(config_, (dir_.path() / "data").string(), std::vector<std::string>{}, listen);
+    // The partition test's server listens on an address of its own network (plain HTTP there).
+    std::vector<std::string> extra;
+    if (listen.rfind("127.", 0) != 0) extra.push_back("--insecure-http");
+    server_.emplace(config_, (dir_.path() / "data").string(), std::move(extra), listen);
   }
   void StartAgent(int i, const std::string& address = "127.0.0.1",
                   std::vector<std::string> wrapper = {}) {
@@ -314,20 +317,35 @@ TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
 
 TEST_F(AgentTest, AnAgentIsCheckedAgainstTheConfigurationAndItsLabelsJoinTheNode) {
   agents_[0]->Stop(SIGTERM);
-  Reply wrong = Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+  // The node is still registered (not yet lost): its join token may not take it over, its own
+  // credential (kept by the agent) registers it again.
+  EXPECT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+                R"({"devices": [{"model": "G"}, {"model": "G"}]})")
+                .status,
+            409);
+  std::string credential;
+  std::ifstream(dir_.path() / "agent-0" / "node-credential") >> credential;
+  ASSERT_EQ(credential.rfind("arbiter-node.n-0.", 0), 0u) << credential;
+  Reply wrong = Api(credential, "POST", "/v1/nodes/n-0/register",
                     R"({"devices": [{"model": "G", "memory_mib": 40960}]})");
   EXPECT_EQ(wrong.status, 409);
   EXPECT_EQ(wrong.body["error"]["message"],
             "devices: node n-0 does not have what the configuration says: 2 G GPU(s) "
             "configured, 1 found");
-  Reply user = Api(kAdmin, "POST", "/v1/nodes/n-9/register", "{}");
-  EXPECT_EQ(user.status, 404);
+  // Only agents register nodes, and only configured ones.
+  EXPECT_EQ(Api(kAdmin, "POST", "/v1/nodes/n-0/register", "{}").status, 403);
+  EXPECT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-9/register", "{}").status, 404);
   // The labels an agent reports join the node's: node selectors find them.
-  EXPECT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+  EXPECT_EQ(Api(credential, "POST", "/v1/nodes/n-0/register",
                 R"({"devices": [{"model": "G"}, {"model": "G"}], "labels": {"zone": 7}})")
                 .body["error"]["field"],
             "labels.zone");
-  ASSERT_EQ(Api(kAgentToken, "POST", "/v1/nodes/n-0/register",
+  // Another node's credential may not register this one.
+  EXPECT_EQ(Api(credential, "POST", "/v1/nodes/n-1/register",
+                R"({"devices": [{"model": "G"}, {"model": "G"}]})")
+                .status,
+            403);
+  ASSERT_EQ(Api(credential, "POST", "/v1/nodes/n-0/register",
                 R"({"devices": [{"model": "G"}, {"model": "G"}], "labels": {"zone": "a"}})")
                 .status,
             200);

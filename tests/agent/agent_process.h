@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,9 @@ class AgentProcess {
     const std::string out = work_dir + ".out";
     pid_ = ::fork();
     if (pid_ == 0) {
+      // The agent dies with the test process, however that ends (its tasks are its own
+      // concern: they outlive agents by design).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         ::dup2(fd, 1);

@@ -705,10 +705,10 @@ TEST(ConfigJobs, ValidatorErrorsNameTheFileLineAndField) {
   EXPECT_EQ(JobsError(state, head + "    tasks: 1000001\n"),
             "j.yaml:6:12: jobs[1].tasks: must be at most 1000000, got 1000001");
   EXPECT_EQ(JobsError(state, head + "    runtime_estimate: 40000000d\n"),
-            "j.yaml:6:23: jobs[1].runtime_estimate: must be at most 1000000000000000, got "
+            "j.yaml:6:23: jobs[1].runtime_estimate: must be at most a year (31622400000 ms), got "
             "3456000000000000");
   EXPECT_EQ(JobsError(state, head + "    labels: {team: " + std::string(300, 'x') + "}\n"),
-            "j.yaml:6:13: jobs[1].labels.team: must be at most 256 bytes long, got 300");
+            "j.yaml:6:13: jobs[1].labels.team: must be at most 253 bytes long, got 300");
   EXPECT_EQ(JobsError(state, head + "    affinity: [{match: {}}]\n"),
             "j.yaml:6:24: jobs[1].affinity[0].match: give at least one label to match");
   EXPECT_EQ(JobsError(state, head + "    affinity: [{match: {a: b}, level: rack}]\n"),

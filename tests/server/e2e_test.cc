@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kAdmin = "admin-token-0001";
 constexpr const char* kAlice = "alice-token-0001";
-constexpr const char* kBob = "bob-token-00001";
+constexpr const char* kBob = "bob-token-000001";
 constexpr const char* kAgent = "agent-token-0001";
 
 // Two nodes of four GPUs; `high` may evict `low` (1 s grace period).
@@ -36,8 +36,8 @@ nodes:
 server:
   tokens:
     - {name: admin, token: admin-token-0001, role: admin}
-    - {name: alice, token: alice-token-0001, role: user, queues: [main]}
-    - {name: bob, token: bob-token-00001, role: user, queues: [main]}
+    - {name: alice, token: alice-token-0001, role: user, queues: [main], priority_classes: [low]}
+    - {name: bob, token: bob-token-000001, role: user, queues: [main], priority_classes: [low]}
     - {name: agent, token: agent-token-0001, role: agent}
   cycle_min_interval: 20ms
   cycle_period: 500ms
@@ -213,7 +213,8 @@ TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
   EXPECT_NE(explain.output.find("pending: filter: 0/2 nodes fit: 2 insufficient GPU"),
             std::string::npos)
       << explain.output;
-  // Bob may not touch Alice's job; Alice may lower but not raise its priority, and hold it.
+  // Bob may not touch Alice's job; Alice may not give it a class her token does not list, and
+  // may hold it.
   EXPECT_EQ(Call(port(), kBob, "POST", "/v1/jobs/" + std::to_string(waiting) + "/cancel").status,
             403);
   EXPECT_EQ(Call(port(), kAlice, "PATCH", "/v1/jobs/" + std::to_string(waiting),
@@ -600,7 +601,7 @@ TEST_F(ServerTest, RefusesToStartWhenAStoredJobNoLongerResolves) {
   edited.replace(edited.find("  - {name: other}\n"), std::string("  - {name: other}\n").size(), "");
   const std::string config = dir_.Write("edited.yaml", edited);
   CommandResult start = RunCli("", "",
-                               "server --config " + config + " --listen 127.0.0.1:0 --data " +
+                               "server --dev --config " + config + " --listen 127.0.0.1:0 --data " +
                                    (dir_.path() / "data").string(),
                                "/nonexistent");
   EXPECT_EQ(start.status, 1) << start.output;

@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,11 +74,15 @@ class ServerProcess {
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
+      // The server dies with the test process, however that ends (a failed assertion, a
+      // timeout's kill): no server is left running on the machine.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> args = {ARBITER_BINARY, "server", "--config", config,
-                                       "--data",       data,     "--listen", listen};
+      // --dev: the tests' configurations write their tokens in the file.
+      std::vector<std::string> args = {ARBITER_BINARY, "server",   "--config", config, "--data",
+                                       data,           "--listen", listen,     "--dev"};
       for (std::string& e : extra) args.push_back(std::move(e));
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());

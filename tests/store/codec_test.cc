@@ -364,7 +364,7 @@ TEST(StoreRecords, ValidateJobSpecNamesTheField) {
             }),
             "argv[0]: must name the program to run");
   EXPECT_EQ(error([](JobSpec& s) { s.env["A=B"] = "x"; }),
-            "env.A=B: a variable's name must be non-empty without '=', and no text may hold a NUL");
+            "env: a variable's name must be non-empty, without '=' or control characters");
   EXPECT_EQ(error([](JobSpec& s) { s.max_retries = -1; }),
             "max_retries: must not be negative, got -1");
   EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = -3; }),

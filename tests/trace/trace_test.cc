@@ -726,7 +726,7 @@ TEST(TraceLimits, RowsOutsideTheJobLimitsAreBadRows) {
   EXPECT_EQ(t.jobs[0].name, "ok");
   ASSERT_EQ(t.bad_rows.size(), 2u);
   EXPECT_EQ(t.bad_rows[0].line, 3);
-  EXPECT_EQ(t.bad_rows[0].problem, "name: must be at most 256 bytes long, got 300");
+  EXPECT_EQ(t.bad_rows[0].problem, "name: must be at most 253 bytes long, got 300");
   EXPECT_EQ(t.bad_rows[1].line, 4);
   EXPECT_EQ(t.bad_rows[1].problem,
             "gpus: above 1 GPU must be a whole number (a task takes a share of one GPU or whole "
