@@ -61,23 +61,50 @@ std::string Body(int client, std::int64_t i) {
 
 namespace {
 
-void RunClients(int clients, double seconds, const std::string& suffix) {
+// A CA and a certificate for 127.0.0.1 it signs, made with the openssl command (Debian's, from the
+// deps script) in `dir`: ca.crt, server.crt, server.key.
+void MakeCertificates(const std::string& dir) {
+  const std::string command =
+      "cd '" + dir +
+      "' && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bench-ca "
+      "-keyout ca.key -out ca.crt >/dev/null 2>&1 && openssl req -newkey rsa:2048 -nodes "
+      "-subj /CN=127.0.0.1 -keyout server.key -out server.csr >/dev/null 2>&1 && "
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > san.txt && openssl x509 -req -in server.csr "
+      "-CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.txt -out server.crt "
+      ">/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) Fail("server bench: openssl could not make certificates");
+}
+
+// Submissions from `clients` keep-alive clients for `seconds`; over TLS (a 2048-bit RSA
+// certificate, verified by the clients) when `tls`.
+void RunClients(int clients, double seconds, const std::string& suffix, bool tls = false) {
   TempDir dir("arbiter-server-bench");
   const std::string config = dir.path() + "/cluster.yaml";
   std::ofstream(config) << kCluster;
   server::ServerArgs args;
   args.config = config;
   args.data = dir.path() + "/data";
+  args.dev = true;  // the token is written in the configuration
   args.listen = "127.0.0.1:0";
   args.virtual_nodes = true;  // nodes run in the server: jobs are placed, as on a real cluster
   args.threads = clients + 8;
+  if (tls) {
+    MakeCertificates(dir.path());
+    args.tls_cert = dir.path() + "/server.crt";
+    args.tls_key = dir.path() + "/server.key";
+  }
   Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
   if (!server.ok()) Fail(server.status().message());
   const int port = (*server)->port();
 
   std::atomic<int> refused{0};
   TimedRun run = RunClosedLoop(clients, seconds, [&](int c) {
-    auto client = std::make_shared<httplib::Client>("127.0.0.1", port);
+    auto client = std::make_shared<httplib::Client>(
+        (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port));
+    if (tls) {
+      client->set_ca_cert_path((dir.path() + "/ca.crt").c_str());
+      client->enable_server_certificate_verification(true);
+    }
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);  // else Nagle and delayed ACKs add 40 ms a request
     client->set_read_timeout(std::chrono::seconds(30));
@@ -99,7 +126,9 @@ void RunClients(int clients, double seconds, const std::string& suffix) {
     Fail("server bench: " + std::to_string(refused.load()) + " submissions failed");
   {
     // The cycles that ran meanwhile (they order and explain every pending job).
-    httplib::Client client("127.0.0.1", port);
+    httplib::Client client((tls ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                           std::to_string(port));
+    client.set_ca_cert_path((dir.path() + "/ca.crt").c_str());
     httplib::Result metrics = client.Get("/metrics");
     double sum = 0, count = 0;
     if (metrics) {
@@ -169,6 +198,7 @@ void RunServerRecovery(const std::string& dir) {
   server::ServerArgs args;
   args.config = dir + "/cluster.yaml";
   args.data = dir + "/data";
+  args.dev = true;  // the token is written in the configuration
   args.listen = "127.0.0.1:0";
   args.virtual_nodes = true;  // nodes run in the server: jobs are placed, as on a real cluster
   // CPU time too (every thread's, user and system): on a machine shared with other work the
@@ -199,6 +229,7 @@ void RunServerRecovery(const std::string& dir) {
 void RunServerBench(int clients, double seconds, std::int64_t recovery_jobs) {
   RunClients(16, seconds, "_16_clients");
   RunClients(clients, seconds, "");
+  RunClients(clients, seconds, "_tls", /*tls=*/true);
   if (recovery_jobs > 0) RunRecovery(recovery_jobs);
 }
 
