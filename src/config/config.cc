@@ -260,13 +260,15 @@ class ClusterLoader {
   // `server:`: tokens and the server's limits. Runs after the queues (user tokens name them).
   void LoadServer(const Value& value) {
     Map m(value, {"tokens", "cycle_min_interval", "cycle_period", "max_active_jobs_per_user",
-                  "max_body_bytes", "node_lost_timeout", "agent_sync_wait", "kill_after",
-                  "checkpoint_root"});
+                  "max_active_gpus_per_user", "max_body_bytes", "node_lost_timeout",
+                  "agent_sync_wait", "kill_after", "checkpoint_root"});
     ServerConfig& s = out_.server;
     if (const Value* v = m.Find("cycle_min_interval")) s.cycle_min_interval = v->Duration();
     if (const Value* v = m.Find("cycle_period")) s.cycle_period = PositiveDuration(*v);
     if (const Value* v = m.Find("max_active_jobs_per_user"))
       s.max_active_jobs_per_user = v->Int(0, std::numeric_limits<std::int64_t>::max());
+    if (const Value* v = m.Find("max_active_gpus_per_user"))
+      s.max_active_gpu_milli_per_user = v->Gpus().value();
     if (const Value* v = m.Find("max_body_bytes")) s.max_body_bytes = v->Int(1024, 1LL << 32);
     if (const Value* v = m.Find("node_lost_timeout")) s.node_lost_timeout = PositiveDuration(*v);
     if (const Value* v = m.Find("agent_sync_wait")) s.agent_sync_wait = PositiveDuration(*v);

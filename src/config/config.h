@@ -49,7 +49,9 @@ struct ServerConfig {
   Millis cycle_min_interval = 200;                // at most one cycle per this interval
   Millis cycle_period = 5 * kMillisPerSecond;     // a cycle at least this often
   std::int64_t max_active_jobs_per_user = 10000;  // pending, held and running; 0: no limit
-  std::int64_t max_body_bytes = 1 << 20;          // larger request bodies are refused
+  // The GPUs (milli-GPU) those jobs ask for together; 0: no limit.
+  std::int64_t max_active_gpu_milli_per_user = 0;
+  std::int64_t max_body_bytes = 1 << 20;  // larger request bodies are refused
   // Node agents (without --virtual-nodes). A node whose agent has not been heard from for
   // `node_lost_timeout` is lost: out of the schedulable pool, its jobs requeued or failed.
   Millis node_lost_timeout = 30 * kMillisPerSecond;

@@ -88,7 +88,7 @@ Status Core::Recover() {
   std::vector<std::string> errors(parts);
   std::vector<std::size_t> failed(parts);
   std::unique_lock inbox(inbox_mu_);
-  std::map<std::string, std::int64_t>::iterator user = active_.end();
+  std::map<std::string, Active>::iterator user = active_.end();
   auto each_batch = [&](std::span<store::StoredJob> batch) -> Status {
     auto resolve = [&](std::size_t p) {
       for (std::size_t i = batch.size() * p / parts; i < batch.size() * (p + 1) / parts; ++i) {
@@ -136,9 +136,9 @@ Status Core::Recover() {
         }
         // Most jobs come from few users: look the counter up only when the user changes.
         if (user == active_.end() || user->first != entry.stored.spec.user) {
-          user = active_.try_emplace(entry.stored.spec.user, 0).first;
+          user = active_.try_emplace(entry.stored.spec.user).first;
         }
-        ++user->second;
+        user->second.Add(entry.stored.spec, 1);
         jobs_.insert(jobs_.end(), std::move(node));  // the store gives them by id
       }
     }
@@ -317,11 +317,23 @@ void Core::RememberNodes(Entry& entry) {
   }
 }
 
+void Core::Active::Add(const store::JobSpec& spec, int sign) {
+  jobs += sign;
+  for (const TaskGroup& g : spec.groups) gpu_milli += sign * g.count * g.request.gpu.value();
+}
+
+void Core::ReleaseActiveLocked(const store::JobSpec& spec) {
+  auto it = active_.find(spec.user);
+  if (it == active_.end()) return;
+  it->second.Add(spec, -1);
+  if (it->second.jobs <= 0) active_.erase(it);
+}
+
 void Core::Finish(Entry& entry) {
   entry.reason.clear();
   {
     std::lock_guard lock(inbox_mu_);
-    if (--active_[entry.stored.spec.user] <= 0) active_.erase(entry.stored.spec.user);
+    ReleaseActiveLocked(entry.stored.spec);
   }
   finished_.push_back(entry.stored.id);
   while (finished_.size() > options_.finished_kept) {

@@ -224,12 +224,21 @@ class Core {
   std::optional<ClusterState> probe_;  // GUARDED_BY(probe_mu_): the cluster with nothing running
 
   std::mutex inbox_mu_;
-  std::vector<Entry> inbox_;                    // GUARDED_BY(inbox_mu_): committed, not in jobs_
-  std::map<std::string, std::int64_t> active_;  // GUARDED_BY(inbox_mu_): per user, incl. in flight
-  bool wake_ = false;                           // GUARDED_BY(inbox_mu_)
-  bool stop_ = false;                           // GUARDED_BY(inbox_mu_)
-  bool loop_waits_for_inbox_ = true;            // GUARDED_BY(inbox_mu_): a submission wakes it
-  std::condition_variable cv_;                  // with inbox_mu_
+  std::vector<Entry> inbox_;  // GUARDED_BY(inbox_mu_): committed, not in jobs_
+  // A user's active (pending, held, running) jobs and their GPUs, submissions in flight included:
+  // what server.max_active_jobs_per_user and max_active_gpus_per_user limit.
+  struct Active {
+    std::int64_t jobs = 0;
+    std::int64_t gpu_milli = 0;
+    void Add(const store::JobSpec& spec, int sign);
+  };
+  std::map<std::string, Active> active_;  // GUARDED_BY(inbox_mu_)
+  // Takes `spec` out of its user's active count; forgets a user with nothing active.
+  void ReleaseActiveLocked(const store::JobSpec& spec);
+  bool wake_ = false;                 // GUARDED_BY(inbox_mu_)
+  bool stop_ = false;                 // GUARDED_BY(inbox_mu_)
+  bool loop_waits_for_inbox_ = true;  // GUARDED_BY(inbox_mu_): a submission wakes it
+  std::condition_variable cv_;        // with inbox_mu_
   std::thread loop_;
 };
 

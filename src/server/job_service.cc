@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "config/limits.h"
 #include "server/core.h"
 #include "store/codec.h"
 #include "store/names.h"
@@ -93,21 +94,33 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
   {
     std::lock_guard lock(inbox_mu_);
     const std::int64_t limit = base_.server.max_active_jobs_per_user;
-    std::int64_t& active = active_[spec->user];
-    if (limit > 0 && active >= limit) {
-      // Valid, but more than the user's share now: it may be taken once jobs finish.
+    const std::int64_t gpu_limit = base_.server.max_active_gpu_milli_per_user;
+    Active& active = active_[spec->user];
+    Active with = active;
+    with.Add(*spec, 1);
+    // Valid, but more than the user's share now: it may be taken once jobs finish.
+    if (limit > 0 && with.jobs > limit) {
       return Status::Conflict(fmt::format("{} has {} pending, held or running jobs, the most "
                                           "allowed (server.max_active_jobs_per_user)",
-                                          spec->user, active),
+                                          spec->user, active.jobs),
                               "user");
     }
-    ++active;  // reserved while the store commits
+    if (gpu_limit > 0 && with.gpu_milli > gpu_limit) {
+      return Status::Conflict(
+          fmt::format("{}'s pending, held and running jobs ask {} GPUs; this one's {} more would "
+                      "pass the {} allowed (server.max_active_gpus_per_user)",
+                      spec->user, limits::FormatGpus(active.gpu_milli),
+                      limits::FormatGpus(with.gpu_milli - active.gpu_milli),
+                      limits::FormatGpus(gpu_limit)),
+          "user");
+    }
+    active = with;  // reserved while the store commits
   }
   const std::string name = spec->name;
   Result<store::Submitted> submitted = store_->Submit(*spec);
   std::lock_guard lock(inbox_mu_);
   if (!submitted.ok() || submitted->duplicate) {
-    if (--active_[spec->user] <= 0) active_.erase(spec->user);
+    ReleaseActiveLocked(*spec);
     if (!submitted.ok()) return std::move(submitted).status().WithContext("store: ");
     return Answer(Json{{"id", submitted->id}, {"duplicate", true}});
   }

@@ -59,8 +59,8 @@ std::string Job(const std::string& name, const std::string& cls, int tasks, int 
 
 class ServerTest : public ::testing::Test {
  protected:
-  void Start(int max_jobs_per_user = 5) {
-    config_ = dir_.Write("cluster.yaml", ClusterYaml(max_jobs_per_user));
+  void Start(int max_jobs_per_user = 5, const std::string& more_server_fields = "") {
+    config_ = dir_.Write("cluster.yaml", ClusterYaml(max_jobs_per_user) + more_server_fields);
     server_.emplace(config_, (dir_.path() / "data").string());
     ASSERT_TRUE(server_->ready()) << "the server did not start";
   }
@@ -240,6 +240,24 @@ TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
   EXPECT_TRUE(WaitState(waiting, "completed"));
   EXPECT_EQ(Call(port(), kAlice, "DELETE", "/v1/jobs/" + std::to_string(big)).status, 409);
   EXPECT_EQ(Call(port(), kAlice, "DELETE", "/v1/jobs/999").status, 404);
+}
+
+// A user's active jobs may ask at most server.max_active_gpus_per_user GPUs together; a finished
+// job gives its GPUs back.
+TEST_F(ServerTest, AUsersActiveJobsAskAtMostItsGpus) {
+  Start(100, "  max_active_gpus_per_user: 6\n");
+  const std::uint64_t four = Submit(kAlice, Job("four", "low", 2, 2000, 3600000));
+  Submit(kAlice, Job("half", "low", 1, 500, 3600000));
+  Reply over = Call(port(), kAlice, "POST", "/v1/jobs", Job("two", "low", 1, 2000, 1000));
+  EXPECT_EQ(over.status, 409) << over.body.dump();
+  EXPECT_EQ(over.body["error"]["field"], "user");
+  EXPECT_NE(over.body["error"]["message"].get<std::string>().find("ask 4.5 GPUs; this one's 2"),
+            std::string::npos)
+      << over.body.dump();
+  Submit(kBob, Job("bobs", "low", 1, 2000, 1000));   // another user's share
+  Submit(kAlice, Job("one", "low", 1, 1000, 1000));  // 5.5 in all
+  EXPECT_EQ(Call(port(), kAlice, "DELETE", "/v1/jobs/" + std::to_string(four)).status, 200);
+  Submit(kAlice, Job("two", "low", 1, 2000, 1000));
 }
 
 TEST_F(ServerTest, AuthenticationAndRoles) {
