@@ -111,11 +111,53 @@ inline Status CheckTime(std::string_view field, Millis value) {
   return CheckCount(field, value, 0, kMaxTime);
 }
 
+namespace internal {
+// The code point of the UTF-8 sequence at text[i] and its length in bytes, or a length of 0 when
+// no well-formed multi-byte sequence starts there.
+struct CodePoint {
+  std::uint32_t code = 0;
+  std::size_t size = 0;
+};
+inline CodePoint DecodeAt(std::string_view text, std::size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  const std::size_t size = c >= 0xc2 && c <= 0xdf   ? 2
+                           : c >= 0xe0 && c <= 0xef ? 3
+                           : c >= 0xf0 && c <= 0xf4 ? 4
+                                                    : 0;
+  if (size == 0 || i + size > text.size()) return {};
+  std::uint32_t code = c & (size == 2 ? 0x1fu : size == 3 ? 0x0fu : 0x07u);
+  for (std::size_t k = 1; k < size; ++k) {
+    const auto d = static_cast<unsigned char>(text[i + k]);
+    if ((d & 0xc0u) != 0x80u) return {};
+    code = (code << 6) | (d & 0x3fu);
+  }
+  return {code, size};
+}
+// Unicode's format characters (general category Cf: bidirectional marks, embeddings, overrides
+// and isolates, zero-width characters, the byte order mark, invisible operators, tags ...), the
+// line and paragraph separators (Zl, Zp) and the C1 controls: sorted, inclusive ranges.
+inline constexpr std::uint32_t kInvisible[][2] = {
+    {0x0080, 0x009f},   {0x00ad, 0x00ad},   {0x0600, 0x0605},   {0x061c, 0x061c},
+    {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},
+    {0x180e, 0x180e},   {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},
+    {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0001, 0xe0001},
+    {0xe0020, 0xe007f}};
+inline bool Invisible(std::uint32_t code) {
+  for (const auto& range : kInvisible) {
+    if (code < range[0]) return false;
+    if (code <= range[1]) return true;
+  }
+  return false;
+}
+}  // namespace internal
+
 // The first character of `text` that a terminal or a log would not show as itself: a control
 // character (C0, DEL, C1: U+0080..U+009F) other than those `allowed`, or a Unicode format
-// character that reorders or hides text (bidirectional embeddings, overrides and isolates, zero-
-// width characters, the byte order mark). Its offset in bytes, or npos. `text` is UTF-8 (checked
-// elsewhere); a malformed sequence is passed over here.
+// character that reorders or hides text (bidirectional marks, embeddings, overrides and isolates,
+// zero-width characters, the byte order mark, tags: category Cf) or breaks a line (U+2028,
+// U+2029). Its offset in bytes, or npos. `text` is UTF-8 (checked elsewhere); a malformed sequence
+// is passed over here.
 inline std::size_t FindUnprintable(std::string_view text, std::string_view allowed = {}) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -123,28 +165,18 @@ inline std::size_t FindUnprintable(std::string_view text, std::string_view allow
       if (allowed.find(static_cast<char>(c)) == std::string_view::npos) return i;
       continue;
     }
-    if (c == 0xc2 && i + 1 < text.size()) {  // U+0080..U+009F: C2 80..C2 9F
-      const auto d = static_cast<unsigned char>(text[i + 1]);
-      if (d >= 0x80 && d <= 0x9f) return i;
-    }
-    if (c == 0xe2 && i + 2 < text.size()) {  // U+2000..U+206F: E2 80..81 xx
-      const auto d = static_cast<unsigned char>(text[i + 1]);
-      const auto e = static_cast<unsigned char>(text[i + 2]);
-      const unsigned cp = 0x2000u + ((d & 0x3fu) << 6) + (e & 0x3fu);
-      if ((d == 0x80 || d == 0x81) &&
-          ((cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
-           (cp >= 0x2060 && cp <= 0x2069)))
-        return i;
-    }
-    if (c == 0xef && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xbb &&
-        static_cast<unsigned char>(text[i + 2]) == 0xbf)
-      return i;  // U+FEFF
+    if (c < 0x80) continue;
+    const internal::CodePoint cp = internal::DecodeAt(text, i);
+    if (cp.size == 0) continue;
+    if (internal::Invisible(cp.code)) return i;
+    i += cp.size - 1;
   }
   return std::string_view::npos;
 }
 
-// `text` with what FindUnprintable finds (but `allowed`) written as escapes ("\x1b", "\u202e"), so
-// that printing it cannot move the cursor, recolour a terminal or reorder a line.
+// `text` with what FindUnprintable finds (but `allowed`) written as escapes ("\x1b", "\u202e",
+// "\U000e0041"), so that printing it cannot move the cursor, recolour a terminal or reorder a
+// line.
 inline std::string Printable(std::string_view text, std::string_view allowed = {}) {
   std::string out;
   out.reserve(text.size());
@@ -152,24 +184,13 @@ inline std::string Printable(std::string_view text, std::string_view allowed = {
     const std::size_t at = FindUnprintable(text, allowed);
     out.append(text.substr(0, at == std::string_view::npos ? text.size() : at));
     if (at == std::string_view::npos) break;
-    const auto c = static_cast<unsigned char>(text[at]);
     static constexpr char kHex[] = "0123456789abcdef";
-    std::size_t size = 1;
-    unsigned code = c;
-    if (c >= 0xc0) {  // a multi-byte character (C1, a format character, the BOM)
-      size = c >= 0xe0 ? 3 : 2;
-      code = size == 2
-                 ? ((c & 0x1fu) << 6) | (static_cast<unsigned char>(text[at + 1]) & 0x3fu)
-                 : ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(text[at + 1]) & 0x3fu) << 6) |
-                       (static_cast<unsigned char>(text[at + 2]) & 0x3fu);
-    }
-    if (code < 0x100) {
-      out += {'\\', 'x', kHex[code >> 4], kHex[code & 15]};
-    } else {
-      out += {'\\',           'u', kHex[code >> 12], kHex[(code >> 8) & 15], kHex[(code >> 4) & 15],
-              kHex[code & 15]};
-    }
-    text.remove_prefix(at + size);
+    internal::CodePoint cp = internal::DecodeAt(text, at);
+    if (cp.size == 0) cp = {static_cast<unsigned char>(text[at]), 1};  // C0 or DEL
+    const int digits = cp.code < 0x100 ? 2 : cp.code < 0x10000 ? 4 : 8;
+    out += digits == 2 ? "\\x" : digits == 4 ? "\\u" : "\\U";
+    for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out += kHex[(cp.code >> shift) & 15];
+    text.remove_prefix(at + cp.size);
   }
   return out;
 }
