@@ -40,7 +40,12 @@ void FuzzTraceJson(const std::uint8_t* data, std::size_t size);
 void FuzzBinaryRecords(const std::uint8_t* data, std::size_t size);
 // The quantity parsers: config::ParseDuration, ParseGpus, ParseCpu, ParseMiB.
 void FuzzQuantity(const std::uint8_t* data, std::size_t size);
-// The command's client file (client.yaml: server, token), read as src/cli/client.cc reads it.
+// A node agent's register and sync bodies (server::ParseRegisterBody, ParseSyncBody), and the
+// log URL's host (server::UrlHost).
+void FuzzAgentRegister(const std::uint8_t* data, std::size_t size);
+void FuzzAgentSync(const std::uint8_t* data, std::size_t size);
+// The command's client file (client.yaml: server, token, token_file, ca_file), read as
+// src/cli/client.cc reads it.
 void FuzzClientConfig(const std::uint8_t* data, std::size_t size);
 
 // A target by its name ("job_spec", the NAME of fuzz/NAME_fuzz.cc and fuzz/corpus/NAME/);

@@ -8,7 +8,8 @@
 # the report in BUILD/fuzz-run/NAME/log.
 #   scripts/fuzz.sh [BUILD] [NAME...]         # default build-fuzz, every target
 #   FUZZ_SECONDS=600 scripts/fuzz.sh build-fuzz job_spec quota
-# FUZZ_CXX picks the compiler (default clang++-16); FUZZ_ARGS adds libFuzzer flags (e.g. -runs=N).
+# FUZZ_CXX picks the compiler (default clang++-16); FUZZ_ARGS adds libFuzzer flags (e.g. -runs=N);
+# FUZZ_RUN the scratch folder (default BUILD/fuzz-run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-fuzz}
@@ -34,7 +35,7 @@ else
   done
 fi
 
-run="$build/fuzz-run"
+run=${FUZZ_RUN:-$build/fuzz-run}  # FUZZ_RUN: another scratch folder, for a run beside this one
 rm -rf "$run"
 mkdir -p "$run"
 # Undefined behaviour halts (the build has -fno-sanitize-recover=all); reports carry a stack.
