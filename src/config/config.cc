@@ -626,10 +626,17 @@ class ClusterLoader {
       value.Fail("give at least one of nominal, borrowing_limit, lending_limit, max");
     }
     QuotaSpec q;
-    if (const Value* v = m.Find("nominal")) q.nominal = v->Gpus();
-    if (const Value* v = m.Find("borrowing_limit")) q.borrowing_limit = v->Gpus();
-    if (const Value* v = m.Find("lending_limit")) q.lending_limit = v->Gpus();
-    if (const Value* v = m.Find("max")) q.max = v->Gpus();
+    // Every value at most limits::kMaxQuotaMilli: the queue tree's sums never overflow.
+    auto gpus = [](const Value& v) {
+      const MilliGpu g = v.Gpus();
+      if (g.value() > limits::kMaxQuotaMilli)
+        v.Fail(fmt::format("must be at most {} GPUs", limits::kMaxQuotaMilli / kMilliPerGpu));
+      return g;
+    };
+    if (const Value* v = m.Find("nominal")) q.nominal = gpus(*v);
+    if (const Value* v = m.Find("borrowing_limit")) q.borrowing_limit = gpus(*v);
+    if (const Value* v = m.Find("lending_limit")) q.lending_limit = gpus(*v);
+    if (const Value* v = m.Find("max")) q.max = gpus(*v);
     return q;
   }
 

@@ -54,6 +54,11 @@ inline constexpr std::size_t kMaxArgs = 4096;
 inline constexpr std::size_t kMaxEnv = 1024;
 inline constexpr std::size_t kMaxCommandBytes = 256 * 1024;
 inline constexpr std::int32_t kMaxRetries = 1'000'000;
+// A reason an operator gives (cordon, drain): one line of text.
+inline constexpr std::size_t kMaxReasonBytes = 1024;
+// A queue's quota (nominal, borrowing and lending limits, max) in milli-GPU: a billion GPUs, so
+// that the sums over a queue tree never overflow.
+inline constexpr std::int64_t kMaxQuotaMilli = 1'000'000'000'000;
 // Nesting of a JSON body (objects and arrays within each other): a job spec needs 5. Deeper
 // bodies are refused before they are parsed (a parsed document is walked recursively).
 inline constexpr std::size_t kMaxJsonDepth = 32;

@@ -265,9 +265,14 @@ Answer Core::SyncAgent(const Caller& caller, const std::string& node,
   }
   it->second.last_seen = Now();
   TakeReportsLocked(node, reports, Now());
-  if (version == assignments_version_ && wait.count() > 0) {
+  // A sync waits (a connection thread with it) at most the heartbeat the server gave the agent,
+  // and only one of a node's at a time: a node's credential cannot hold the server's threads.
+  wait = std::min(wait, std::chrono::milliseconds(config_.server.agent_sync_wait));
+  if (version == assignments_version_ && wait.count() > 0 && !it->second.waiting) {
+    it->second.waiting = true;
     assignments_cv_.wait_for(lock, wait, [&] { return assignments_version_ != version; });
     it = agent_nodes_.find(node);
+    if (it != agent_nodes_.end()) it->second.waiting = false;
     if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
       return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
     it->second.last_seen = Now();

@@ -144,6 +144,7 @@ class Core {
     std::string address;      // where the node is reached (MASTER_ADDR)
     std::string log_url;      // the agent's log server
     std::string problem;      // why its last registration was refused
+    bool waiting = false;     // a sync of the node's waits for new assignments
     nlohmann::json reported;  // devices, CPU and memory as the agent found them
   };
 

@@ -20,6 +20,7 @@
 
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "config/limits.h"
 #include "net/tls.h"
 #include "server/agent_wire.h"
 #include "server/auth.h"
@@ -299,6 +300,8 @@ class Api {
                 return Status::InvalidArgument("unknown field (only reason)", key);
               if (!value.is_string()) return Status::InvalidArgument("must be a string", "reason");
               reason = value.get<std::string>();
+              if (Status s = limits::CheckText("reason", reason, limits::kMaxReasonBytes); !s.ok())
+                return s;
             }
           }
           const std::string action = req.matches[2];

@@ -774,14 +774,22 @@ void ReadQuota(Reader& r, const Path& p, std::map<std::string, QuotaSpec>& out) 
     QuotaSpec q;
     r.ReadObject(rp, [&](std::string_view key) {
       const Path f = Field(rp, key);
+      // Every quota value in [0, kMaxQuotaMilli]: the queue tree's sums never overflow.
+      auto value = [&] {
+        const std::int64_t v = r.ReadInt(f);
+        if (v < 0 || v > limits::kMaxQuotaMilli) {
+          Fail(f, fmt::format("must be 0 to {} (milli-GPU), got {}", limits::kMaxQuotaMilli, v));
+        }
+        return MilliGpu(v);
+      };
       if (key == "nominal_milli") {
-        q.nominal = MilliGpu(r.ReadInt(f));
+        q.nominal = value();
       } else if (key == "borrowing_limit_milli") {
-        q.borrowing_limit = MilliGpu(r.ReadInt(f));
+        q.borrowing_limit = value();
       } else if (key == "lending_limit_milli") {
-        q.lending_limit = MilliGpu(r.ReadInt(f));
+        q.lending_limit = value();
       } else if (key == "max_milli") {
-        q.max = MilliGpu(r.ReadInt(f));
+        q.max = value();
       } else {
         Unknown(rp, key,
                 {"nominal_milli", "borrowing_limit_milli", "lending_limit_milli", "max_milli"});
