@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/limits.h"
 #include "trace/csv.h"
 #include "trace/readers.h"
 
@@ -62,10 +63,11 @@ std::string SetJsonField(const std::string& name, const json& value, TraceJob* j
   return name + ": not a number: " + Shown(value);
 }
 
-// Objects and arrays within each other: a trace needs 4 ({"jobs": [{"gpu_models": [..]}]}). A
-// parsed document is walked (and shown in problems) recursively, so a deeper text is refused before
-// it is parsed: the 1-based line of the first bracket past the limit, or 0 when within it.
-constexpr std::size_t kMaxDepth = 32;
+// Objects and arrays within each other: a trace needs 4 ({"jobs": [{"gpu_models": [..]}]}); the
+// limit is the API's bodies'. A parsed document is walked (and shown in problems) recursively, so
+// a deeper text is refused before it is parsed: the 1-based line of the first bracket past the
+// limit, or 0 when within it.
+constexpr std::size_t kMaxDepth = limits::kMaxJsonDepth;
 
 std::int64_t LineTooDeep(std::string_view text) {
   std::size_t depth = 0;
