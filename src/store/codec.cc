@@ -918,6 +918,13 @@ Result<json> ParseJson(std::string_view text, std::string_view path) {
     if (std::size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     return Status::InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, what),
                                    std::string(path));
+  } catch (const json::exception& e) {
+    // A number too large for a double ("1e400": out_of_range.406), or another refusal of the
+    // parser's: malformed all the same.
+    std::string what = e.what();
+    if (std::size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    return Status::InvalidArgument(fmt::format("malformed JSON: {}", limits::Printable(what)),
+                                   std::string(path));
   }
 }
 

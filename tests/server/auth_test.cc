@@ -259,6 +259,7 @@ TEST(AgentWire, BodiesAreReadWholeIntoTypesOrRefusedNamingTheField) {
   EXPECT_EQ(field(R"({"hostname": "a\u001bb"})"), "hostname");
   EXPECT_EQ(field(R"({"surprise": 1})"), "surprise");
   EXPECT_EQ(field("[1]"), "body");
+  EXPECT_EQ(field(R"({"cpu_milli": 1e400})"), "body");  // too large for a double: malformed
   EXPECT_EQ(field(std::string(100, '[') + std::string(100, ']')), "body");
 
   Result<SyncBody> sync = ParseSyncBody(
