@@ -102,7 +102,7 @@ void RunClients(int clients, double seconds, const std::string& suffix, bool tls
     auto client = std::make_shared<httplib::Client>(
         (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port));
     if (tls) {
-      client->set_ca_cert_path((dir.path() + "/ca.crt").c_str());
+      client->set_ca_cert_path(dir.path() + "/ca.crt");
       client->enable_server_certificate_verification(true);
     }
     client->set_keep_alive(true);
@@ -128,7 +128,7 @@ void RunClients(int clients, double seconds, const std::string& suffix, bool tls
     // The cycles that ran meanwhile (they order and explain every pending job).
     httplib::Client client((tls ? "https://127.0.0.1:" : "http://127.0.0.1:") +
                            std::to_string(port));
-    client.set_ca_cert_path((dir.path() + "/ca.crt").c_str());
+    client.set_ca_cert_path(dir.path() + "/ca.crt");
     httplib::Result metrics = client.Get("/metrics");
     double sum = 0, count = 0;
     if (metrics) {

@@ -335,7 +335,9 @@ class Agent {
                            httplib::to_string(res.error())));
       return false;
     }
-    if (res->status == 409 || res->status == 404) {
+    // Not registered (409, 404), or the credential refused (401: the node key was rotated):
+    // register again, which joins again with the join token when the credential is refused.
+    if (res->status == 409 || res->status == 404 || res->status == 401) {
       Complain(fmt::format("server: {}", ErrorText(res->body)));
       registered_ = false;
       return false;

@@ -26,7 +26,7 @@ struct TlsClientSettings {
   }
 
   void Configure(httplib::Client& client) const {
-    if (!ca_file.empty()) client.set_ca_cert_path(ca_file.c_str());
+    if (!ca_file.empty()) client.set_ca_cert_path(ca_file);
     client.enable_server_certificate_verification(true);
   }
 };

@@ -358,7 +358,16 @@ class Api {
             // The log stays on its node: asked of the agent's log server, without the core's lock,
             // with the node's log token (never the caller's token or a token of the server's).
             const std::string node = where.body["node"].get<std::string>();
-            httplib::Client agent(where.body["url"].get<std::string>());
+            const std::string url = where.body["url"].get<std::string>();
+            // With --agent-ca the server speaks to log servers over verified https only.
+            if (!tls_.ca_file.empty() && url.rfind("https://", 0) != 0) {
+              return Status::Unavailable(
+                  fmt::format("the agent of {} serves logs over plain HTTP ({}); this server "
+                              "(--agent-ca) asks log servers over https only: start the agent "
+                              "with --tls-cert and --tls-key",
+                              node, url));
+            }
+            httplib::Client agent(url);
             tls_.Configure(agent);
             agent.set_connection_timeout(std::chrono::seconds(5));
             agent.set_read_timeout(std::chrono::seconds(30));

@@ -284,6 +284,29 @@ TEST_F(AgentTest, ServerAndAgentRestartsLoseAndDuplicateNothing) {
   EXPECT_NE(Log(job, 0).find("finished"), std::string::npos) << Log(job, 0);
 }
 
+// Rotating the server's node key revokes every node credential: the agents find theirs refused
+// and join again with their join token, by themselves, and their running tasks are kept.
+TEST_F(AgentTest, ARotatedNodeKeyMakesEveryAgentJoinAgain) {
+  const std::uint64_t job = Submit(Job("kept", "P1", 1, 1, kTrain));
+  ASSERT_TRUE(WaitFor([&] { return PidFiles(job, 0).size() == 1; })) << GetJob(job).dump();
+  std::string before;
+  std::ifstream(dir_.path() / "agent-0" / "node-credential") >> before;
+  const int old_port = port();
+  server_->Stop(SIGTERM);
+  std::filesystem::remove(dir_.path() / "data" / "node-credentials.key");
+  StartServer(host_ + ":" + std::to_string(old_port));
+  ASSERT_TRUE(server_->ready());
+  ASSERT_TRUE(WaitFor([&] { return ReadyAgents() == 3; })) << Nodes().dump();
+  std::string after;
+  ASSERT_TRUE(WaitFor([&] {
+    std::ifstream(dir_.path() / "agent-0" / "node-credential") >> after;
+    return !after.empty() && after != before;
+  }));
+  EXPECT_EQ(Api(before, "POST", "/v1/nodes/n-0/sync", "{}").status, 401);
+  EXPECT_EQ(State(job), "running");
+  EXPECT_EQ(PidFiles(job, 0).size(), 1u);
+}
+
 TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
   const std::uint64_t job = Submit(Job("flaky", "P1", 1, 1, "echo trying; exit 3", 1));
   ASSERT_TRUE(WaitFor([&] { return State(job) == "failed"; })) << GetJob(job).dump();

@@ -116,7 +116,7 @@ TEST_F(TlsTest, ClientsAndAgentsVerifyTheServerAndTheServerVerifiesTheLogServer)
   const std::string url = "https://127.0.0.1:" + std::to_string((*server)->port());
 
   httplib::Client verified(url);
-  verified.set_ca_cert_path(File("ca.crt").c_str());
+  verified.set_ca_cert_path(File("ca.crt"));
   verified.enable_server_certificate_verification(true);
   const httplib::Headers admin{{"Authorization", std::string("Bearer ") + kAdmin}};
   httplib::Result nodes = verified.Get("/v1/nodes", admin);
@@ -176,7 +176,7 @@ TEST_F(TlsTest, ClientsAndAgentsVerifyTheServerAndTheServerVerifiesTheLogServer)
   EXPECT_EQ(log_url.rfind("https://127.0.0.1:", 0), 0u) << log_url;
   if (!log_url.empty()) {
     httplib::Client direct(log_url);
-    direct.set_ca_cert_path(File("ca.crt").c_str());
+    direct.set_ca_cert_path(File("ca.crt"));
     for (const char* token : {kJoin, kAdmin}) {
       httplib::Result r =
           direct.Get("/logs/" + id + "/0", {{"Authorization", std::string("Bearer ") + token}});
