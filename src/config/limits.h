@@ -63,6 +63,30 @@ inline constexpr std::int64_t kMaxQuotaMilli = 1'000'000'000'000;
 // bodies are refused before they are parsed (a parsed document is walked recursively).
 inline constexpr std::size_t kMaxJsonDepth = 32;
 
+// The byte offset of the first bracket of a JSON text nested deeper than kMaxJsonDepth, counted
+// without parsing (brackets inside strings do not count), or npos when it is within the limit.
+inline std::size_t FindTooDeep(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 // The name a task group gets when it has none: "main" when it is the job's only group, else
 // "group-K" (its index).
 inline std::string DefaultGroupName(std::size_t index, std::size_t groups) {

@@ -871,41 +871,8 @@ Result<std::map<std::string, QuotaSpec>> QuotaFromJson(const json& j, std::strin
   return DecodeQuota(Dump(j), path);
 }
 
-namespace {
-
-// The deepest nesting of objects and arrays in a JSON text, counted without parsing it (brackets
-// inside strings do not count), stopping as soon as it passes `limit`.
-std::size_t JsonDepth(std::string_view text, std::size_t limit, std::size_t& at) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) {
-        at = i;
-        return deepest;
-      }
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-}  // namespace
-
 Result<json> ParseJson(std::string_view text, std::string_view path) {
-  std::size_t at = 0;
-  if (JsonDepth(text, limits::kMaxJsonDepth, at) > limits::kMaxJsonDepth) {
+  if (const std::size_t at = limits::FindTooDeep(text); at != std::string_view::npos) {
     return Status::InvalidArgument(
         fmt::format("nested deeper than {} levels (at byte {})", limits::kMaxJsonDepth, at),
         std::string(path));

@@ -64,33 +64,13 @@ std::string SetJsonField(const std::string& name, const json& value, TraceJob* j
 }
 
 // Objects and arrays within each other: a trace needs 4 ({"jobs": [{"gpu_models": [..]}]}); the
-// limit is the API's bodies'. A parsed document is walked (and shown in problems) recursively, so
-// a deeper text is refused before it is parsed: the 1-based line of the first bracket past the
-// limit, or 0 when within it.
-constexpr std::size_t kMaxDepth = limits::kMaxJsonDepth;
-
+// limit is the API's bodies' (limits::FindTooDeep). A parsed document is walked (and shown in
+// problems) recursively, so a deeper text is refused before it is parsed: the 1-based line of the
+// first bracket past the limit, or 0 when within it.
 std::int64_t LineTooDeep(std::string_view text) {
-  std::size_t depth = 0;
-  std::int64_t line = 1;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') ++line;
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return line;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return 0;
+  const std::size_t at = limits::FindTooDeep(text);
+  if (at == std::string_view::npos) return 0;
+  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
 }
 
 // The 1-based line of the first occurrence of `token` (1 when not found).
@@ -120,8 +100,9 @@ std::string ReadJob(const json& entry, TraceJob* job) {
 
 Result<Trace> ReadArbiterJson(std::string_view text, const std::string& file_name) {
   if (const std::int64_t line = LineTooDeep(text); line > 0) {
-    return LineError(file_name, line,
-                     "malformed JSON: nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return LineError(
+        file_name, line,
+        "malformed JSON: nested deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
   }
   json document;
   try {
