@@ -8,6 +8,9 @@ packages=(
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev
+  # The server's event-driven HTTP layer and the load generator (Boost.Asio and Boost.Beast,
+  # header only).
+  libboost1.81-dev
   # TLS for the server, the agents and the clients (cpp-httplib is built with it), token digests
   # and node credentials.
   libssl-dev openssl
