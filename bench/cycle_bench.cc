@@ -6,7 +6,7 @@
 // with '#' are commentary. See bench/README.md.
 //
 //   arbiter_bench [--only
-//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server]
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server|cli]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -22,6 +22,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
+#include "cli_bench.h"
 #include "fill_bench.h"
 #include "incremental_bench.h"
 #include "memory_bench.h"
@@ -228,7 +229,8 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server] [--reps N] "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server|cli] "
+          "[--reps N] "
           "[--seed N] "
           "[--no-clock]");
     }
@@ -253,7 +255,7 @@ int main(int argc, char** argv) {
     std::string pass;
     for (int i = 1; i < argc; ++i) pass += std::string(" '") + argv[i] + "'";
     for (const char* name : {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k",
-                             "sim", "sim1m", "fill", "store", "server"}) {
+                             "sim", "sim1m", "fill", "store", "server", "cli"}) {
       const std::string command = std::string("'") + self + "' --only " + name + pass;
       if (std::system(command.c_str()) != 0) Fail(std::string("the benchmark ") + name + " failed");
     }
@@ -305,6 +307,10 @@ int main(int argc, char** argv) {
     const char* recovery = std::getenv("ARBITER_BENCH_RECOVERY_JOBS");
     RunServerBench(clients ? std::atoi(clients) : 64, 3.0,
                    recovery ? std::atoll(recovery) : 100'000);
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "cli") {
+    RunCliBench(3.0);
     ran = true;
   }
   if (opt.only == "server-recovery") {  // run by the server benchmark in a process of its own

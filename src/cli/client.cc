@@ -4,7 +4,6 @@
 // `token:`), else http://127.0.0.1:8642 without a token. Exit status: 0 on success, 1 when the
 // server refuses or cannot be reached, 2 on usage errors.
 #include <fmt/format.h>
-#include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
@@ -22,10 +21,10 @@
 #include "arbiter/quantity.h"
 #include "arbiter/store.h"
 #include "cli/commands.h"
+#include "cli/http.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/reader.h"
-#include "net/tls.h"
 #include "store/codec.h"
 
 namespace arbiter::cli {
@@ -64,11 +63,15 @@ struct UsageError {
 };
 
 struct Connection {
-  std::string server, token;
-  net::TlsClientSettings tls;
+  std::string server, token, ca_file;
 
-  // A client of the server, verifying its certificate when it speaks https.
-  std::unique_ptr<httplib::Client> Client() const { return tls.Client(server); }
+  // Sends `request` with the token: plain HTTP here, https (or anything else) with cpp-httplib,
+  // verifying the server's certificate.
+  HttpAnswer Send(HttpRequest request) const {
+    if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
+    if (server.rfind("http://", 0) == 0) return SendPlainHttp(server, request);
+    return SendHttps(server, ca_file, request);
+  }
 };
 
 // The first line of a file holding a token.
@@ -83,7 +86,7 @@ std::string ReadToken(const std::string& path, const std::string& what) {
 
 Connection Connect(const ClientOptions& o) {
   Connection c{o.server, o.token, {}};
-  c.tls.ca_file = o.ca_file;
+  c.ca_file = o.ca_file;
   if (!o.token_file.empty()) c.token = ReadToken(o.token_file, "--token-file");
   if (c.server.empty()) {
     if (const char* v = std::getenv("ARBITER_SERVER")) c.server = v;
@@ -95,10 +98,10 @@ Connection Connect(const ClientOptions& o) {
     if (const char* v = std::getenv("ARBITER_TOKEN_FILE"))
       c.token = ReadToken(v, "ARBITER_TOKEN_FILE");
   }
-  if (c.tls.ca_file.empty()) {
-    if (const char* v = std::getenv("ARBITER_CA_FILE")) c.tls.ca_file = v;
+  if (c.ca_file.empty()) {
+    if (const char* v = std::getenv("ARBITER_CA_FILE")) c.ca_file = v;
   }
-  if (c.server.empty() || c.token.empty() || c.tls.ca_file.empty()) {
+  if (c.server.empty() || c.token.empty() || c.ca_file.empty()) {
     std::string path;
     if (const char* v = std::getenv("ARBITER_CONFIG")) {
       path = v;
@@ -114,8 +117,7 @@ Connection Connect(const ClientOptions& o) {
           if (c.token.empty() && file["token"]) c.token = file["token"].as<std::string>();
           if (c.token.empty() && file["token_file"])
             c.token = ReadToken(file["token_file"].as<std::string>(), path + ": token_file");
-          if (c.tls.ca_file.empty() && file["ca_file"])
-            c.tls.ca_file = file["ca_file"].as<std::string>();
+          if (c.ca_file.empty() && file["ca_file"]) c.ca_file = file["ca_file"].as<std::string>();
         } catch (const std::exception& e) {
           throw UsageError{fmt::format("{}: {}", path, e.what())};
         }
@@ -160,33 +162,28 @@ Json Printable(Json json) {
 std::optional<Json> Call(const ClientOptions& o, const std::string& method, const std::string& path,
                          const std::optional<Json>& body = {}, const std::string& what = {}) {
   const Connection c = Connect(o);
-  const std::unique_ptr<httplib::Client> connection = c.Client();
-  httplib::Client& client = *connection;
-  client.set_connection_timeout(std::chrono::seconds(5));
-  client.set_read_timeout(std::chrono::seconds(90));
-  httplib::Headers headers;
-  if (!c.token.empty()) headers.emplace("Authorization", "Bearer " + c.token);
-  const std::string text = body ? body->dump() : std::string();
-  httplib::Result res = method == "GET"      ? client.Get(path, headers)
-                        : method == "DELETE" ? client.Delete(path, headers)
-                        : method == "PUT"    ? client.Put(path, headers, text, "application/json")
-                        : method == "PATCH"  ? client.Patch(path, headers, text, "application/json")
-                                             : client.Post(path, headers, text, "application/json");
-  if (!res) {
+  HttpRequest request;
+  request.method = method;
+  request.path = path;
+  if (body) request.body = body->dump();
+  request.connect_timeout = std::chrono::seconds(5);
+  request.read_timeout = std::chrono::seconds(90);
+  const HttpAnswer res = c.Send(std::move(request));
+  if (res.status == 0) {
     fmt::print(stderr,
                "error: cannot reach the Arbiter server at {}: {} (start one with `arbiter server`, "
                "or point --server / ARBITER_SERVER at it)\n",
-               c.server, httplib::to_string(res.error()));
+               c.server, res.error);
     return std::nullopt;
   }
   // Every text the server sends is printed: none may carry control characters to the terminal.
-  Result<Json> parsed = store::ParseJson(res->body);
+  Result<Json> parsed = store::ParseJson(res.body);
   Json json = parsed.ok() ? Printable(std::move(parsed).value()) : Json(Json::value_t::discarded);
-  if (res->status >= 400) {
-    std::string message = limits::Printable(res->body, "\n");
+  if (res.status >= 400) {
+    std::string message = limits::Printable(res.body, "\n");
     if (!json.is_discarded() && json.contains("error") && json["error"].is_object())
       message = json["error"].value("message", "");
-    fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res->status);
+    fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res.status);
     return std::nullopt;
   }
   if (json.is_discarded()) {
@@ -369,8 +366,7 @@ int Jobs(const ClientOptions& o) {
   std::string query;
   auto add = [&](const char* key, const std::string& value) {
     if (!value.empty()) {
-      query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key,
-                           httplib::detail::encode_query_param(value));
+      query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key, EncodeQueryParam(value));
     }
   };
   add("queue", o.filter_queue);
@@ -567,29 +563,26 @@ int NodeAction(const ClientOptions& o, const std::string& action) {
 // `arbiter logs JOB`: a task's output, from the agent of the node it ran on (through the server).
 int Logs(const ClientOptions& o) {
   const Connection c = Connect(o);
-  const std::unique_ptr<httplib::Client> connection = c.Client();
-  httplib::Client& client = *connection;
-  client.set_connection_timeout(std::chrono::seconds(5));
-  client.set_read_timeout(std::chrono::seconds(60));
-  httplib::Headers headers;
-  if (!c.token.empty()) headers.emplace("Authorization", "Bearer " + c.token);
-  std::string path = fmt::format("/v1/jobs/{}/logs?task={}", o.ids.at(0), o.task);
-  if (o.tail >= 0) path += fmt::format("&tail_bytes={}", o.tail);
-  httplib::Result res = client.Get(path, headers);
-  if (!res) {
-    fmt::print(stderr, "error: cannot reach the Arbiter server at {}: {}\n", c.server,
-               httplib::to_string(res.error()));
+  HttpRequest request;
+  request.method = "GET";
+  request.path = fmt::format("/v1/jobs/{}/logs?task={}", o.ids.at(0), o.task);
+  if (o.tail >= 0) request.path += fmt::format("&tail_bytes={}", o.tail);
+  request.connect_timeout = std::chrono::seconds(5);
+  request.read_timeout = std::chrono::seconds(60);
+  const HttpAnswer res = c.Send(std::move(request));
+  if (res.status == 0) {
+    fmt::print(stderr, "error: cannot reach the Arbiter server at {}: {}\n", c.server, res.error);
     return 1;
   }
-  if (res->status != 200) {
-    Result<Json> json = store::ParseJson(res->body);
-    std::string message = res->body;
+  if (res.status != 200) {
+    Result<Json> json = store::ParseJson(res.body);
+    std::string message = res.body;
     if (json.ok() && json->contains("error") && (*json)["error"].is_object())
       message = (*json)["error"].value("message", "");
-    fmt::print(stderr, "error: {} (HTTP {})\n", limits::Printable(message), res->status);
+    fmt::print(stderr, "error: {} (HTTP {})\n", limits::Printable(message), res.status);
     return 1;
   }
-  std::fwrite(res->body.data(), 1, res->body.size(), stdout);
+  std::fwrite(res.body.data(), 1, res.body.size(), stdout);
   return 0;
 }
 
@@ -609,68 +602,88 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
 
 }  // namespace
 
-ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
+bool IsClientCommand(std::string_view name) {
+  for (std::string_view command : {"submit", "jobs", "job", "cancel", "hold", "release", "logs",
+                                   "queues", "nodes", "cordon", "uncordon", "drain"}) {
+    if (name == command) return true;
+  }
+  return false;
+}
+
+ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_view only) {
   ClientCommands out;
   out.options = std::make_shared<ClientOptions>();
   ClientOptions& o = *out.options;
+  auto wanted = [only](std::string_view name) { return only.empty() || only == name; };
   auto add = [&](const char* name, const char* help, int (*run)(const ClientOptions&)) {
     CLI::App* cmd = app.add_subcommand(name, help);
     AddConnection(cmd, o, true);
     out.commands.emplace_back(cmd, run);
     return cmd;
   };
-  CLI::App* submit = add("submit", "Submit a job to the server", &Submit);
-  submit
-      ->add_option("-f,--file", o.file,
-                   "Job file (YAML, as a jobs file: one job, or `jobs:` with several; user and "
-                   "submit_time are ignored, the server sets them)")
-      ->check(CLI::ExistingFile);
-  submit->add_option("--name", o.name, "Job name (default: job-TIME)");
-  submit->add_option("-q,--queue", o.queue, "Leaf queue");
-  submit->add_option("-p,--priority-class", o.priority_class, "Priority class");
-  submit->add_option("-n,--tasks", o.tasks, "Tasks, at least 1 (a gang: all start together)");
-  submit->add_option("-g,--gpus", o.gpus, "GPUs per task: whole (2) or a fraction (0.5, 250m)");
-  submit->add_option("--gpu-memory", o.gpu_memory, "GPU memory per device (e.g. 40Gi)");
-  submit->add_option("--cpu", o.cpu, "CPU cores per task");
-  submit->add_option("--memory", o.memory, "Memory per task (e.g. 64Gi)");
-  submit->add_option("-t,--gpu-type", o.gpu_types, "Acceptable GPU type (repeatable)");
-  submit->add_option("--topology", o.topology, "Keep every task in one domain of this level");
-  submit->add_option("-r,--runtime", o.runtime, "Runtime estimate (e.g. 2h)");
-  submit->add_option("--checkpoint-interval", o.checkpoint, "Checkpoint interval (e.g. 30m)");
-  submit->add_option("--idempotency-key", o.idempotency_key,
-                     "A retry with the same key is not submitted twice");
-  submit->add_option("--sh", o.shell, "A shell command to run (by /bin/sh -c)");
-  submit->add_option("-e,--env", o.env, "NAME=VALUE in each task's environment (repeatable)");
-  submit->add_option("--max-retries", o.max_retries,
-                     "Failed runs started again before the job fails (default 0)");
-  submit->add_option("command", o.command, "The program to run and its arguments (after --)");
+  if (wanted("submit")) {
+    CLI::App* submit = add("submit", "Submit a job to the server", &Submit);
+    submit
+        ->add_option("-f,--file", o.file,
+                     "Job file (YAML, as a jobs file: one job, or `jobs:` with several; user and "
+                     "submit_time are ignored, the server sets them)")
+        ->check(CLI::ExistingFile);
+    submit->add_option("--name", o.name, "Job name (default: job-TIME)");
+    submit->add_option("-q,--queue", o.queue, "Leaf queue");
+    submit->add_option("-p,--priority-class", o.priority_class, "Priority class");
+    submit->add_option("-n,--tasks", o.tasks, "Tasks, at least 1 (a gang: all start together)");
+    submit->add_option("-g,--gpus", o.gpus, "GPUs per task: whole (2) or a fraction (0.5, 250m)");
+    submit->add_option("--gpu-memory", o.gpu_memory, "GPU memory per device (e.g. 40Gi)");
+    submit->add_option("--cpu", o.cpu, "CPU cores per task");
+    submit->add_option("--memory", o.memory, "Memory per task (e.g. 64Gi)");
+    submit->add_option("-t,--gpu-type", o.gpu_types, "Acceptable GPU type (repeatable)");
+    submit->add_option("--topology", o.topology, "Keep every task in one domain of this level");
+    submit->add_option("-r,--runtime", o.runtime, "Runtime estimate (e.g. 2h)");
+    submit->add_option("--checkpoint-interval", o.checkpoint, "Checkpoint interval (e.g. 30m)");
+    submit->add_option("--idempotency-key", o.idempotency_key,
+                       "A retry with the same key is not submitted twice");
+    submit->add_option("--sh", o.shell, "A shell command to run (by /bin/sh -c)");
+    submit->add_option("-e,--env", o.env, "NAME=VALUE in each task's environment (repeatable)");
+    submit->add_option("--max-retries", o.max_retries,
+                       "Failed runs started again before the job fails (default 0)");
+    submit->add_option("command", o.command, "The program to run and its arguments (after --)");
+  }
 
-  CLI::App* jobs = add("jobs", "List jobs (like squeue)", &Jobs);
-  jobs->add_option("-q,--queue", o.filter_queue, "Only this queue");
-  jobs->add_option("-s,--state", o.filter_state, "Only this state (pending, running, ...)");
-  jobs->add_option("-u,--user", o.filter_user, "Only this user's");
-  jobs->add_option("--limit", o.limit, "At most this many (default 1000)");
+  if (wanted("jobs")) {
+    CLI::App* jobs = add("jobs", "List jobs (like squeue)", &Jobs);
+    jobs->add_option("-q,--queue", o.filter_queue, "Only this queue");
+    jobs->add_option("-s,--state", o.filter_state, "Only this state (pending, running, ...)");
+    jobs->add_option("-u,--user", o.filter_user, "Only this user's");
+    jobs->add_option("--limit", o.limit, "At most this many (default 1000)");
+  }
 
-  add("job", "Show one job", &JobDetail)->add_option("ID", o.ids, "Job id")->required();
-  add("cancel",
-      "Cancel jobs (every id is checked first: one that is not a job id cancels none; the server "
-      "answers each of the others)",
-      [](const ClientOptions& opt) { return JobAction(opt, "cancel"); })
-      ->add_option("ID", o.ids, "Job ids")
-      ->required();
-  add("hold", "Hold pending jobs", [](const ClientOptions& opt) { return JobAction(opt, "hold"); })
-      ->add_option("ID", o.ids, "Job ids")
-      ->required();
-  add("release", "Release held jobs (admin)",
-      [](const ClientOptions& opt) { return JobAction(opt, "release"); })
-      ->add_option("ID", o.ids, "Job ids")
-      ->required();
-  CLI::App* logs = add("logs", "Show a task's output (from its node's agent)", &Logs);
-  logs->add_option("ID", o.ids, "Job id")->required();
-  logs->add_option("--task", o.task, "Task index (rank; default 0)");
-  logs->add_option("--tail", o.tail, "Only the last BYTES bytes");
-  add("queues", "List queues: usage against guarantee and max", &Queues);
-  add("nodes", "List nodes", &Nodes);
+  if (wanted("job"))
+    add("job", "Show one job", &JobDetail)->add_option("ID", o.ids, "Job id")->required();
+  if (wanted("cancel"))
+    add("cancel",
+        "Cancel jobs (every id is checked first: one that is not a job id cancels none; the server "
+        "answers each of the others)",
+        [](const ClientOptions& opt) { return JobAction(opt, "cancel"); })
+        ->add_option("ID", o.ids, "Job ids")
+        ->required();
+  if (wanted("hold"))
+    add("hold", "Hold pending jobs",
+        [](const ClientOptions& opt) { return JobAction(opt, "hold"); })
+        ->add_option("ID", o.ids, "Job ids")
+        ->required();
+  if (wanted("release"))
+    add("release", "Release held jobs (admin)",
+        [](const ClientOptions& opt) { return JobAction(opt, "release"); })
+        ->add_option("ID", o.ids, "Job ids")
+        ->required();
+  if (wanted("logs")) {
+    CLI::App* logs = add("logs", "Show a task's output (from its node's agent)", &Logs);
+    logs->add_option("ID", o.ids, "Job id")->required();
+    logs->add_option("--task", o.task, "Task index (rank; default 0)");
+    logs->add_option("--tail", o.tail, "Only the last BYTES bytes");
+  }
+  if (wanted("queues")) add("queues", "List queues: usage against guarantee and max", &Queues);
+  if (wanted("nodes")) add("nodes", "List nodes", &Nodes);
   for (auto [name, help, run] :
        std::vector<std::tuple<const char*, const char*, int (*)(const ClientOptions&)>>{
            {"cordon", "Cordon a node: nothing new lands on it (admin)",
@@ -679,12 +692,21 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain) {
             [](const ClientOptions& opt) { return NodeAction(opt, "uncordon"); }},
            {"drain", "Cordon a node and move its jobs off (admin)",
             [](const ClientOptions& opt) { return NodeAction(opt, "drain"); }}}) {
+    if (!wanted(name)) continue;
     CLI::App* cmd = add(name, help, run);
     cmd->add_option("NODE", o.node, "Node name")->required();
     cmd->add_option("--reason", o.reason, "Why (recorded with the event)");
   }
-  AddConnection(explain, o, true);
+  if (explain != nullptr) AddConnection(explain, o, true);
   return out;
+}
+
+bool NeedsWholeProgram(const ClientCommands& commands) {
+  try {
+    return Connect(*commands.options).server.rfind("http://", 0) != 0;
+  } catch (const UsageError&) {
+    return true;  // the whole program says what is wrong, as it does
+  }
 }
 
 std::optional<int> RunClientCommand(const ClientCommands& commands) {

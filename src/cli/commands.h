@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace CLI {
@@ -23,8 +24,15 @@ struct ClientCommands {
   std::shared_ptr<ClientOptions> options;
   std::vector<std::pair<CLI::App*, int (*)(const ClientOptions&)>> commands;
 };
-// Adds the subcommands to `app`, and the connection flags to `explain` too.
-ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain);
+// Whether `name` is one of those subcommands.
+bool IsClientCommand(std::string_view name);
+// Adds the subcommands to `app` (only the one named `only` when it is not empty), and the
+// connection flags to `explain` too when it is not null.
+ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_view only = {});
+// Whether the parsed command is for the whole program rather than the front (front.cc): its
+// server is not plain http (https needs the TLS libraries the front does not load), or its
+// connection settings are wrong (the whole program says what is wrong).
+bool NeedsWholeProgram(const ClientCommands& commands);
 // Runs the client subcommand that was parsed, if any; returns its exit status.
 std::optional<int> RunClientCommand(const ClientCommands& commands);
 // `arbiter explain ID` against the server.
