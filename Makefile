@@ -33,6 +33,7 @@ test: build
 
 bench: build
 	./$(BUILD)/arbiter_bench
+	./$(BUILD)/arbiter_loadgen --server-bin ./$(BUILD)/arbiter
 
 # Every C++ file as .clang-format says: format-check lists those that differ and fails.
 format: deps
