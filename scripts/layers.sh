@@ -20,7 +20,7 @@ rules=(
   "src/config|^(${core_api}|arbiter/store\.h|core/engine/victim_policy\.h|store/names\.h|crypto/crypto\.h|config/.*)$"
   "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
   "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
-  "src/net|^(net/.*)$"
+  "src/net|^(arbiter/status\.h|net/.*)$"
   "src/server|^(${core_api}|arbiter/store\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
   "src/agent|^(arbiter/status\.h|crypto/crypto\.h|net/.*|agent/.*)$"
 )

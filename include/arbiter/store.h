@@ -264,6 +264,10 @@ class Store {
   // Records a new pending job and its kSubmitted event (time = spec.submit_time, actor =
   // spec.user); returns once durably committed. Errors: ValidateJobSpec's.
   virtual Result<Submitted> Submit(JobSpec spec) = 0;
+  // As Submit, without waiting: `done` runs once the submission is committed (or refused), on
+  // the thread that committed it (the SQLite store's writer), so it must be quick and must not
+  // call the store's writes. A caller waiting for its commit holds no thread.
+  virtual void SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done);
   // As Submit, for several jobs at once: all are recorded in one transaction, or none (an invalid
   // spec is an error naming it, e.g. "jobs[2].queue: must not be empty").
   virtual Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) = 0;
@@ -292,18 +296,24 @@ class Store {
 
   // The seq of the last committed event.
   std::uint64_t LastSeq() const;
-  // For a long poll: waits until an event after `cursor` is committed or `timeout` passes;
-  // returns LastSeq() (> cursor when there is something to read).
+  // Waits until an event after `cursor` is committed or `timeout` passes; returns LastSeq() (>
+  // cursor when there is something to read).
   std::uint64_t WaitForEvents(std::uint64_t cursor, std::chrono::milliseconds timeout) const;
+  // Called after every commit that added events, with them in seq order, on the committing
+  // thread (in commit order): the server's event feed. It must be quick and must not call the
+  // store. Set before the first write.
+  void SetCommitListener(std::function<void(std::span<const Event> events)> listener);
 
  protected:
-  // Implementations call this after each commit that added events.
-  void PublishSeq(std::uint64_t seq);
+  // Implementations call this after each commit that added events (in seq order), and once on
+  // opening with the last seq stored (no events).
+  void PublishEvents(std::span<const Event> events, std::uint64_t last_seq = 0);
 
  private:
   mutable std::mutex seq_mu_;
   mutable std::condition_variable seq_cv_;
   std::uint64_t last_seq_ = 0;
+  std::function<void(std::span<const Event>)> listener_;
 };
 
 struct SqliteOptions {

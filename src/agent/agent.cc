@@ -272,7 +272,9 @@ class Agent {
     const Json root = answer.value("checkpoint_root", Json(""));
     checkpoint_root_ = root.is_string() ? root.get<std::string>() : "";
     registered_ = true;
-    version_ = 0;
+    // A registration starts the sync afresh: everything reported, everything answered.
+    revision_.clear();
+    sent_.clear();
     complained_.clear();
     fmt::print("arbiter agent: registered node {} with {}\n", args_.name, args_.server);
     std::fflush(stdout);
@@ -302,30 +304,37 @@ class Agent {
     return fmt::format("{}/logs/job-{}/task-{}.log", work_dir_, job, rank);
   }
 
-  // Reports every task it has, then takes the server's answer: the tasks the node is to run.
+  // Reports what changed in its tasks since the last sync the server answered, then takes the
+  // server's answer: what changed in the tasks the node is to run (docs/api.md, "Sync by
+  // difference").
   bool Sync() {
-    Json tasks = Json::array();
+    std::map<std::string, Json> reports;  // by task key
     for (const TaskStatus& t : supervisor_->Poll()) {
       std::optional<KeyParts> key = ParseKey(t.key);
       if (!key) continue;
       Local& local = local_[t.key];
       if (local.checkpoint_dir.empty()) local.checkpoint_dir = CheckpointDir(key->job, nullptr);
-      Json r{{"job", key->job},          {"rank", key->rank},
-             {"run", key->run},          {"running", t.running},
-             {"exit_code", t.exit_code}, {"signal", t.signal},
-             {"lost", t.lost},           {"checkpoint_ms", CheckpointTime(local.checkpoint_dir)}};
-      tasks.push_back(std::move(r));
+      reports[t.key] =
+          Json{{"job", key->job},          {"rank", key->rank},
+               {"run", key->run},          {"running", t.running},
+               {"exit_code", t.exit_code}, {"signal", t.signal},
+               {"lost", t.lost},           {"checkpoint_ms", CheckpointTime(local.checkpoint_dir)}};
     }
     for (const auto& [key, code] : unstarted_) {
       std::optional<KeyParts> k = ParseKey(key);
       if (!k) continue;
-      tasks.push_back(Json{{"job", k->job},
-                           {"rank", k->rank},
-                           {"run", k->run},
-                           {"running", false},
-                           {"exit_code", code}});
+      reports[key] = Json{{"job", k->job},
+                          {"rank", k->rank},
+                          {"run", k->run},
+                          {"running", false},
+                          {"exit_code", code}};
     }
-    const Json body{{"version", version_}, {"tasks", std::move(tasks)}};
+    Json tasks = Json::array();
+    for (const auto& [key, report] : reports) {
+      auto sent = sent_.find(key);
+      if (sent == sent_.end() || sent->second != report) tasks.push_back(report);
+    }
+    const Json body{{"revision", revision_}, {"tasks", std::move(tasks)}};
     client_->set_read_timeout(std::chrono::milliseconds(sync_wait_ms_ + 5000));
     httplib::Result res =
         client_->Post(fmt::format("/v1/nodes/{}/sync?wait_ms={}", args_.name, sync_wait_ms_),
@@ -348,9 +357,33 @@ class Agent {
     }
     complained_.clear();
     const Json answer = Json::parse(res->body, nullptr, false);
-    if (!answer.is_object() || !answer.contains("tasks")) return false;
-    version_ = answer.value("version", std::uint64_t{0});
-    Reconcile(answer["tasks"]);
+    if (!answer.is_object() || !answer.value("tasks", Json()).is_array() ||
+        !answer.value("revision", Json()).is_string())
+      return false;
+    // The server has the reports: the next sync sends only what changes from here.
+    sent_ = std::move(reports);
+    revision_ = answer["revision"].get<std::string>();
+    if (answer.value("full", false)) wanted_.clear();
+    const std::int64_t server_now = answer.value("now_ms", std::int64_t{0});
+    for (const Json& task : answer["tasks"]) {
+      if (!task.is_object() || !task.value("key", Json()).is_string()) continue;
+      Json kept = task;
+      if (kept.contains("stop") && kept["stop"].is_object()) {
+        // The server's deadline, counted from its clock's now: a local wait from here.
+        Json& stop = kept["stop"];
+        stop["term_in_ms"] =
+            std::max<std::int64_t>(0, stop.value("term_at_ms", server_now) - server_now);
+      }
+      wanted_[task["key"].get<std::string>()] = std::move(kept);
+    }
+    if (answer.value("removed", Json()).is_array()) {
+      for (const Json& key : answer["removed"]) {
+        if (key.is_string()) wanted_.erase(key.get<std::string>());
+      }
+    }
+    Json wanted = Json::array();
+    for (const auto& [key, task] : wanted_) wanted.push_back(task);
+    Reconcile(wanted);
     return true;
   }
 
@@ -556,7 +589,11 @@ class Agent {
   std::string log_token_;  // GUARDED_BY(log_token_mu_): what the server's log requests carry
 
   bool registered_ = false;
-  std::uint64_t version_ = 0;
+  // The sync by difference: the revision the server's last answer gave, the tasks the node is to
+  // run (by key) as its answers built them up, and the reports the server has (by task key).
+  std::string revision_;
+  std::map<std::string, Json> wanted_;
+  std::map<std::string, Json> sent_;
   std::int64_t sync_wait_ms_ = 2000;
   std::int64_t kill_after_ms_ = 10000;
   std::string checkpoint_root_;

@@ -442,8 +442,9 @@ int main(int argc, char** argv) {
   server->add_flag("--virtual-nodes", server_args.virtual_nodes,
                    "Run the configured nodes inside the server: a job runs for its runtime "
                    "estimate");
-  server->add_option("--threads", server_args.threads,
-                     "Connection threads (default 64; a keep-alive connection holds one)");
+  server->add_option(
+      "--threads", server_args.threads,
+      "Threads for the API's handlers (default: processors + 2); connections hold none");
   server->add_option("--tls-cert", server_args.tls_cert,
                      "The server's certificate (PEM): serve HTTPS (docs/security.md)");
   server->add_option("--tls-key", server_args.tls_key, "The certificate's private key (PEM)");

@@ -52,6 +52,10 @@ struct ServerConfig {
   // The GPUs (milli-GPU) those jobs ask for together; 0: no limit.
   std::int64_t max_active_gpu_milli_per_user = 0;
   std::int64_t max_body_bytes = 1 << 20;  // larger request bodies are refused
+  // Long polls and event streams open at once, in all and per token (more are refused, 429).
+  // Each costs a connection and a little memory, no thread.
+  std::int64_t max_watchers = 10000;
+  std::int64_t max_watchers_per_token = 1000;
   // Node agents (without --virtual-nodes). A node whose agent has not been heard from for
   // `node_lost_timeout` is lost: out of the schedulable pool, its jobs requeued or failed.
   Millis node_lost_timeout = 30 * kMillisPerSecond;

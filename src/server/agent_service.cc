@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <set>
@@ -91,9 +92,83 @@ void Core::ApplyHealthLocked() {
   }
 }
 
-void Core::BumpAssignments() {
-  ++assignments_version_;
-  assignments_cv_.notify_all();
+void Core::TouchNodesLocked(const store::StoredAllocation& allocation) {
+  if (!agents()) return;
+  for (const store::StoredTask& t : allocation.tasks) touched_nodes_.insert(t.node);
+}
+
+std::vector<std::function<void()>> Core::PublishAssignmentsLocked() {
+  std::vector<std::function<void()>> wake;
+  if (touched_nodes_.empty()) return wake;
+  std::set<std::string> touched;
+  touched.swap(touched_nodes_);
+  for (const std::string& name : touched) {
+    auto it = agent_nodes_.find(name);
+    if (it == agent_nodes_.end()) continue;
+    AgentNode& node = it->second;
+    std::map<std::string, AgentNode::Task> now;
+    for (Json& task : AssignmentsLocked(name)) {
+      std::string key = task["key"].get<std::string>();
+      now.emplace(std::move(key), AgentNode::Task{std::move(task), 0});
+    }
+    bool changed = false;
+    for (auto& [key, task] : now) {
+      auto old = node.tasks.find(key);
+      if (old != node.tasks.end() && old->second.json == task.json) {
+        task.revision = old->second.revision;
+        continue;
+      }
+      task.revision = ++revision_;
+      node.removed.erase(key);
+      changed = true;
+    }
+    for (const auto& [key, task] : node.tasks) {
+      if (now.count(key)) continue;
+      node.removed[key] = ++revision_;
+      changed = true;
+    }
+    node.tasks = std::move(now);
+    if (changed && node.waiter) {
+      wake.push_back(std::move(node.waiter));
+      node.waiter = nullptr;
+    }
+  }
+  return wake;
+}
+
+Json Core::ChangesLocked(AgentNode& node, const std::string& revision) {
+  // "INCARNATION.N"; anything else (empty: a fresh agent) gets everything.
+  std::uint64_t since = 0;
+  bool known = false;
+  const std::size_t dot = revision.find('.');
+  if (dot != std::string::npos && revision.compare(0, dot, incarnation_) == 0) {
+    const char* begin = revision.data() + dot + 1;
+    const char* end = revision.data() + revision.size();
+    auto [ptr, ec] = std::from_chars(begin, end, since);
+    known = ec == std::errc() && ptr == end && since <= revision_ && since >= node.floor;
+  }
+  Json tasks = Json::array();
+  Json removed = Json::array();
+  for (const auto& [key, task] : node.tasks) {
+    if (!known || task.revision > since) tasks.push_back(task.json);
+  }
+  if (known) {
+    for (const auto& [key, at] : node.removed) {
+      if (at > since) removed.push_back(key);
+    }
+    // What the agent has acknowledged by asking from `since` is forgotten: a later sync from
+    // an earlier revision gets everything.
+    std::erase_if(node.removed, [&](const auto& r) { return r.second <= since; });
+    node.floor = std::max(node.floor, since);
+  } else {
+    node.removed.clear();
+    node.floor = revision_;
+  }
+  return Json{{"revision", fmt::format("{}.{}", incarnation_, revision_)},
+              {"full", !known},
+              {"tasks", std::move(tasks)},
+              {"removed", std::move(removed)},
+              {"now_ms", Now()}};
 }
 
 Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const RegisterBody& body,
@@ -128,7 +203,7 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
     return Status::PermissionDenied(
         fmt::format("the log server must be at the agent's own address ({})", address), "log_url");
   }
-  std::lock_guard lock(mu_);
+  Changes lock(*this);
   auto it = agent_nodes_.find(node);
   const auto spec = std::find_if(config_.cluster.nodes.begin(), config_.cluster.nodes.end(),
                                  [&](const NodeSpec& s) { return s.name == node; });
@@ -213,6 +288,16 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
   a.registered = true;
   a.lost = false;
   a.last_seen = now;
+  if (a.address != address) {
+    // Its jobs' tasks elsewhere name it as their rendezvous (MASTER_ADDR): tell their nodes.
+    if (const std::optional<NodeId> n = state_->FindNode(node)) {
+      for (const Resident& r : state_->node(*n).residents) {
+        if (const Entry* entry = FindLocked(r.job->job.id))
+          TouchNodesLocked(entry->stored.status.allocation);
+      }
+    }
+  }
+  touched_nodes_.insert(node);
   a.address = address;
   a.log_url = body.log_url;
   Json devices = Json::array();
@@ -230,7 +315,6 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
   ApplyHealthLocked();
   dirty_ = true;
   Wake();
-  BumpAssignments();
   return Answer(Json{{"node", node},
                      {"sync_wait_ms", config_.server.agent_sync_wait},
                      {"node_lost_timeout_ms", config_.server.node_lost_timeout},
@@ -238,46 +322,80 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                      {"checkpoint_root", config_.server.checkpoint_root}});
 }
 
-Answer Core::SyncAgent(const Caller& caller, const std::string& node,
-                       const std::vector<TaskReport>& reports, std::uint64_t version,
-                       std::chrono::milliseconds wait) {
-  if (caller.role != Role::kAgent)
-    return Status::PermissionDenied(fmt::format("{} may not sync nodes (agent)", caller.name));
+Core::SyncOutcome Core::SyncAgent(const Caller& caller, const std::string& node,
+                                  const std::vector<TaskReport>& reports,
+                                  const std::string& revision, std::function<void()> wake) {
+  SyncOutcome out;
+  if (caller.role != Role::kAgent) {
+    out.answer =
+        Status::PermissionDenied(fmt::format("{} may not sync nodes (agent)", caller.name));
+    return out;
+  }
   if (caller.node != node) {
-    return Status::PermissionDenied(
+    out.answer = Status::PermissionDenied(
         caller.node.empty()
             ? fmt::format("a join token only registers; sync with the credential node {}'s "
                           "registration returned",
                           node)
             : fmt::format("the credential of node {} may not sync node {}", caller.node, node),
         "node");
+    return out;
   }
-  std::unique_lock lock(mu_);
-  DrainInboxLocked();
-  auto it = agent_nodes_.find(node);
-  if (it == agent_nodes_.end()) return Status::NotFound(fmt::format("no node '{}'", node), "node");
-  if (!it->second.registered || it->second.lost) {
-    // The server restarted, or gave the node up: the agent registers again (its devices are
-    // checked again) before it is given work.
-    return Status::Conflict(fmt::format("{} is not registered{}; register first", node,
-                                        it->second.lost ? " (it was lost)" : ""),
-                            "node");
-  }
-  it->second.last_seen = Now();
-  TakeReportsLocked(node, reports, Now());
-  // A sync waits (a connection thread with it) at most the heartbeat the server gave the agent,
-  // and only one of a node's at a time: a node's credential cannot hold the server's threads.
-  wait = std::min(wait, std::chrono::milliseconds(config_.server.agent_sync_wait));
-  if (version == assignments_version_ && wait.count() > 0 && !it->second.waiting) {
-    it->second.waiting = true;
-    assignments_cv_.wait_for(lock, wait, [&] { return assignments_version_ != version; });
-    it = agent_nodes_.find(node);
-    if (it != agent_nodes_.end()) it->second.waiting = false;
-    if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
-      return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
+  // Syncs to wake once the lock is released: those of nodes the reports changed, and an
+  // earlier sync of this node still waiting (answered now).
+  std::vector<std::function<void()>> woken;
+  {
+    Changes lock(*this);
+    DrainInboxLocked();
+    auto it = agent_nodes_.find(node);
+    if (it == agent_nodes_.end()) {
+      out.answer = Status::NotFound(fmt::format("no node '{}'", node), "node");
+      return out;
+    }
+    if (!it->second.registered || it->second.lost) {
+      // The server restarted, or gave the node up: the agent registers again (its devices are
+      // checked again) before it is given work.
+      out.answer = Status::Conflict(fmt::format("{} is not registered{}; register first", node,
+                                                it->second.lost ? " (it was lost)" : ""),
+                                    "node");
+      return out;
+    }
     it->second.last_seen = Now();
+    TakeReportsLocked(node, reports, Now());
+    // The reports may have changed the node's tasks (a task ended): published first, so that
+    // the answer has them.
+    woken = PublishAssignmentsLocked();
+    AgentNode& a = it->second;
+    Json changes = ChangesLocked(a, revision);
+    if (wake && changes["tasks"].empty() && changes["removed"].empty()) {
+      // Nothing new: the sync waits (no thread with it) until the node's tasks change.
+      if (a.waiter) woken.push_back(std::move(a.waiter));
+      a.waiter = std::move(wake);
+      a.waiter_ticket = out.ticket = next_ticket_++;
+      out.waiting = true;
+    } else {
+      out.answer = Answer(std::move(changes));
+    }
   }
-  return Answer(Json{{"version", assignments_version_}, {"tasks", AssignmentsLocked(node, Now())}});
+  for (std::function<void()>& fn : woken) fn();
+  return out;
+}
+
+Answer Core::AgentChanges(const std::string& node, const std::string& revision) {
+  Changes lock(*this);
+  auto it = agent_nodes_.find(node);
+  if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
+    return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
+  it->second.last_seen = Now();
+  return Answer(ChangesLocked(it->second, revision));
+}
+
+void Core::StopWaiting(const std::string& node, std::uint64_t ticket) {
+  std::function<void()> dropped;  // destroyed without the lock
+  std::lock_guard lock(mu_);
+  auto it = agent_nodes_.find(node);
+  if (it == agent_nodes_.end() || it->second.waiter_ticket != ticket) return;
+  dropped.swap(it->second.waiter);
 }
 
 void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskReport>& reports,
@@ -446,12 +564,11 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
   if (!lost.empty()) {
     ApplyHealthLocked();
     dirty_ = true;
-    BumpAssignments();
   }
   return next;
 }
 
-Json Core::AssignmentsLocked(const std::string& node, Millis now) const {
+Json Core::AssignmentsLocked(const std::string& node) const {
   Json out = Json::array();
   const std::optional<NodeId> n = state_->FindNode(node);
   if (!n) return out;
@@ -537,8 +654,10 @@ Json Core::AssignmentsLocked(const std::string& node, Millis now) const {
         const PriorityClassSpec* pc = nullptr;
         if (auto c = state_->FindPriorityClass(status.priority_class))
           pc = &state_->priority_class(*c);
+        // The time to stop by, on the server's clock: the agent counts from the answer's now_ms
+        // (the task's text stays the same while it waits to be sent).
         task["stop"] = Json{{"signal", pc ? pc->checkpoint_signal : std::string("SIGUSR1")},
-                            {"term_in_ms", std::max<Millis>(0, stop->second - now)},
+                            {"term_at_ms", stop->second},
                             {"kill_after_ms", config_.server.kill_after}};
       }
       out.push_back(std::move(task));

@@ -174,11 +174,12 @@ Result<SyncBody> ParseSyncBody(std::string_view text) {
   Result<Json> parsed = Object(text);
   if (!parsed.ok()) return parsed.status();
   const Json& body = *parsed;
-  if (Status s = OnlyFields(body, {"version", "tasks"}, ""); !s.ok()) return s;
+  if (Status s = OnlyFields(body, {"revision", "tasks"}, ""); !s.ok()) return s;
   SyncBody out;
-  if (body.contains("version")) {
-    if (!body["version"].is_number_unsigned()) return Wrong("version", "a non-negative integer");
-    out.version = body["version"].get<std::uint64_t>();
+  if (body.contains("revision")) {
+    if (!body["revision"].is_string() || body["revision"].get_ref<const std::string&>().size() > 64)
+      return Wrong("revision", "a string the last answer gave (at most 64 bytes)");
+    out.revision = body["revision"].get<std::string>();
   }
   if (!body.contains("tasks")) return out;
   const Json& tasks = body["tasks"];

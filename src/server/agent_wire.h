@@ -43,10 +43,11 @@ struct RegisterBody {
 };
 Result<RegisterBody> ParseRegisterBody(std::string_view text);
 
-// POST /v1/nodes/NAME/sync: {"version", "tasks": [{"job", "rank", "run", "running", "exit_code",
-// "signal", "lost", "checkpoint_ms"}]}.
+// POST /v1/nodes/NAME/sync: {"revision", "tasks": [{"job", "rank", "run", "running",
+// "exit_code", "signal", "lost", "checkpoint_ms"}]}: the revision the agent's last answer gave
+// ("" at first) and the reports that changed since.
 struct SyncBody {
-  std::uint64_t version = 0;
+  std::string revision;
   std::vector<TaskReport> reports;
 };
 Result<SyncBody> ParseSyncBody(std::string_view text);

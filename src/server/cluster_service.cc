@@ -167,7 +167,7 @@ Answer Core::SetNodeState(const Caller& caller, const std::string& name,
     return Status::PermissionDenied(
         fmt::format("{} may not cordon, uncordon or drain nodes (admin)", caller.name));
   }
-  std::lock_guard lock(mu_);
+  Changes lock(*this);
   std::optional<NodeId> node = state_->FindNode(name);
   if (!node) return Status::NotFound(fmt::format("no node '{}'", name), "node");
   const Millis now = Now();
@@ -209,20 +209,16 @@ Answer Core::SetNodeState(const Caller& caller, const std::string& name,
 
 // ---- Events and metrics ----
 
-Answer Core::Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const {
+Result<std::vector<EventFeed::Item>> Core::Events(std::uint64_t cursor, std::size_t limit) const {
+  if (std::optional<std::vector<EventFeed::Item>> recent = feed_->Read(cursor, limit))
+    return std::move(recent).value();
+  // Before the feed's window: from the store (serialized for this reader alone).
   Result<std::vector<Event>> events = store_->EventsSince(cursor, limit);
-  if (events.ok() && events->empty() && wait.count() > 0) {
-    store_->WaitForEvents(cursor, wait);
-    events = store_->EventsSince(cursor, limit);
-  }
   if (!events.ok()) return std::move(events).status().WithContext("store: ");
-  Json list = Json::array();
-  std::uint64_t last = cursor;
-  for (const Event& e : *events) {
-    list.push_back(store::EventToJson(e));
-    last = e.seq;
-  }
-  return Answer(Json{{"events", std::move(list)}, {"cursor", last}});
+  std::vector<EventFeed::Item> items;
+  items.reserve(events->size());
+  for (const Event& e : *events) items.push_back(EventFeed::Make(e));
+  return items;
 }
 
 std::string Core::MetricsText() {

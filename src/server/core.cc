@@ -10,6 +10,7 @@
 #include <span>
 #include <thread>
 
+#include "crypto/crypto.h"
 #include "store/codec.h"
 #include "store/names.h"
 
@@ -22,6 +23,10 @@ using store::EventKind;
 using store::JobState;
 using Role = config::TokenSpec::Role;
 
+// The event feed's window: the newest events within this many bytes (both serializations), about
+// 50,000 events; readers behind it read the store.
+constexpr std::size_t kFeedBytes = 64 << 20;
+
 }  // namespace
 
 Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options)
@@ -30,7 +35,18 @@ Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, Co
       store_(std::move(store)),
       config_(std::move(config)),
       engine_(config_.engine),
-      probe_engine_(config_.engine) {}
+      probe_engine_(config_.engine),
+      incarnation_(crypto::RandomHex(4)) {
+  feed_ = std::make_unique<EventFeed>(store_->LastSeq(), kFeedBytes);
+  store_->SetCommitListener(
+      [feed = feed_.get()](std::span<const Event> events) { feed->Publish(events); });
+}
+
+Core::Changes::~Changes() {
+  std::vector<std::function<void()>> wake = core_.PublishAssignmentsLocked();
+  lock_.unlock();
+  for (std::function<void()>& fn : wake) fn();
+}
 
 Core::~Core() {
   {
@@ -258,7 +274,6 @@ Status Core::AppendLocked(std::vector<Event> events) {
   Result<std::vector<Event>> written = store_->Append(std::move(events));
   if (!written.ok()) return written.status();
   for (const Event& ev : *written) ApplyLocked(ev);
-  BumpAssignments();
   return Status::Ok();
 }
 
@@ -295,8 +310,11 @@ void Core::ApplyLocked(const Event& event) {
   if (it == jobs_.end()) return;
   Entry& entry = it->second;
   const bool was_finished = store::IsFinished(entry.stored.status.state);
+  // The nodes it ran on and the nodes it runs on now: their agents are told.
+  TouchNodesLocked(entry.stored.status.allocation);
   // The store has applied the same event to the same status: it cannot be refused here.
   Check(store::ApplyEvent(entry.stored.status, event), "apply a stored event");
+  TouchNodesLocked(entry.stored.status.allocation);
   if (event.kind == EventKind::kStarted) {
     entry.reports.clear();
     RememberNodes(entry);

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "config/config.h"
 #include "server/agent_wire.h"
 #include "server/auth.h"
+#include "server/event_feed.h"
 #include "server/metrics.h"
 
 namespace arbiter::server {
@@ -43,17 +45,9 @@ struct Answer {
       : body(std::move(answer)), created(is_new) {}
   Answer(Status status) : error(std::move(status)) {}  // NOLINT: an error, implicit by design
 
-  // The handler wrote the response itself (a streamed or plain-text body).
-  static Answer Written() {
-    Answer a;
-    a.written = true;
-    return a;
-  }
-
   Status error;  // ok: the call succeeded and `body` is its answer
   nlohmann::json body;
   bool created = false;  // it created a resource (HTTP 201)
-  bool written = false;  // see Written()
   bool ok() const { return error.ok(); }
 };
 
@@ -87,8 +81,9 @@ class Core {
 
   // ---- Jobs ----
   // `body`: a job spec's JSON text as the codec reads it (store/codec.h), without user and
-  // submit time.
-  Answer Submit(const Caller& caller, std::string_view body);
+  // submit time. `done` gets the answer: at once when the job is refused, else once the store
+  // has committed it (on the store's writer thread; no thread waits for the commit).
+  void Submit(const Caller& caller, std::string_view body, std::function<void(Answer)> done);
   Answer ListJobs(const JobFilter& filter);
   Answer GetJob(JobId id);
   Answer Cancel(const Caller& caller, JobId id);
@@ -109,16 +104,31 @@ class Core {
   // credential, or a join token that may join as `node` while no live agent holds the node.
   Answer RegisterAgent(const Caller& caller, const std::string& node, const RegisterBody& body,
                        const std::string& peer);
-  // Takes the agent's reports, then answers the tasks the node is to run (with their stops),
-  // waiting up to `wait` for a change when the agent's `version` is current.
-  Answer SyncAgent(const Caller& caller, const std::string& node,
-                   const std::vector<TaskReport>& reports, std::uint64_t version,
-                   std::chrono::milliseconds wait);
+  // Takes the agent's reports, then answers what changed in the node's tasks since `revision`
+  // (docs/api.md, "Sync by difference"). When nothing did and `wake` is given, the answer is
+  // left empty with `waiting` set: `wake` runs once (on the thread that made the change, after
+  // the core's lock is released) when the node's tasks change, and the caller then asks
+  // AgentChanges. A later sync of the same node wakes an earlier one still waiting.
+  struct SyncOutcome {
+    Answer answer;
+    bool waiting = false;
+    std::uint64_t ticket = 0;  // for StopWaiting
+  };
+  SyncOutcome SyncAgent(const Caller& caller, const std::string& node,
+                        const std::vector<TaskReport>& reports, const std::string& revision,
+                        std::function<void()> wake);
+  // The node's changes since `revision` (an empty list when there are none).
+  Answer AgentChanges(const std::string& node, const std::string& revision);
+  // Forgets a waiting sync (its wait timed out, its connection went).
+  void StopWaiting(const std::string& node, std::uint64_t ticket);
   // Where a task's log is: the node, its agent's log server and the path there.
   Answer LogSource(JobId id, std::uint32_t rank);
 
   // ---- Events and metrics ----
-  Answer Events(std::uint64_t cursor, std::size_t limit, std::chrono::milliseconds wait) const;
+  // The events after `cursor`, at most `limit`, serialized (shared with every other reader):
+  // from the feed's window, else from the store.
+  Result<std::vector<EventFeed::Item>> Events(std::uint64_t cursor, std::size_t limit) const;
+  EventFeed& feed() { return *feed_; }
   std::string MetricsText();
   Metrics& metrics() { return metrics_; }
 
@@ -144,11 +154,30 @@ class Core {
     std::string address;      // where the node is reached (MASTER_ADDR)
     std::string log_url;      // the agent's log server
     std::string problem;      // why its last registration was refused
-    bool waiting = false;     // a sync of the node's waits for new assignments
     nlohmann::json reported;  // devices, CPU and memory as the agent found them
+    // What the node runs, as its agent is told (by task key), and the revision of each task's
+    // last change; the keys taken off it since the agent's last sync (tombstones), with theirs.
+    // A revision below `floor` is older than the tombstones kept: it gets everything.
+    struct Task {
+      nlohmann::json json;
+      std::uint64_t revision = 0;
+    };
+    std::map<std::string, Task> tasks;
+    std::map<std::string, std::uint64_t> removed;
+    std::uint64_t floor = 0;
+    // A sync waiting for a change, and its ticket.
+    std::function<void()> waiter;
+    std::uint64_t waiter_ticket = 0;
   };
 
   Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options);
+  // A submission's checks (the spec, the caller's rights, whether it could ever fit, the user's
+  // limits); when it passes, it is handed to the store, and `done` (moved) gets the answer once
+  // committed. An error: refused, nothing recorded, `done` untouched.
+  Status Admit(const Caller& caller, std::string_view body, std::function<void(Answer)>& done);
+  // A committed submission (or the store's refusal) into the inbox; its answer.
+  Answer Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
+                   std::chrono::steady_clock::time_point t0);
   Status Recover();
   // A state from the configuration (with quota overrides and node states) and the running jobs.
   Status RebuildState(const config::ClusterConfig& config);
@@ -187,16 +216,36 @@ class Core {
                          Millis now);
   // A run that failed: requeued while retries are left, else failed.
   store::Event FailRunLocked(const Entry& entry, Millis now, std::string why);
-  nlohmann::json AssignmentsLocked(const std::string& node, Millis now) const;
+  nlohmann::json AssignmentsLocked(const std::string& node) const;
+  // The nodes whose tasks a change touched: their assignments are computed again when the
+  // operation that changed them releases mu_ (Changes), and their waiting syncs woken.
+  void TouchNodesLocked(const store::StoredAllocation& allocation);
+  // Computes the touched nodes' assignments again; returns the waiting syncs to wake.
+  std::vector<std::function<void()>> PublishAssignmentsLocked();
+  // The answer to a sync at `revision` (under mu_).
+  nlohmann::json ChangesLocked(AgentNode& node, const std::string& revision);
+  // mu_, held by an operation that may change what nodes run: on release, the touched nodes'
+  // assignments are published and their waiting syncs woken (after the lock is released).
+  class Changes {
+   public:
+    explicit Changes(Core& core) : core_(core), lock_(core.mu_) {}
+    ~Changes();
+    Changes(const Changes&) = delete;
+    Changes& operator=(const Changes&) = delete;
+
+   private:
+    Core& core_;
+    std::unique_lock<std::mutex> lock_;
+  };
   // Every node's health: an agent node is healthy while registered and not lost.
   void ApplyHealthLocked();
-  // Agents wait on this for new assignments; bumped by every job transition.
-  void BumpAssignments();
   // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
   void Wake();
 
   const CoreOptions options_;
   const config::ClusterConfig base_;  // as configured, before run-time changes
+  // The feed outlives the store, whose writer publishes to it until it stops.
+  std::unique_ptr<EventFeed> feed_;  // filled by the store's commit listener
   const std::unique_ptr<store::Store> store_;
   Metrics metrics_;
 
@@ -212,13 +261,17 @@ class Core {
   std::map<JobId, Millis> draining_;   // GUARDED_BY(mu_): victims -> stop time
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
   std::map<std::string, AgentNode> agent_nodes_;         // GUARDED_BY(mu_)
-  std::uint64_t assignments_version_ = 1;                // GUARDED_BY(mu_)
-  Millis agents_grace_until_ = 0;                        // GUARDED_BY(mu_): no node lost before
-  Millis last_usage_save_ = 0;                           // GUARDED_BY(mu_)
+  std::set<std::string> touched_nodes_;                  // GUARDED_BY(mu_)
+  // Revisions of nodes' tasks: "INCARNATION.N", N from one counter; the incarnation (random,
+  // per start) tells a revision of an earlier run of the server, which gets everything.
+  std::uint64_t revision_ = 0;     // GUARDED_BY(mu_)
+  std::uint64_t next_ticket_ = 1;  // GUARDED_BY(mu_)
+  const std::string incarnation_;
+  Millis agents_grace_until_ = 0;  // GUARDED_BY(mu_): no node lost before
+  Millis last_usage_save_ = 0;     // GUARDED_BY(mu_)
 
-  std::condition_variable assignments_cv_;  // with mu_
-  bool dirty_ = true;                       // GUARDED_BY(mu_): a cycle is wanted
-  Millis last_cycle_ = 0;                   // GUARDED_BY(mu_)
+  bool dirty_ = true;      // GUARDED_BY(mu_): a cycle is wanted
+  Millis last_cycle_ = 0;  // GUARDED_BY(mu_)
 
   // Lock order: mu_, then probe_mu_ or inbox_mu_.
   std::mutex probe_mu_;

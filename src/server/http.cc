@@ -1,10 +1,12 @@
 // The HTTP layer: routes, bearer-token authentication, request parsing into the core's calls,
 // and the core's answers into JSON responses. Errors become HTTP codes only here and in core.cc.
+// It runs on the event-driven server of net/http_server.h: handlers answer through exchanges,
+// and nothing that waits (a long poll, an event stream, an agent's sync, a submission's commit)
+// holds a thread (docs/design/server.md).
 #include <fmt/format.h>
 #include <httplib.h>
 #include <malloc.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <climits>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -21,6 +24,7 @@
 #include "arbiter/store.h"
 #include "config/config.h"
 #include "config/limits.h"
+#include "net/http_server.h"
 #include "net/tls.h"
 #include "server/agent_wire.h"
 #include "server/auth.h"
@@ -32,6 +36,11 @@ namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using net::HttpExchangePtr;
+using net::HttpRequest;
+using net::HttpResponse;
+using net::HttpServer;
+using net::SharedText;
 using net::TlsClientSettings;
 
 // The one place where error codes become HTTP statuses.
@@ -62,28 +71,36 @@ int HttpStatus(StatusCode code) {
 // {"error": {"code": "invalid_argument", "field": "groups[0].tasks", "message": "groups[0].tasks:
 // must be at least 1, got 0"}}: the code's name with '_' for ' ', the field path ("" when the
 // error concerns no one field) and the message for people.
-void SendError(httplib::Response& res, int status, std::string code, const std::string& field,
-               const std::string& message) {
+HttpResponse ErrorResponse(int status, std::string code, const std::string& field,
+                           const std::string& message) {
   std::replace(code.begin(), code.end(), ' ', '_');
-  res.status = status;
-  res.set_content(
-      store::Dump(Json{{"error", {{"code", code}, {"field", field}, {"message", message}}}}) + "\n",
-      "application/json");
+  HttpResponse r;
+  r.status = status;
+  r.body =
+      store::Dump(Json{{"error", {{"code", code}, {"field", field}, {"message", message}}}}) + "\n";
+  return r;
 }
 
-void Send(httplib::Response& res, const Answer& answer) {
+HttpResponse ToResponse(const Answer& answer) {
   if (!answer.ok()) {
     const Status& e = answer.error;
-    return SendError(res, HttpStatus(e.code()), StatusCodeName(e.code()), e.field(), e.message());
+    return ErrorResponse(HttpStatus(e.code()), StatusCodeName(e.code()), e.field(), e.message());
   }
-  res.status = answer.created ? 201 : 200;
-  res.set_content(store::Dump(answer.body) + "\n", "application/json");
+  HttpResponse r;
+  r.status = answer.created ? 201 : 200;
+  r.body = store::Dump(answer.body) + "\n";
+  return r;
 }
 
-// Watchers: long polls of the event log and event streams, each holding a connection thread
-// while it waits. Each token holds at most `per_caller` at once and all together at most `total`,
-// so that the other threads stay free for health checks, submissions and agents' syncs; one more
-// is refused (429) rather than queued.
+void Send(const HttpExchangePtr& exchange, const Answer& answer) {
+  exchange->Respond(ToResponse(answer));
+}
+
+SharedText Text(std::string text) { return std::make_shared<const std::string>(std::move(text)); }
+
+// Watchers: long polls of the event log and event streams. Each token holds at most
+// `per_caller` at once and all together at most `total` (server.max_watchers,
+// max_watchers_per_token); one more is refused (429) rather than queued.
 class Watchers {
  public:
   Watchers(std::size_t total, std::size_t per_caller) : total_(total), per_caller_(per_caller) {}
@@ -107,20 +124,26 @@ class Watchers {
     if (mine >= per_caller_) {
       return Status::FromCode(StatusCode::kResourceExhausted,
                               fmt::format("{} already watches {} times at once (the most one "
-                                          "token may); close one first",
+                                          "token may, server.max_watchers_per_token); close one "
+                                          "first",
                                           caller, mine),
                               "wait");
     }
     if (in_use_ >= total_) {
       return Status::FromCode(StatusCode::kResourceExhausted,
                               fmt::format("the server already serves {} watchers (the most it "
-                                          "keeps next to other requests); retry shortly",
+                                          "keeps, server.max_watchers); retry shortly",
                                           in_use_),
                               "wait");
     }
     ++mine;
     ++in_use_;
     return std::make_shared<Slot>(this, caller);
+  }
+
+  std::size_t in_use() const {
+    std::lock_guard lock(mu_);
+    return in_use_;
   }
 
  private:
@@ -131,7 +154,7 @@ class Watchers {
   }
 
   const std::size_t total_, per_caller_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::size_t in_use_ = 0;                                  // GUARDED_BY(mu_)
   std::unordered_map<std::string, std::size_t> by_caller_;  // GUARDED_BY(mu_)
 };
@@ -143,406 +166,579 @@ Millis NowMillis() {
       .count();
 }
 
+std::optional<std::uint64_t> Number(const std::string& text) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+Result<Json> Body(const HttpRequest& req) {
+  if (req.body.empty()) return Status::InvalidArgument("empty; expected JSON", "body");
+  return store::ParseJson(req.body, "body");
+}
+
+// How often a waiting long poll writes a space (JSON allows it before the value) and an idle
+// event stream a comment: a client that went away is found by the next write, and its watcher
+// given back.
+constexpr std::chrono::milliseconds kPollTick{1000};
+constexpr std::chrono::milliseconds kStreamTick{5000};
+// A request's headers, in all (a larger one is refused, naming `headers`).
+constexpr std::size_t kMaxHeaderBytes = 16 << 10;
+// Events read at a time for a stream.
+constexpr std::size_t kStreamBatch = 1000;
+
+// One wait for a wake-up or a deadline, whichever comes first; no thread waits. `resume(timed
+// out)` runs once, on a worker thread.
+class Wait : public std::enable_shared_from_this<Wait> {
+ public:
+  Wait(HttpServer& http, std::function<void(bool timed_out)> resume)
+      : http_(http), resume_(std::move(resume)) {}
+
+  // The wake-up to hand to the source (the event feed, the core): any thread, any number of
+  // times.
+  std::function<void()> Waker() {
+    return [self = shared_from_this()] { self->Fire(false); };
+  }
+  void Arm(std::chrono::milliseconds deadline) {
+    std::shared_ptr<HttpServer::Timer> timer =
+        http_.After(deadline, [self = shared_from_this()] { self->Fire(true); });
+    std::lock_guard lock(mu_);
+    if (fired_) {
+      timer->Cancel();
+    } else {
+      timer_ = std::move(timer);
+    }
+  }
+
+ private:
+  void Fire(bool timed_out) {
+    std::shared_ptr<HttpServer::Timer> timer;
+    {
+      std::lock_guard lock(mu_);
+      if (fired_) return;
+      fired_ = true;
+      timer.swap(timer_);
+    }
+    if (timer && !timed_out) timer->Cancel();
+    http_.Post([self = shared_from_this(), timed_out] { self->resume_(timed_out); });
+  }
+
+  HttpServer& http_;
+  const std::function<void(bool)> resume_;
+  std::mutex mu_;
+  bool fired_ = false;                        // GUARDED_BY(mu_)
+  std::shared_ptr<HttpServer::Timer> timer_;  // GUARDED_BY(mu_)
+};
+
+// {"cursor": N, "events": [...]}, from the events' shared texts.
+std::string EventsBody(const std::vector<EventFeed::Item>& items, std::uint64_t cursor) {
+  std::string body =
+      "{\"cursor\":" + std::to_string(items.empty() ? cursor : items.back().seq) + ",\"events\":[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) body += ',';
+    body += *items[i].json;
+  }
+  body += "]}\n";
+  return body;
+}
+
+// A watcher of the event log: a long poll (one answer, once there are events or the wait is
+// over) or an event stream (server-sent events until the client goes). Every step runs on a
+// worker; between steps it waits on the feed without a thread. While it waits it writes a tick
+// (a space before the long poll's JSON, a comment line in a stream), so that a client that went
+// away is found and its watcher given back.
+class Watch : public std::enable_shared_from_this<Watch> {
+ public:
+  enum class Kind { kPoll, kStream };
+  Watch(Kind kind, Core& core, HttpServer& http, HttpExchangePtr exchange,
+        std::shared_ptr<Watchers::Slot> slot, std::uint64_t cursor, std::size_t limit,
+        std::chrono::steady_clock::time_point deadline)
+      : kind_(kind),
+        core_(core),
+        http_(http),
+        exchange_(std::move(exchange)),
+        slot_(std::move(slot)),
+        cursor_(cursor),
+        limit_(limit),
+        deadline_(deadline) {}
+
+  void Step() {
+    std::optional<std::vector<EventFeed::Item>> items = core_.feed().Read(cursor_, limit_);
+    if (!items) {
+      if (live_) return Drop();
+      // Behind the feed's window from the start: the older events come from the store.
+      Result<std::vector<EventFeed::Item>> older = core_.Events(cursor_, limit_);
+      if (!older.ok()) return exchange_->End();  // the client sees the body cut short
+      items = std::move(older).value();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (kind_ == Kind::kPoll) {
+      if (!items->empty() || now >= deadline_) {
+        exchange_->Write({Text(EventsBody(*items, cursor_))}, {});
+        return exchange_->End();
+      }
+    } else if (!items->empty()) {
+      std::vector<SharedText> frames;
+      frames.reserve(items->size());
+      for (const EventFeed::Item& item : *items) frames.push_back(item.frame);
+      cursor_ = items->back().seq;
+      return exchange_->Write(std::move(frames), Next());
+    }
+    // Nothing new: wait for the feed, a tick at most.
+    live_ = true;
+    auto self = shared_from_this();
+    auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
+    auto wait = std::make_shared<Wait>(http_, [self, ticket](bool timed_out) {
+      if (!timed_out) return self->Step();
+      self->core_.feed().Cancel(ticket->load());
+      if (self->kind_ == Kind::kPoll && std::chrono::steady_clock::now() >= self->deadline_)
+        return self->Step();
+      self->exchange_->Write({Text(self->kind_ == Kind::kPoll ? " " : ":\n\n")}, self->Next());
+    });
+    ticket->store(core_.feed().Wait(cursor_, wait->Waker()));
+    auto tick = kind_ == Kind::kPoll ? kPollTick : kStreamTick;
+    if (kind_ == Kind::kPoll) {
+      tick = std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - now));
+    }
+    wait->Arm(tick);
+  }
+
+ private:
+  // After a write: the next step, unless the client has gone.
+  std::function<void(bool)> Next() {
+    return [self = shared_from_this()](bool ok) {
+      if (ok) self->http_.Post([self] { self->Step(); });
+    };
+  }
+
+  // A stream that fell behind the feed's window while live (a slow reader): ended with the
+  // cursor to resume from, rather than slowing the others or holding events for it.
+  void Drop() {
+    const std::string data =
+        store::Dump(Json{{"cursor", cursor_},
+                         {"message",
+                          "too slow: the stream fell behind the server's window of "
+                          "recent events; reconnect with ?cursor= (or Last-Event-ID)"}});
+    exchange_->Write({Text(fmt::format("event: dropped\ndata: {}\n\n", data))}, {});
+    exchange_->End();
+  }
+
+  const Kind kind_;
+  Core& core_;
+  HttpServer& http_;
+  const HttpExchangePtr exchange_;
+  const std::shared_ptr<Watchers::Slot> slot_;  // given back when the watch ends
+  std::uint64_t cursor_;
+  const std::size_t limit_;
+  const std::chrono::steady_clock::time_point deadline_;  // a long poll's
+  bool live_ = false;                                     // a stream caught up with the feed once
+};
+
 class Api {
  public:
-  Api(const config::ClusterConfig& config, std::string node_key, int threads)
+  Api(const config::ClusterConfig& config, std::string node_key)
       : auth_(config.server.tokens, std::move(node_key)),
-        // A quarter of the connection threads may wait; each token a few of them.
-        watchers_(static_cast<std::size_t>(std::max(1, threads / 4)), 4) {
-    max_body_ = static_cast<std::size_t>(config.server.max_body_bytes);
-  }
+        watchers_(static_cast<std::size_t>(config.server.max_watchers),
+                  static_cast<std::size_t>(config.server.max_watchers_per_token)),
+        max_body_(static_cast<std::size_t>(config.server.max_body_bytes)),
+        sync_wait_(config.server.agent_sync_wait) {}
 
   void SetCore(Core* core) { core_.store(core); }
   Core* core() const { return core_.load(); }
+  // The server's TLS settings for the requests it makes itself (to agents' log servers).
+  void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
 
-  void Register(httplib::Server& svr) {
-    svr.set_payload_max_length(max_body_);
-    svr.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
-      if (res.status == 413) {
-        Send(res,
-             Status::InvalidArgument(
-                 fmt::format("larger than {} bytes (server.max_body_bytes)", max_body_), "body"));
+  // The server's own refusals, in the API's error format.
+  HttpResponse Refusal(int status, std::string_view what) {
+    switch (status) {
+      case 413:
         CountBad();
-      } else if (res.body.empty()) {
-        if (res.status == 404) {
-          Send(res, Status::NotFound("no such endpoint (see docs/api.md)", "path"));
-        } else {
-          // The HTTP library's own refusals (405 ...) keep their status.
-          SendError(res, res.status, "invalid argument", "", "request refused");
+        return ToResponse(Status::InvalidArgument(
+            fmt::format("larger than {} bytes (server.max_body_bytes)", max_body_), "body"));
+      case 431:
+        CountBad();
+        return ToResponse(Status::InvalidArgument(
+            fmt::format("larger than {} bytes in all", kMaxHeaderBytes), "headers"));
+      case 404:
+        return ToResponse(Status::NotFound("no such endpoint (see docs/api.md)", "path"));
+      case 503:
+        return ToResponse(Status::Unavailable(std::string(what)));
+      case 500:
+        return ToResponse(Status::Internal(std::string(what)));
+      default:
+        CountBad();
+        return ErrorResponse(status, "invalid argument", "", std::string(what));
+    }
+  }
+
+  void Register(HttpServer& http) {
+    http_ = &http;
+    http.Route(
+        "GET", "/healthz",
+        [](HttpRequest&, const HttpExchangePtr& ex) {
+          Send(ex, Answer(Json{{"status", "ok"}}));
+        },
+        HttpServer::Run::kInline);
+    http.Route(
+        "GET", "/readyz",
+        [this](HttpRequest&, const HttpExchangePtr& ex) {
+          Send(ex, core() ? Answer(Json{{"status", "ready"}})
+                          : Status::Unavailable("recovering from the store"));
+        },
+        HttpServer::Run::kInline);
+    http.Route("GET", "/metrics", [this](HttpRequest&, const HttpExchangePtr& ex) {
+      Core* c = core();
+      if (!c) return Send(ex, Status::Unavailable("recovering from the store"));
+      HttpResponse r;
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = c->MetricsText() + HttpMetrics();
+      ex->Respond(std::move(r));
+    });
+
+    // Jobs.
+    Async("POST", "/v1/jobs",
+          [](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
+            if (req.body.empty())
+              return Send(ex, Status::InvalidArgument("empty; expected a job spec (JSON)", "body"));
+            c.Submit(who, req.body, [ex](Answer answer) { Send(ex, answer); });
+          });
+    Sync("GET", "/v1/jobs", [](Core& c, const Caller&, const HttpRequest& req) -> Answer {
+      JobFilter filter;
+      filter.queue = req.Param("queue");
+      filter.user = req.Param("user");
+      if (req.HasParam("state")) {
+        const std::string s = req.Param("state");
+        filter.state = store::ParseJobState(s);
+        if (!filter.state) {
+          return Status::InvalidArgument(
+              fmt::format("unknown job state '{}' (known: pending, held, "
+                          "running, completed, failed, cancelled)",
+                          s),
+              "state");
         }
       }
+      if (req.HasParam("limit")) {
+        std::optional<std::uint64_t> limit = Number(req.Param("limit"));
+        if (!limit || *limit == 0)
+          return Status::InvalidArgument("must be a positive integer", "limit");
+        filter.limit = static_cast<std::size_t>(*limit);
+      }
+      return c.ListJobs(filter);
     });
-    svr.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-          Send(res, Status::Internal("internal error"));
-        });
-
-    svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      Send(res, Answer(Json{{"status", "ok"}}));
+    Sync("GET", "/v1/jobs/#", [](Core& c, const Caller&, const HttpRequest& req) -> Answer {
+      std::optional<JobId> id = Number(req.matches[0]);
+      if (!id) return Status::InvalidArgument("not a job id", "id");
+      return c.GetJob(*id);
     });
-    svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-      Send(res, core() ? Answer(Json{{"status", "ready"}})
-                       : Status::Unavailable("recovering from the store"));
-    });
-    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      Core* c = core();
-      if (!c) return Send(res, Status::Unavailable("recovering from the store"));
-      res.set_content(c->MetricsText(), "text/plain; version=0.0.4");
-    });
-
-    Route(
-        svr, "POST", "/v1/jobs",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          if (req.body.empty())
-            return Status::InvalidArgument("empty; expected a job spec (JSON)", "body");
-          return c.Submit(who, req.body);
-        });
-    Route(svr, "GET", "/v1/jobs",
-          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
-            JobFilter filter;
-            filter.queue = req.get_param_value("queue");
-            filter.user = req.get_param_value("user");
-            if (req.has_param("state")) {
-              const std::string s = req.get_param_value("state");
-              filter.state = store::ParseJobState(s);
-              if (!filter.state) {
-                return Status::InvalidArgument(
-                    fmt::format("unknown job state '{}' (known: pending, held, "
-                                "running, completed, failed, cancelled)",
-                                s),
-                    "state");
-              }
-            }
-            if (req.has_param("limit")) {
-              std::optional<std::uint64_t> limit = Number(req.get_param_value("limit"));
-              if (!limit || *limit == 0)
-                return Status::InvalidArgument("must be a positive integer", "limit");
-              filter.limit = static_cast<std::size_t>(*limit);
-            }
-            return c.ListJobs(filter);
-          });
-    Route(svr, "GET", R"(/v1/jobs/(\d+))",
-          [](Core& c, const Caller&, const httplib::Request& req, httplib::Response&) -> Answer {
-            std::optional<JobId> id = Number(req.matches[1]);
-            if (!id) return Status::InvalidArgument("not a job id", "id");
-            return c.GetJob(*id);
-          });
-    auto cancel = [](Core& c, const Caller& who, const httplib::Request& req,
-                     httplib::Response&) -> Answer {
-      std::optional<JobId> id = Number(req.matches[1]);
+    auto cancel = [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+      std::optional<JobId> id = Number(req.matches[0]);
       if (!id) return Status::InvalidArgument("not a job id", "id");
       return c.Cancel(who, *id);
     };
-    Route(svr, "DELETE", R"(/v1/jobs/(\d+))", cancel);
-    Route(svr, "POST", R"(/v1/jobs/(\d+)/cancel)", cancel);
-    Route(
-        svr, "POST", R"(/v1/jobs/(\d+)/(hold|release))",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          std::optional<JobId> id = Number(req.matches[1]);
-          if (!id) return Status::InvalidArgument("not a job id", "id");
-          return c.Hold(who, *id, req.matches[2] == "hold");
-        });
-    Route(
-        svr, "PATCH", R"(/v1/jobs/(\d+))",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          std::optional<JobId> id = Number(req.matches[1]);
-          if (!id) return Status::InvalidArgument("not a job id", "id");
-          Result<Json> body = Body(req);
-          if (!body.ok()) return body.status();
-          if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
-          for (const auto& [key, value] : body->items()) {
-            if (key != "priority_class")
-              return Status::InvalidArgument(
-                  "unknown field (a job's priority_class can be changed; hold and release have "
-                  "their "
-                  "own endpoints)",
-                  key);
-          }
-          if (!body->contains("priority_class") || !(*body)["priority_class"].is_string())
-            return Status::InvalidArgument("must be given, as a string", "priority_class");
-          return c.SetPriority(who, *id, (*body)["priority_class"].get<std::string>());
-        });
+    Sync("DELETE", "/v1/jobs/#", cancel);
+    Sync("POST", "/v1/jobs/#/cancel", cancel);
+    Sync("POST", "/v1/jobs/#/hold|release",
+         [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+           std::optional<JobId> id = Number(req.matches[0]);
+           if (!id) return Status::InvalidArgument("not a job id", "id");
+           return c.Hold(who, *id, req.matches[1] == "hold");
+         });
+    Sync("PATCH", "/v1/jobs/#", [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+      std::optional<JobId> id = Number(req.matches[0]);
+      if (!id) return Status::InvalidArgument("not a job id", "id");
+      Result<Json> body = Body(req);
+      if (!body.ok()) return body.status();
+      if (!body->is_object()) return Status::InvalidArgument("expected a JSON object", "body");
+      for (const auto& [key, value] : body->items()) {
+        if (key != "priority_class")
+          return Status::InvalidArgument(
+              "unknown field (a job's priority_class can be changed; hold and release have "
+              "their own endpoints)",
+              key);
+      }
+      if (!body->contains("priority_class") || !(*body)["priority_class"].is_string())
+        return Status::InvalidArgument("must be given, as a string", "priority_class");
+      return c.SetPriority(who, *id, (*body)["priority_class"].get<std::string>());
+    });
 
-    Route(svr, "GET", "/v1/queues",
-          [](Core& c, const Caller&, const httplib::Request&, httplib::Response&) -> Answer {
-            return c.ListQueues();
-          });
-    Route(
-        svr, "PUT", R"(/v1/queues/([^/]+)/quota)",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          Result<Json> body = Body(req);
-          if (!body.ok()) return body.status();
-          if (!body->is_object())
-            return Status::InvalidArgument("expected an object of resources", "quota");
-          return c.SetQueueQuota(who, req.matches[1], *body);
-        });
-    Route(
-        svr, "DELETE", R"(/v1/queues/([^/]+)/quota)",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          return c.SetQueueQuota(who, req.matches[1], nullptr);
-        });
-
-    Route(svr, "GET", "/v1/nodes",
-          [](Core& c, const Caller&, const httplib::Request&, httplib::Response&) -> Answer {
-            return c.ListNodes();
-          });
-    Route(
-        svr, "POST", R"(/v1/nodes/([^/]+)/(cordon|uncordon|drain))",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          std::string reason;
-          if (!req.body.empty()) {
-            Result<Json> body = Body(req);
-            if (!body.ok()) return body.status();
-            if (!body->is_object())
-              return Status::InvalidArgument("expected a JSON object", "body");
-            for (const auto& [key, value] : body->items()) {
-              if (key != "reason")
-                return Status::InvalidArgument("unknown field (only reason)", key);
-              if (!value.is_string()) return Status::InvalidArgument("must be a string", "reason");
-              reason = value.get<std::string>();
-              if (Status s = limits::CheckText("reason", reason, limits::kMaxReasonBytes); !s.ok())
-                return s;
-            }
-          }
-          const std::string action = req.matches[2];
-          const store::NodeAdminState state = action == "cordon" ? store::NodeAdminState::kCordoned
-                                              : action == "drain"
-                                                  ? store::NodeAdminState::kDraining
-                                                  : store::NodeAdminState::kSchedulable;
-          return c.SetNodeState(who, req.matches[1], state, reason);
-        });
+    // Queues and nodes.
+    Sync("GET", "/v1/queues",
+         [](Core& c, const Caller&, const HttpRequest&) -> Answer { return c.ListQueues(); });
+    Sync("PUT", "/v1/queues/*/quota",
+         [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+           Result<Json> body = Body(req);
+           if (!body.ok()) return body.status();
+           if (!body->is_object())
+             return Status::InvalidArgument("expected an object of resources", "quota");
+           return c.SetQueueQuota(who, req.matches[0], *body);
+         });
+    Sync("DELETE", "/v1/queues/*/quota",
+         [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+           return c.SetQueueQuota(who, req.matches[0], nullptr);
+         });
+    Sync("GET", "/v1/nodes",
+         [](Core& c, const Caller&, const HttpRequest&) -> Answer { return c.ListNodes(); });
+    Sync("POST", "/v1/nodes/*/cordon|uncordon|drain",
+         [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+           std::string reason;
+           if (!req.body.empty()) {
+             Result<Json> body = Body(req);
+             if (!body.ok()) return body.status();
+             if (!body->is_object())
+               return Status::InvalidArgument("expected a JSON object", "body");
+             for (const auto& [key, value] : body->items()) {
+               if (key != "reason")
+                 return Status::InvalidArgument("unknown field (only reason)", key);
+               if (!value.is_string()) return Status::InvalidArgument("must be a string", "reason");
+               reason = value.get<std::string>();
+               if (Status s = limits::CheckText("reason", reason, limits::kMaxReasonBytes); !s.ok())
+                 return s;
+             }
+           }
+           const std::string& action = req.matches[1];
+           const store::NodeAdminState state = action == "cordon" ? store::NodeAdminState::kCordoned
+                                               : action == "drain"
+                                                   ? store::NodeAdminState::kDraining
+                                                   : store::NodeAdminState::kSchedulable;
+           return c.SetNodeState(who, req.matches[0], state, reason);
+         });
 
     // Node agents (docs/api.md, "Node agents").
-    Route(svr, "POST", R"(/v1/nodes/([^/]+)/register)",
-          [this](Core& c, const Caller& who, const httplib::Request& req,
-                 httplib::Response&) -> Answer {
-            Result<RegisterBody> body = ParseRegisterBody(req.body);
-            if (!body.ok()) return body.status();
-            const std::string node = req.matches[1];
-            Answer answer = c.RegisterAgent(who, node, *body, req.remote_addr);
-            if (!answer.ok()) return answer;
-            // The node's own credential for its syncs (and its next registration), and the token
-            // its log server is to ask of the server: neither is a token of the configuration.
-            answer.body["credential"] = auth_.NodeCredential(node);
-            answer.body["log_token"] = auth_.LogToken(node);
-            return answer;
+    Sync("POST", "/v1/nodes/*/register",
+         [this](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+           Result<RegisterBody> body = ParseRegisterBody(req.body);
+           if (!body.ok()) return body.status();
+           const std::string& node = req.matches[0];
+           Answer answer = c.RegisterAgent(who, node, *body, req.peer);
+           if (!answer.ok()) return answer;
+           // The node's own credential for its syncs (and its next registration), and the token
+           // its log server is to ask of the server: neither is a token of the configuration.
+           answer.body["credential"] = auth_.NodeCredential(node);
+           answer.body["log_token"] = auth_.LogToken(node);
+           return answer;
+         });
+    // A sync answers what changed for the node; when nothing has, it waits (no thread with it)
+    // until something does or its wait is over (at most the heartbeat the server gave).
+    Async("POST", "/v1/nodes/*/sync",
+          [this](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
+            std::uint64_t wait = 0;
+            if (req.HasParam("wait_ms")) {
+              std::optional<std::uint64_t> v = Number(req.Param("wait_ms"));
+              if (!v || *v > 60000)
+                return Send(ex, Status::InvalidArgument("must be 0 to 60000", "wait_ms"));
+              wait = std::min<std::uint64_t>(*v, static_cast<std::uint64_t>(sync_wait_));
+            }
+            Result<SyncBody> body = ParseSyncBody(req.body);
+            if (!body.ok()) return Send(ex, body.status());
+            const std::string node = req.matches[0];
+            const std::string revision = body->revision;
+            auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
+            auto waiting =
+                std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool timed_out) {
+                  if (timed_out) c.StopWaiting(node, ticket->load());
+                  Send(ex, c.AgentChanges(node, revision));
+                });
+            Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
+                                                wait > 0 ? waiting->Waker() : nullptr);
+            if (!out.waiting) return Send(ex, out.answer);
+            ticket->store(out.ticket);
+            waiting->Arm(std::chrono::milliseconds(wait));
           });
-    Route(
-        svr, "POST", R"(/v1/nodes/([^/]+)/sync)",
-        [](Core& c, const Caller& who, const httplib::Request& req, httplib::Response&) -> Answer {
-          std::uint64_t wait = 0;
-          if (req.has_param("wait_ms")) {
-            std::optional<std::uint64_t> v = Number(req.get_param_value("wait_ms"));
-            if (!v || *v > 60000) return Status::InvalidArgument("must be 0 to 60000", "wait_ms");
-            wait = *v;
-          }
-          Result<SyncBody> body = ParseSyncBody(req.body);
-          if (!body.ok()) return body.status();
-          return c.SyncAgent(who, req.matches[1], body->reports, body->version,
-                             std::chrono::milliseconds(wait));
-        });
-    Route(svr, "GET", R"(/v1/jobs/(\d+)/logs)",
-          [this](Core& c, const Caller&, const httplib::Request& req,
-                 httplib::Response& res) -> Answer {
-            std::optional<JobId> id = Number(req.matches[1]);
-            if (!id) return Status::InvalidArgument("not a job id", "id");
-            std::uint64_t task = 0;
-            if (req.has_param("task")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("task"));
-              if (!v || *v > UINT32_MAX)
-                return Status::InvalidArgument("must be a task index", "task");
-              task = *v;
-            }
-            Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
-            if (!where.ok()) return where;
-            // The log stays on its node: asked of the agent's log server, without the core's lock,
-            // with the node's log token (never the caller's token or a token of the server's).
-            const std::string node = where.body["node"].get<std::string>();
-            const std::string url = where.body["url"].get<std::string>();
-            // With --agent-ca the server speaks to log servers over verified https only.
-            if (!tls_.ca_file.empty() && url.rfind("https://", 0) != 0) {
-              return Status::Unavailable(
-                  fmt::format("the agent of {} serves logs over plain HTTP ({}); this server "
-                              "(--agent-ca) asks log servers over https only: start the agent "
-                              "with --tls-cert and --tls-key",
-                              node, url));
-            }
-            httplib::Client agent(url);
-            tls_.Configure(agent);
-            agent.set_connection_timeout(std::chrono::seconds(5));
-            agent.set_read_timeout(std::chrono::seconds(30));
-            httplib::Headers headers{{"Authorization", "Bearer " + auth_.LogToken(node)}};
-            std::string path = where.body["path"].get<std::string>();
-            if (req.has_param("tail_bytes")) {
-              std::optional<std::uint64_t> tail = Number(req.get_param_value("tail_bytes"));
-              if (!tail)
-                return Status::InvalidArgument("must be a non-negative integer", "tail_bytes");
-              path += fmt::format("?tail_bytes={}", *tail);
-            }
-            httplib::Result got = agent.Get(path, headers);
-            if (!got) {
-              return Status::Unavailable(
-                  fmt::format("node: the agent of {} did not answer for "
-                              "the log",
-                              where.body["node"].get<std::string>()));
-            }
-            if (got->status != 200) {
-              const std::string problem =
-                  fmt::format("the agent of {} answered {}: {}",
-                              where.body["node"].get<std::string>(), got->status, got->body);
-              if (got->status == 404) return Status::NotFound(problem, "log");
-              return Status::FromCode(StatusCode::kUnavailable, problem, "log");
-            }
-            res.status = 200;
-            res.set_content(got->body, "text/plain; charset=utf-8");
-            return Answer::Written();
-          });
+    // The log stays on its node: asked of the agent's log server (on a thread that may wait for
+    // it), without the core's lock, with the node's log token (never the caller's token or a
+    // token of the server's).
+    Async(
+        "GET", "/v1/jobs/#/logs",
+        [this](Core& c, const Caller&, HttpRequest& req, const HttpExchangePtr& ex) {
+          Log(c, req, ex);
+        },
+        HttpServer::Run::kBlocking);
 
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
     // says where to go on. A comment line after 5 s without events keeps idle connections open.
-    Route(svr, "GET", "/v1/events/stream",
-          [this](Core& c, const Caller& who, const httplib::Request& req,
-                 httplib::Response& res) -> Answer {
-            std::string from = req.get_header_value("Last-Event-ID");
-            if (req.has_param("cursor")) from = req.get_param_value("cursor");
+    Async("GET", "/v1/events/stream",
+          [this](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
+            std::string from = req.Header("Last-Event-ID");
+            if (req.HasParam("cursor")) from = req.Param("cursor");
             std::optional<std::uint64_t> cursor =
                 from.empty() ? std::optional<std::uint64_t>(0) : Number(from);
-            if (!cursor) return Status::InvalidArgument("must be a non-negative integer", "cursor");
+            if (!cursor)
+              return Send(ex, Status::InvalidArgument("must be a non-negative integer", "cursor"));
             Result<std::shared_ptr<Watchers::Slot>> slot = watchers_.Acquire(who.name);
-            if (!slot.ok()) return slot.status();
-            struct Position {
-              std::uint64_t cursor = 0;
-              std::shared_ptr<Watchers::Slot> slot;  // given back when the stream ends
-            };
-            auto position = std::make_shared<Position>(Position{*cursor, *slot});
-            res.set_header("Cache-Control", "no-cache");
-            res.set_chunked_content_provider(
-                "text/event-stream", [&c, position](std::size_t, httplib::DataSink& sink) {
-                  // Waits a second at a time, so that a stopping server is not kept waiting.
-                  Answer answer = c.Events(position->cursor, 1000, std::chrono::seconds(1));
-                  if (!answer.ok() || !sink.is_writable()) return false;
-                  std::string text;
-                  for (const Json& e : answer.body["events"]) {
-                    text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n",
-                                        e["seq"].get<std::uint64_t>(), e["kind"].get<std::string>(),
-                                        store::Dump(e));
-                  }
-                  position->cursor = answer.body["cursor"].get<std::uint64_t>();
-                  // A comment every idle second: a client that went away is found by the next
-                  // write, and its watcher freed.
-                  if (text.empty()) text = ":\n\n";
-                  return sink.write(text.data(), text.size());
-                });
-            return Answer::Written();  // the provider writes the body
+            if (!slot.ok()) return Send(ex, slot.status());
+            ex->Start(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+            std::make_shared<Watch>(Watch::Kind::kStream, c, *http_, ex, *slot, *cursor,
+                                    kStreamBatch, std::chrono::steady_clock::time_point())
+                ->Step();
           });
-    Route(svr, "GET", "/v1/events",
-          [this](Core& c, const Caller& who, const httplib::Request& req,
-                 httplib::Response& res) -> Answer {
+    Async("GET", "/v1/events",
+          [this](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
             std::uint64_t cursor = 0;
             std::size_t limit = 1000;
             std::uint64_t wait = 0;
-            if (req.has_param("cursor")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("cursor"));
-              if (!v) return Status::InvalidArgument("must be a non-negative integer", "cursor");
+            if (req.HasParam("cursor")) {
+              std::optional<std::uint64_t> v = Number(req.Param("cursor"));
+              if (!v)
+                return Send(ex,
+                            Status::InvalidArgument("must be a non-negative integer", "cursor"));
               cursor = *v;
             }
-            if (req.has_param("limit")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("limit"));
+            if (req.HasParam("limit")) {
+              std::optional<std::uint64_t> v = Number(req.Param("limit"));
               if (!v || *v == 0 || *v > 10000)
-                return Status::InvalidArgument("must be 1 to 10000", "limit");
+                return Send(ex, Status::InvalidArgument("must be 1 to 10000", "limit"));
               limit = static_cast<std::size_t>(*v);
             }
-            if (req.has_param("wait")) {
-              std::optional<std::uint64_t> v = Number(req.get_param_value("wait"));
+            if (req.HasParam("wait")) {
+              std::optional<std::uint64_t> v = Number(req.Param("wait"));
               if (!v || *v > 60)
-                return Status::InvalidArgument("must be 0 to 60 (seconds)", "wait");
+                return Send(ex, Status::InvalidArgument("must be 0 to 60 (seconds)", "wait"));
               wait = *v;
             }
-            if (wait == 0) return c.Events(cursor, limit, std::chrono::seconds(0));
-            // A long poll waits a second at a time, writing a space (JSON allows it before the
-            // value) after each: a client that went away is found within a second or two and
-            // its watcher freed.
+            if (wait == 0) {
+              Result<std::vector<EventFeed::Item>> items = c.Events(cursor, limit);
+              if (!items.ok()) return Send(ex, items.status());
+              HttpResponse r;
+              r.body = EventsBody(*items, cursor);
+              return ex->Respond(std::move(r));
+            }
             Result<std::shared_ptr<Watchers::Slot>> slot = watchers_.Acquire(who.name);
-            if (!slot.ok()) return slot.status();
-            struct Poll {
-              std::uint64_t cursor = 0;
-              std::size_t limit = 0;
-              std::uint64_t seconds_left = 0;
-              std::shared_ptr<Watchers::Slot> slot;
-            };
-            auto poll = std::make_shared<Poll>(Poll{cursor, limit, wait, *slot});
-            res.set_chunked_content_provider(
-                "application/json", [&c, poll](std::size_t, httplib::DataSink& sink) {
-                  Answer answer = c.Events(poll->cursor, poll->limit,
-                                           std::chrono::seconds(poll->seconds_left > 0 ? 1 : 0));
-                  if (!answer.ok()) return false;
-                  if (answer.body["events"].empty() && poll->seconds_left > 1) {
-                    --poll->seconds_left;
-                    return sink.write(" ", 1);
-                  }
-                  const std::string text = store::Dump(answer.body) + "\n";
-                  if (!sink.write(text.data(), text.size())) return false;
-                  sink.done();
-                  return true;
-                });
-            return Answer::Written();
+            if (!slot.ok()) return Send(ex, slot.status());
+            ex->Start(200, "application/json");
+            std::make_shared<Watch>(Watch::Kind::kPoll, c, *http_, ex, *slot, cursor, limit,
+                                    std::chrono::steady_clock::now() + std::chrono::seconds(wait))
+                ->Step();
           });
   }
 
-  // The server's TLS settings for the requests it makes itself (to agents' log servers).
-  void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
-
  private:
-  using Handler =
-      std::function<Answer(Core&, const Caller&, const httplib::Request&, httplib::Response&)>;
+  // A handler that answers later (through the exchange), and one that answers at once.
+  using AsyncHandler =
+      std::function<void(Core&, const Caller&, HttpRequest&, const HttpExchangePtr&)>;
+  using SyncHandler = std::function<Answer(Core&, const Caller&, const HttpRequest&)>;
 
-  static std::optional<std::uint64_t> Number(const std::string& text) {
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-    return v;
+  // Every API route: the core must be there (recovery done) and the caller known.
+  void Async(const char* method, const char* pattern, AsyncHandler handler,
+             HttpServer::Run run = HttpServer::Run::kWorker) {
+    http_->Route(
+        method, pattern,
+        [this, handler = std::move(handler)](HttpRequest& req, const HttpExchangePtr& ex) {
+          Core* c = core();
+          if (!c) return Send(ex, Status::Unavailable("recovering from the store; retry shortly"));
+          Result<Caller> who = Authenticate(req);
+          if (!who.ok()) {
+            // Authentication is HTTP's own: 401 with its challenge.
+            CountBad();
+            HttpResponse r = ToResponse(who.status());
+            r.headers.emplace_back("WWW-Authenticate", "Bearer");
+            return ex->Respond(std::move(r));
+          }
+          handler(*c, *who, req, ex);
+        },
+        run);
+  }
+  void Sync(const char* method, const char* pattern, SyncHandler handler,
+            HttpServer::Run run = HttpServer::Run::kWorker) {
+    Async(
+        method, pattern,
+        [this, handler = std::move(handler)](Core& c, const Caller& who, HttpRequest& req,
+                                             const HttpExchangePtr& ex) {
+          Answer answer = handler(c, who, req);
+          if (answer.error.code() == StatusCode::kInvalidArgument) CountBad();
+          Send(ex, answer);
+        },
+        run);
   }
 
-  static Result<Json> Body(const httplib::Request& req) {
-    if (req.body.empty()) return Status::InvalidArgument("empty; expected JSON", "body");
-    return store::ParseJson(req.body, "body");
+  void Log(Core& c, const HttpRequest& req, const HttpExchangePtr& ex) {
+    Answer answer = FetchLog(c, req);
+    if (answer.ok()) {
+      HttpResponse r;
+      r.content_type = "text/plain; charset=utf-8";
+      r.body = answer.body.get<std::string>();
+      return ex->Respond(std::move(r));
+    }
+    if (answer.error.code() == StatusCode::kInvalidArgument) CountBad();
+    Send(ex, answer);
   }
 
-  void Route(httplib::Server& svr, const std::string& method, const std::string& pattern,
-             Handler handler) {
-    auto wrapped = [this, handler](const httplib::Request& req, httplib::Response& res) {
-      Core* c = core();
-      if (!c) return Send(res, Status::Unavailable("recovering from the store; retry shortly"));
-      Result<Caller> who = Authenticate(req);
-      if (!who.ok()) {
-        // Authentication is HTTP's own: 401 with its challenge.
-        res.set_header("WWW-Authenticate", "Bearer");
-        CountBad();
-        return Send(res, who.status());
-      }
-      Answer answer = handler(*c, *who, req, res);
-      if (answer.written) return;  // a streamed or plain-text body
-      if (answer.error.code() == StatusCode::kInvalidArgument) CountBad();
-      Send(res, answer);
-    };
-    if (method == "GET") svr.Get(pattern, wrapped);
-    if (method == "POST") svr.Post(pattern, wrapped);
-    if (method == "PUT") svr.Put(pattern, wrapped);
-    if (method == "PATCH") svr.Patch(pattern, wrapped);
-    if (method == "DELETE") svr.Delete(pattern, wrapped);
+  // The log's text (a JSON string), asked of the agent.
+  Answer FetchLog(Core& c, const HttpRequest& req) {
+    std::optional<JobId> id = Number(req.matches[0]);
+    if (!id) return Status::InvalidArgument("not a job id", "id");
+    std::uint64_t task = 0;
+    if (req.HasParam("task")) {
+      std::optional<std::uint64_t> v = Number(req.Param("task"));
+      if (!v || *v > UINT32_MAX) return Status::InvalidArgument("must be a task index", "task");
+      task = *v;
+    }
+    Answer where = c.LogSource(*id, static_cast<std::uint32_t>(task));
+    if (!where.ok()) return where;
+    const std::string node = where.body["node"].get<std::string>();
+    const std::string url = where.body["url"].get<std::string>();
+    // With --agent-ca the server speaks to log servers over verified https only.
+    if (!tls_.ca_file.empty() && url.rfind("https://", 0) != 0) {
+      return Status::Unavailable(
+          fmt::format("the agent of {} serves logs over plain HTTP ({}); this server "
+                      "(--agent-ca) asks log servers over https only: start the agent "
+                      "with --tls-cert and --tls-key",
+                      node, url));
+    }
+    httplib::Client agent(url);
+    tls_.Configure(agent);
+    agent.set_connection_timeout(std::chrono::seconds(5));
+    agent.set_read_timeout(std::chrono::seconds(30));
+    httplib::Headers headers{{"Authorization", "Bearer " + auth_.LogToken(node)}};
+    std::string path = where.body["path"].get<std::string>();
+    if (req.HasParam("tail_bytes")) {
+      std::optional<std::uint64_t> tail = Number(req.Param("tail_bytes"));
+      if (!tail) return Status::InvalidArgument("must be a non-negative integer", "tail_bytes");
+      path += fmt::format("?tail_bytes={}", *tail);
+    }
+    httplib::Result got = agent.Get(path, headers);
+    if (!got) {
+      return Status::Unavailable(fmt::format("node: the agent of {} did not answer for the log",
+                                             where.body["node"].get<std::string>()));
+    }
+    if (got->status != 200) {
+      const std::string problem =
+          fmt::format("the agent of {} answered {}: {}", where.body["node"].get<std::string>(),
+                      got->status, got->body);
+      if (got->status == 404) return Status::NotFound(problem, "log");
+      return Status::FromCode(StatusCode::kUnavailable, problem, "log");
+    }
+    return Answer(Json(std::move(got->body)));
   }
 
-  Result<Caller> Authenticate(const httplib::Request& req) const {
-    const std::string header = req.get_header_value("Authorization");
+  Result<Caller> Authenticate(const HttpRequest& req) const {
+    const std::string header = req.Header("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
     if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
       return Status::FromCode(StatusCode::kUnauthenticated,
-                              req.has_header("Authorization") ? "expected 'Bearer TOKEN'"
-                                                              : "missing (expected 'Bearer TOKEN')",
+                              req.HasHeader("Authorization") ? "expected 'Bearer TOKEN'"
+                                                             : "missing (expected 'Bearer TOKEN')",
                               "Authorization");
     }
     return auth_.Authenticate(std::string_view(header).substr(kBearer.size()), NowMillis());
+  }
+
+  // The connection layer's figures, for /metrics.
+  std::string HttpMetrics() const {
+    const net::HttpServerStats s = http_->stats();
+    return fmt::format(
+        "# HELP arbiter_http_connections Open connections.\n"
+        "# TYPE arbiter_http_connections gauge\narbiter_http_connections {}\n"
+        "# HELP arbiter_http_connections_refused_total Connections closed at once at the "
+        "connection limit.\n"
+        "# TYPE arbiter_http_connections_refused_total counter\n"
+        "arbiter_http_connections_refused_total {}\n"
+        "# HELP arbiter_http_requests_total Requests read.\n"
+        "# TYPE arbiter_http_requests_total counter\narbiter_http_requests_total {}\n"
+        "# HELP arbiter_watchers Long polls and event streams open.\n"
+        "# TYPE arbiter_watchers gauge\narbiter_watchers {}\n",
+        s.connections_open, s.connections_refused, s.requests, watchers_.in_use());
   }
 
   void CountBad() {
@@ -550,17 +746,18 @@ class Api {
   }
 
   std::atomic<Core*> core_{nullptr};
+  HttpServer* http_ = nullptr;
   Authenticator auth_;
   Watchers watchers_;
   TlsClientSettings tls_;
-  std::size_t max_body_ = 1 << 20;
+  const std::size_t max_body_;
+  const Millis sync_wait_;
 };
-
 class ServerImpl : public Server {
  public:
   ~ServerImpl() override {
-    if (svr_) svr_->stop();
-    if (http_.joinable()) http_.join();
+    // The connections first (no handler runs afterwards), then the core.
+    if (http_) http_->Stop();
     if (api_) api_->SetCore(nullptr);
     core_.reset();
   }
@@ -602,7 +799,9 @@ class ServerImpl : public Server {
           fmt::format("expected HOST:PORT (e.g. 127.0.0.1:8642), got '{}'", args.listen),
           "--listen");
     }
-    const std::string host = args.listen.substr(0, colon);
+    std::string host = args.listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
     const bool tls = !args.tls_cert.empty();
     if (tls != !args.tls_key.empty())
       return Status::InvalidArgument("give both --tls-cert and --tls-key", "--tls-cert");
@@ -618,49 +817,33 @@ class ServerImpl : public Server {
     }
     Result<std::string> node_key = LoadOrCreateNodeKey(args.data);
     if (!node_key.ok()) return node_key.status();
-    api_ = std::make_unique<Api>(*config, std::move(node_key).value(), args.threads);
+    api_ = std::make_unique<Api>(*config, std::move(node_key).value());
     TlsClientSettings agent_tls;
     agent_tls.ca_file = args.agent_ca;
     api_->SetTls(std::move(agent_tls));
-    if (tls) {
-      auto ssl = std::make_unique<httplib::SSLServer>(
-          args.tls_cert.c_str(), args.tls_key.c_str(),
-          args.tls_client_ca.empty() ? nullptr : args.tls_client_ca.c_str());
-      if (!ssl->is_valid()) {
-        return Status::InvalidArgument(
-            fmt::format("cannot use the certificate {} with the key {}{}: unreadable, not PEM, or "
-                        "not a pair",
-                        args.tls_cert, args.tls_key,
-                        args.tls_client_ca.empty() ? "" : " and the CA " + args.tls_client_ca),
-            "--tls-cert");
-      }
-      svr_ = std::move(ssl);
-    } else {
-      svr_ = std::make_unique<httplib::Server>();
-    }
-    httplib::Server& svr = *svr_;
-    const int threads = args.threads;
-    svr.new_task_queue = [threads] {
-      return new httplib::ThreadPool(static_cast<size_t>(threads));
+
+    // A few threads, whatever the number of connections: I/O on one per processor (at most 4),
+    // handlers on `threads` (default: processors + 2), and a few for requests that wait on an
+    // agent's log server.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    net::HttpServerOptions options;
+    options.host = host;
+    options.port = port;
+    options.io_threads = std::min(cores, 4);
+    options.worker_threads = args.threads > 0 ? args.threads : cores + 2;
+    options.blocking_threads = 2;
+    options.max_body_bytes = static_cast<std::size_t>(config->server.max_body_bytes);
+    options.max_header_bytes = kMaxHeaderBytes;
+    options.tls_cert = args.tls_cert;
+    options.tls_key = args.tls_key;
+    options.tls_client_ca = args.tls_client_ca;
+    options.error_response = [api = api_.get()](int status, std::string_view what) {
+      return api->Refusal(status, what);
     };
-    svr.set_keep_alive_max_count(100000);
-    // An idle keep-alive connection holds a thread until it times out: keep that short.
-    svr.set_keep_alive_timeout(2);
-    svr.set_tcp_nodelay(true);
-    // The library listens with a backlog of 5: a burst of clients connecting at once would
-    // overflow it (connections reset). Remember the socket to listen again with a larger one.
-    // Its default options include SO_REUSEPORT, with which a second server on the same port
-    // would silently share it: only SO_REUSEADDR here (a restarted server takes its port back
-    // from connections in TIME_WAIT; a port another server listens on stays refused).
-    int listening_socket = -1;
-    svr.set_socket_options([&listening_socket](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      listening_socket = sock;
-    });
-    api_->Register(svr);
-    port_ = port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
-    if (port_ < 0) {
+    http_ = std::make_unique<HttpServer>(std::move(options));
+    api_->Register(*http_);
+    if (Status st = http_->Listen(); !st.ok()) {
+      if (st.field() == "--tls-cert") return st;
       return Status::FromCode(
           StatusCode::kUnavailable,
           fmt::format("cannot listen on {}: the address is in use (another server?) or not this "
@@ -668,23 +851,15 @@ class ServerImpl : public Server {
                       args.listen),
           "--listen");
     }
-    if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
-    http_ = std::thread([this] {
-      svr_->listen_after_bind();
-      http_done_ = true;
-    });
-    // stop() before the loop runs would be lost (and the loop never end): wait until it runs.
-    while (!svr_->is_running() && !http_done_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    port_ = http_->port();
     if (listening) listening(port_);
 
     Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
     if (!store.ok()) return store.status();
-    CoreOptions options;
-    options.virtual_nodes = args.virtual_nodes;
+    CoreOptions core_options;
+    core_options.virtual_nodes = args.virtual_nodes;
     Result<std::unique_ptr<Core>> core =
-        Core::Open(*config, std::move(store).value(), std::move(options));
+        Core::Open(*config, std::move(store).value(), std::move(core_options));
     if (!core.ok()) return core.status();
     core_ = std::move(core).value();
     api_->SetCore(core_.get());
@@ -692,11 +867,10 @@ class ServerImpl : public Server {
   }
 
  private:
-  std::unique_ptr<httplib::Server> svr_;
+  // Destroyed in reverse: the core, then the API (its timers and waits), then the HTTP server.
+  std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Core> core_;
-  std::thread http_;
-  std::atomic<bool> http_done_{false};
   int port_ = 0;
 };
 

@@ -33,7 +33,11 @@ std::string Join(const std::vector<std::string>& names) {
 
 }  // namespace
 
-Answer Core::Submit(const Caller& caller, std::string_view body) {
+void Core::Submit(const Caller& caller, std::string_view body, std::function<void(Answer)> done) {
+  if (Status refused = Admit(caller, body, done); !refused.ok()) done(std::move(refused));
+}
+
+Status Core::Admit(const Caller& caller, std::string_view body, std::function<void(Answer)>& done) {
   const auto t0 = std::chrono::steady_clock::now();
   if (caller.role == Role::kAgent) {
     return Status::PermissionDenied("an agent token may not submit jobs");
@@ -116,19 +120,30 @@ Answer Core::Submit(const Caller& caller, std::string_view body) {
     }
     active = with;  // reserved while the store commits
   }
-  const std::string name = spec->name;
-  Result<store::Submitted> submitted = store_->Submit(*spec);
+  // Committed by the store's writer with other submissions (group commit); the rest runs on
+  // its thread once committed.
+  auto accepted = std::make_shared<std::pair<store::JobSpec, Job>>(*spec, std::move(job));
+  store_->SubmitAsync(std::move(spec).value(), [this, accepted, t0, done = std::move(done)](
+                                                   Result<store::Submitted> submitted) {
+    done(Committed(std::move(accepted->first), std::move(accepted->second), submitted, t0));
+  });
+  return Status::Ok();
+}
+
+Answer Core::Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
+                       std::chrono::steady_clock::time_point t0) {
   std::lock_guard lock(inbox_mu_);
   if (!submitted.ok() || submitted->duplicate) {
-    ReleaseActiveLocked(*spec);
-    if (!submitted.ok()) return std::move(submitted).status().WithContext("store: ");
+    ReleaseActiveLocked(spec);
+    if (!submitted.ok()) return Status(submitted.status()).WithContext("store: ");
     return Answer(Json{{"id", submitted->id}, {"duplicate", true}});
   }
   const JobId id = submitted->id;
+  const std::string name = spec.name;
   Entry entry;
   entry.stored.id = id;
-  entry.stored.status.priority_class = spec->priority_class;
-  entry.stored.spec = std::move(spec).value();
+  entry.stored.status.priority_class = spec.priority_class;
+  entry.stored.spec = std::move(spec);
   job.id = id;
   entry.job = std::move(job);
   const bool wake = inbox_.empty() && loop_waits_for_inbox_;
@@ -214,7 +229,7 @@ Answer Core::CheckOwner(const Caller& caller, const Entry& entry, const char* wh
 }
 
 Answer Core::Cancel(const Caller& caller, JobId id) {
-  std::lock_guard lock(mu_);
+  Changes lock(*this);
   Entry* entry = FindLocked(id);
   if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (Answer a = CheckOwner(caller, *entry, "cancel"); !a.ok()) return a;
@@ -237,7 +252,7 @@ Answer Core::Cancel(const Caller& caller, JobId id) {
 }
 
 Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& priority_class) {
-  std::lock_guard lock(mu_);
+  Changes lock(*this);
   Entry* entry = FindLocked(id);
   if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (Answer a = CheckOwner(caller, *entry, "change the priority of"); !a.ok()) return a;
@@ -291,7 +306,7 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
 }
 
 Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
-  std::lock_guard lock(mu_);
+  Changes lock(*this);
   Entry* entry = FindLocked(id);
   if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (!hold && !caller.admin()) {

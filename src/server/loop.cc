@@ -31,7 +31,7 @@ void Core::Loop() {
     Millis wait = 0;
     bool dirty = false;
     {
-      std::lock_guard lock(mu_);
+      Changes lock(*this);
       DrainInboxLocked();
       const Millis now = Now();
       const Millis due = std::min(DueEventsLocked(now), LoseSilentNodesLocked(now));

@@ -15,7 +15,9 @@ struct ServerArgs {
   std::string data = "arbiter-data";      // the store's directory
   std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free one
   bool virtual_nodes = false;
-  int threads = 64;  // connection threads (a keep-alive connection holds one)
+  // Threads that run the API's handlers (0: processors + 2). Connections hold none: any number
+  // are served by a thread per processor (docs/design/server.md).
+  int threads = 0;
   // TLS: the server's certificate and key (PEM); with `tls_client_ca`, clients must show a
   // certificate it signs (agents, say). Without a certificate the server speaks plain HTTP, on a
   // loopback address only unless `insecure_http`.
@@ -27,7 +29,8 @@ struct ServerArgs {
   bool dev = false;
 };
 
-// A running server: HTTP threads, the scheduling loop, the store. Stops when destroyed.
+// A running server: the event-driven HTTP server, the scheduling loop, the store. Stops when
+// destroyed.
 class Server {
  public:
   // Loads the configuration, binds the port, starts serving (/healthz answers; the API and

@@ -50,7 +50,7 @@ class MemoryStore final : public Store {
     }
     for (auto& [id, status] : touched) jobs_[id].status = std::move(status);
     for (Event& e : events) AddEvent(e);
-    PublishSeq(next_seq_ - 1);
+    PublishEvents(events);
     return events;
   }
 
@@ -137,7 +137,7 @@ class MemoryStore final : public Store {
     const JobId id = job.id;
     jobs_.emplace(id, std::move(job));
     AddEvent(e);
-    PublishSeq(e.seq);
+    PublishEvents(std::span<const Event>(&e, 1));
     return {id, e.seq, false};
   }
 
@@ -148,7 +148,7 @@ class MemoryStore final : public Store {
 
   Event Publish(Event& e) {
     AddEvent(e);
-    PublishSeq(e.seq);
+    PublishEvents(std::span<const Event>(&e, 1));
     return e;
   }
 

@@ -488,13 +488,23 @@ std::uint64_t Store::WaitForEvents(std::uint64_t cursor, std::chrono::millisecon
   return last_seq_;
 }
 
-void Store::PublishSeq(std::uint64_t seq) {
+void Store::SetCommitListener(std::function<void(std::span<const Event>)> listener) {
+  listener_ = std::move(listener);
+}
+
+void Store::PublishEvents(std::span<const Event> events, std::uint64_t last_seq) {
+  if (!events.empty()) last_seq = events.back().seq;
+  if (!events.empty() && listener_) listener_(events);
   {
     std::lock_guard lock(seq_mu_);
-    if (seq <= last_seq_) return;
-    last_seq_ = seq;
+    if (last_seq <= last_seq_) return;
+    last_seq_ = last_seq;
   }
   seq_cv_.notify_all();
+}
+
+void Store::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {
+  done(Submit(std::move(spec)));
 }
 
 }  // namespace arbiter::store

@@ -417,6 +417,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   Result<Submitted> Submit(JobSpec spec) override;
+  void SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) override;
   Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) override;
   Result<std::vector<Event>> Append(std::vector<Event> events) override;
   Result<Event> SetQueueQuota(QueueQuotaOverride quota) override;
@@ -430,12 +431,15 @@ class SqliteStore final : public Store {
 
  private:
   // A write call waiting for the writer. `body` runs inside the batch's transaction and sets
-  // `seq` to the last event seq it wrote.
+  // `seq` to the last event seq it wrote. A caller that waits (Execute) is woken through `cv`;
+  // one that does not (ExecuteAsync) is told through `on_done` on the writer thread, after the
+  // commit, and its Op is the writer's to delete.
   struct Op {
     std::function<Status(std::uint64_t& seq)> body;
     Status status;
     bool done = false;
     std::condition_variable cv;
+    std::function<void(Status)> on_done;
   };
 
   SqliteStore() = default;
@@ -445,13 +449,18 @@ class SqliteStore final : public Store {
 
   // Queues `body` for the writer and waits until its transaction has committed (or failed).
   Status Execute(std::function<Status(std::uint64_t& seq)> body);
+  // Queues `body`; `done` runs on the writer thread once its transaction has committed (or
+  // failed).
+  void ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
+                    std::function<void(Status)> done);
   void WriterLoop();
   void RunBatch(const std::vector<Op*>& batch);
 
   // Writer-thread helpers (inside a transaction).
   Status InsertJobs(const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
                     std::vector<Submitted>& out, std::uint64_t& seq);
-  // Inserts an event; sets e.seq. `allocation` is e.allocation's text.
+  // Inserts an event; sets e.seq. `allocation` is e.allocation's text. The event is kept in
+  // `committing_` until the batch commits (and then published) or is rolled back.
   Status InsertEvent(Event& e, std::string_view allocation);
   // `allocation`: e.allocation's JSON text (the event's), `record` its binary record (the job's).
   Status ApplyToJob(std::size_t index, Event& e, std::string_view allocation,
@@ -469,6 +478,7 @@ class SqliteStore final : public Store {
 
   // The write connection and its statements: the writer thread's only.
   sqlite3* wdb_ = nullptr;
+  std::vector<Event> committing_;  // the events of the batch being written
   Stmt begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   Stmt find_key_, insert_job_, insert_event_, select_status_, update_status_;
   Stmt upsert_quota_, delete_quota_, upsert_node_, insert_usage_;
@@ -566,7 +576,7 @@ Status SqliteStore::OpenDatabase(const SqliteOptions& options) {
   }
   const int rc = last.Step();
   if (rc == SQLITE_ROW) {
-    PublishSeq(static_cast<std::uint64_t>(last.Int(0)));
+    PublishEvents({}, static_cast<std::uint64_t>(last.Int(0)));
   } else if (rc != SQLITE_DONE) {
     return DbError(rdb_, "read the last event");
   }
@@ -711,6 +721,22 @@ Status SqliteStore::Execute(std::function<Status(std::uint64_t& seq)> body) {
   return op.status;
 }
 
+void SqliteStore::ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
+                               std::function<void(Status)> done) {
+  auto op = std::make_unique<Op>();
+  op->body = std::move(body);
+  op->on_done = std::move(done);
+  {
+    std::lock_guard lock(mu_);
+    if (!stop_) {
+      queue_.push_back(op.release());
+      work_cv_.notify_one();
+      return;
+    }
+  }
+  op->on_done(Status::Unavailable("store: closed"));
+}
+
 void SqliteStore::WriterLoop() {
   std::vector<Op*> batch;
   for (;;) {
@@ -724,10 +750,18 @@ void SqliteStore::WriterLoop() {
       }
     }
     RunBatch(batch);
+    // The asynchronous callers first (their Ops are the writer's), then the waiting ones,
+    // notified under the lock: a caller may return (and free its Op) as soon as it is released.
+    for (Op*& op : batch) {
+      if (!op->on_done) continue;
+      std::unique_ptr<Op> owned(op);
+      op = nullptr;
+      owned->on_done(owned->status);
+    }
     {
-      // Notified under the lock: a caller may return (and free its Op) as soon as it is released.
       std::lock_guard lock(mu_);
       for (Op* op : batch) {
+        if (op == nullptr) continue;
         op->done = true;
         op->cv.notify_one();
       }
@@ -740,18 +774,18 @@ void SqliteStore::RunBatch(const std::vector<Op*>& batch) {
   auto fail_all = [&](const Status& s) {
     for (Op* op : batch) op->status = s;
   };
+  committing_.clear();
   if (Status s = Run(wdb_, begin_, "begin"); !s.ok()) return fail_all(s);
-  std::uint64_t last_seq = 0;
   for (Op* op : batch) {
     if (Status s = Run(wdb_, savepoint_, "savepoint"); !s.ok()) {
       op->status = s;
     } else {
       std::uint64_t seq = 0;
+      const std::size_t events_before = committing_.size();
       op->status = op->body(seq);
-      if (op->status.ok()) {
-        last_seq = std::max(last_seq, seq);
-      } else {
+      if (!op->status.ok()) {
         Run(wdb_, rollback_to_, "rollback to savepoint").ok();
+        committing_.resize(events_before);
       }
       Run(wdb_, release_, "release savepoint").ok();
     }
@@ -770,7 +804,8 @@ void SqliteStore::RunBatch(const std::vector<Op*>& batch) {
     }
     return;
   }
-  if (last_seq > 0) PublishSeq(last_seq);
+  PublishEvents(committing_);
+  committing_.clear();
 }
 
 // ---- Writes ----
@@ -793,6 +828,7 @@ Status SqliteStore::InsertEvent(Event& e, std::string_view allocation) {
   }
   if (Status st = Run(wdb_, s, "insert an event"); !st.ok()) return st;
   e.seq = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(wdb_));
+  committing_.push_back(e);
   return Status::Ok();
 }
 
@@ -841,6 +877,27 @@ Result<Submitted> SqliteStore::Submit(JobSpec spec) {
   Status s = Execute([&](std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); });
   if (!s.ok()) return s;
   return out[0];
+}
+
+void SqliteStore::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {
+  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return done(s);
+  // Everything the writer needs, kept until it has run.
+  struct Call {
+    std::vector<JobSpec> specs;
+    std::vector<std::string> encoded;
+    std::vector<Submitted> out;
+  };
+  auto call = std::make_shared<Call>();
+  call->encoded.push_back(EncodeJobSpecBinary(spec));  // outside the writer
+  call->specs.push_back(std::move(spec));
+  ExecuteAsync(
+      [this, call](std::uint64_t& seq) {
+        return InsertJobs(call->specs, call->encoded, call->out, seq);
+      },
+      [call, done = std::move(done)](Status s) {
+        if (!s.ok()) return done(std::move(s));
+        done(call->out[0]);
+      });
 }
 
 Result<std::vector<Submitted>> SqliteStore::SubmitBatch(std::vector<JobSpec> specs) {

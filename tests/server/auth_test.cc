@@ -263,14 +263,15 @@ TEST(AgentWire, BodiesAreReadWholeIntoTypesOrRefusedNamingTheField) {
   EXPECT_EQ(field(std::string(100, '[') + std::string(100, ']')), "body");
 
   Result<SyncBody> sync = ParseSyncBody(
-      R"({"version": 3, "tasks": [{"job": 7, "rank": 1, "run": 5, "running": false,
+      R"({"revision": "ab.3", "tasks": [{"job": 7, "rank": 1, "run": 5, "running": false,
           "exit_code": 0, "checkpoint_ms": 9}]})");
   ASSERT_TRUE(sync.ok()) << sync.status().message();
-  EXPECT_EQ(sync->version, 3u);
+  EXPECT_EQ(sync->revision, "ab.3");
   EXPECT_EQ(sync->reports.at(0).rank, 1u);
   EXPECT_FALSE(sync->reports.at(0).running);
   auto sync_field = [](std::string_view body) { return ParseSyncBody(body).status().field(); };
-  EXPECT_EQ(sync_field(R"({"version": -1})"), "version");
+  EXPECT_EQ(sync_field(R"({"revision": -1})"), "revision");
+  EXPECT_EQ(sync_field(R"({"version": 0})"), "version");  // not a field of the sync
   EXPECT_EQ(sync_field(R"({"tasks": [{"job": 1, "rank": 0}]})"), "tasks[0].run");
   EXPECT_EQ(sync_field(R"({"tasks": [{"job": 0, "rank": 0, "run": 1}]})"), "tasks[0].job");
   EXPECT_EQ(sync_field(R"({"tasks": [{"job": 1, "rank": 4294967296, "run": 1}]})"),

@@ -87,6 +87,8 @@ server:
   kill_after: 2s
   max_body_bytes: {}
   max_active_jobs_per_user: 3
+  max_watchers: 16
+  max_watchers_per_token: 4
 )",
                      kAdmin, kAlice, kBob, kCarol, kLate, kJoin, kJoinN0, kJoinLate, kMaxBody);
 }
@@ -427,7 +429,7 @@ std::string Register(const std::string& more = "") {
   return std::string("{") + kDevices + (more.empty() ? "" : ", " + more) + "}";
 }
 std::string Report(std::uint64_t job, std::int64_t run, const std::string& more = "") {
-  return fmt::format(R"({{"version": 0, "tasks": [{{"job": {}, "rank": 0, "run": {}{}}}]}})", job,
+  return fmt::format(R"({{"revision": "", "tasks": [{{"job": {}, "rank": 0, "run": {}{}}}]}})", job,
                      run, more.empty() ? "" : ", " + more);
 }
 std::string Nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
@@ -501,10 +503,10 @@ TEST(HostileAgents, CrossNodeReportsAndRegistrationsAreRefused) {
        },
        200, ""},
       {"a join token syncs a live node",
-       [](const World& w) { return Req(kJoin, "POST", SyncPath(w, 0), R"({"version": 0})"); }, 403,
-       "node"},
+       [](const World& w) { return Req(kJoin, "POST", SyncPath(w, 0), R"({"revision": ""})"); },
+       403, "node"},
       {"a join token syncs the agentless n-2",
-       [](const World&) { return Req(kJoin, "POST", "/v1/nodes/n-2/sync", R"({"version": 0})"); },
+       [](const World&) { return Req(kJoin, "POST", "/v1/nodes/n-2/sync", R"({"revision": ""})"); },
        403, "node"},
       {"a join token for n-0 registers n-2",
        [](const World&) { return Req(kJoinN0, "POST", RegisterPath("n-2"), Register()); }, 403,
@@ -513,8 +515,8 @@ TEST(HostileAgents, CrossNodeReportsAndRegistrationsAreRefused) {
        [](const World&) { return Req(kJoin, "POST", RegisterPath("n-9"), Register()); }, 404,
        "node"},
       {"an admin token syncs a node",
-       [](const World& w) { return Req(kAdmin, "POST", SyncPath(w, 0), R"({"version": 0})"); }, 403,
-       ""},
+       [](const World& w) { return Req(kAdmin, "POST", SyncPath(w, 0), R"({"revision": ""})"); },
+       403, ""},
       {"an admin token registers the agentless n-2",
        [](const World&) { return Req(kAdmin, "POST", RegisterPath("n-2"), Register()); }, 403, ""},
       {"a user token syncs a node, saying its task exited 0",
@@ -670,14 +672,15 @@ TEST(HostileAgents, MalformedSyncsAreRefusedNamingTheField) {
     return [fields](const World& w) {
       return Req(
           w.Cred(w.a), "POST", SyncPath(w, w.a),
-          fmt::format(R"({{"version": 0, "tasks": [{{"job": {}, "rank": 0, "run": {}, {}}}]}})",
+          fmt::format(R"({{"revision": "", "tasks": [{{"job": {}, "rank": 0, "run": {}, {}}}]}})",
                       w.run_a, w.start_a, fields));
     };
   };
   RunCases({
-      {"version: negative", sync(R"({"version": -1})"), 400, "version"},
-      {"version: a string", sync(R"({"version": "41"})"), 400, "version"},
-      {"version: a float", sync(R"({"version": 1.5})"), 400, "version"},
+      {"revision: a number", sync(R"({"revision": -1})"), 400, "revision"},
+      {"revision: a list", sync(R"({"revision": ["41"]})"), 400, "revision"},
+      {"revision: 1 KB", sync("{\"revision\": \"" + std::string(1024, 'a') + "\"}"), 400,
+       "revision"},
       {"tasks: an object", sync(R"({"tasks": {"job": 1}})"), 400, "tasks"},
       {"tasks[0]: a number", sync(R"({"tasks": [7]})"), 400, "tasks[0]"},
       {"tasks[0].job: a string", sync(R"({"tasks": [{"job": "1", "rank": 0, "run": 1}]})"), 400,
@@ -719,11 +722,11 @@ TEST(HostileAgents, MalformedSyncsAreRefusedNamingTheField) {
                                 w.run_a, w.start_a));
        },
        400, "tasks[1].rank"},
-      {"an unknown field", sync(R"({"version": 0, "node": "n-2"})"), 400, "node"},
+      {"an unknown field", sync(R"({"revision": "", "node": "n-2"})"), 400, "node"},
       {"a string for a body", sync(R"("sync")"), 400, "body"},
       {"an empty body", sync(""), 400, "body"},
-      {"wait_ms above a minute", sync(R"({"version": 0})", "?wait_ms=600001"), 400, "wait_ms"},
-      {"wait_ms negative", sync(R"({"version": 0})", "?wait_ms=-1"), 400, "wait_ms"},
+      {"wait_ms above a minute", sync(R"({"revision": ""})", "?wait_ms=600001"), 400, "wait_ms"},
+      {"wait_ms negative", sync(R"({"revision": ""})", "?wait_ms=-1"), 400, "wait_ms"},
   });
 }
 
@@ -898,7 +901,8 @@ TEST(HostileBodies, DeepAndOversizedBodiesAre400AndTheServerLives) {
       {"sync above max_body_bytes", to("cred", "POST", "/v1/nodes/n-0/sync", huge), 400, "body"},
       {"quota above max_body_bytes", to(kAdmin, "PUT", "/v1/queues/main/quota", huge), 400, "body"},
       {"an Authorization header of 20,000 bytes",
-       [](const World&) { return Req(std::string(20000, 'a'), "GET", "/v1/jobs"); }, 400, ""},
+       [](const World&) { return Req(std::string(20000, 'a'), "GET", "/v1/jobs"); }, 400,
+       "headers"},
   });
 }
 
@@ -1213,7 +1217,7 @@ TEST(HostileWatchers, FloodsAreBoundedAndSlotsComeBack) {
     RawConnection stream(w->port(), LongPoll(kAlice, cursor, "/v1/events/stream?cursor="));
     EXPECT_EQ(stream.Status(kAnswer), 429);
   }
-  // Four each of three more tokens: every watcher of the server (a quarter of its 64 threads).
+  // Four each of three more tokens: every watcher of the server (server.max_watchers).
   for (const char* token : {kAdmin, kBob, kCarol}) {
     for (int i = 0; i < 4; ++i) polls.push_back(open(token));
   }
@@ -1222,15 +1226,16 @@ TEST(HostileWatchers, FloodsAreBoundedAndSlotsComeBack) {
       Send(w->port(), Req(kJoin, "GET", fmt::format("/v1/events?wait=30&cursor={}", cursor)));
   EXPECT_EQ(more.status, 429) << more.text;
   EXPECT_EQ(more.json["error"].value("field", ""), "wait") << more.text;
-  // The rest of the server answers promptly meanwhile (timeouts of a few seconds: a thread held by
-  // a watcher would keep them waiting for its 30 s).
+  // The rest of the server answers promptly meanwhile (timeouts of a few seconds: a request queued
+  // behind a watcher would wait its 30 s).
   constexpr auto kPrompt = std::chrono::seconds(5);
   const Answer health = Send(w->port(), Req("", "GET", "/healthz"), kPrompt);
   const Answer ready = Send(w->port(), Req("", "GET", "/readyz"), kPrompt);
   const Answer list = Send(w->port(), Req(kBob, "GET", "/v1/jobs"), kPrompt);
-  const Answer sync = Send(
-      w->port(), Req(w->Cred(w->a), "POST", SyncPath(*w, w->a) + "?wait_ms=0", R"({"version": 0})"),
-      kPrompt);
+  const Answer sync =
+      Send(w->port(),
+           Req(w->Cred(w->a), "POST", SyncPath(*w, w->a) + "?wait_ms=0", R"({"revision": ""})"),
+           kPrompt);
   EXPECT_EQ(health.status, 200);
   EXPECT_EQ(ready.status, 200);
   EXPECT_EQ(list.status, 200);
@@ -1431,10 +1436,10 @@ TEST(HostileFoundDefects, LongSyncsFromOneNodeDoNotStallTheServer) {
   World* w = Shared();
   ASSERT_TRUE(w && w->error.empty()) << (w ? w->error : "no world");
   const Answer now = Send(w->port(), Req(w->Cred(w->a), "POST", SyncPath(*w, w->a) + "?wait_ms=0",
-                                         R"({"version": 0})"));
+                                         R"({"revision": ""})"));
   ASSERT_EQ(now.status, 200) << now.text;
   const std::string body =
-      fmt::format(R"({{"version": {}}})", now.json["version"].get<std::uint64_t>());
+      fmt::format(R"({{"revision": "{}"}})", now.json["revision"].get<std::string>());
   // 10 s waits, not 60: the server of the other tests is itself again soon after.
   std::vector<std::unique_ptr<RawConnection>> syncs;
   for (int i = 0; i < 70; ++i) {
