@@ -83,12 +83,17 @@ void Core::InitAgentsLocked(Millis now) {
 
 void Core::ApplyHealthLocked() {
   if (!agents() || !state_) return;
-  for (NodeId n = 0; n < state_->node_count(); ++n) {
-    auto it = agent_nodes_.find(state_->node(n).name);
-    const bool healthy = it != agent_nodes_.end() && it->second.registered && !it->second.lost;
-    if (state_->node(n).healthy != healthy) {
-      Check(state_->SetHealthy(n, healthy), "set a node's health");
-    }
+  for (NodeId n = 0; n < state_->node_count(); ++n) ApplyHealthLocked(state_->node(n).name);
+}
+
+void Core::ApplyHealthLocked(const std::string& node) {
+  if (!agents() || !state_) return;
+  const std::optional<NodeId> n = state_->FindNode(node);
+  if (!n) return;
+  auto it = agent_nodes_.find(node);
+  const bool healthy = it != agent_nodes_.end() && it->second.registered && !it->second.lost;
+  if (state_->node(*n).healthy != healthy) {
+    Check(state_->SetHealthy(*n, healthy), "set a node's health");
   }
 }
 
@@ -312,7 +317,10 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                     {"cpu_milli", cpu},
                     {"memory_mib", mem},
                     {"hostname", body.hostname}};
-  ApplyHealthLocked();
+  ApplyHealthLocked(node);
+  // Its silence is watched from now on.
+  next_loss_check_ = std::min(next_loss_check_, std::max(now + config_.server.node_lost_timeout,
+                                                          agents_grace_until_));
   dirty_ = true;
   Wake();
   return Answer(Json{{"node", node},
@@ -506,6 +514,9 @@ Event Core::FailRunLocked(const Entry& entry, Millis now, std::string why) {
 
 Millis Core::LoseSilentNodesLocked(Millis now) {
   if (!agents()) return std::numeric_limits<Millis>::max();
+  // No node can be lost before the earliest deadline of the last look (a sync only moves a
+  // deadline later; a registration brings the look forward): no look at every node until then.
+  if (now < next_loss_check_) return next_loss_check_;
   Millis next = std::numeric_limits<Millis>::max();
   const Millis timeout = config_.server.node_lost_timeout;
   std::vector<std::string> lost;
@@ -561,10 +572,9 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
       if (draining_.erase(id) == 0) Check(state_->Unbind(id, now), "end a lost node's job");
     }
   }
-  if (!lost.empty()) {
-    ApplyHealthLocked();
-    dirty_ = true;
-  }
+  for (const std::string& name : lost) ApplyHealthLocked(name);
+  if (!lost.empty()) dirty_ = true;
+  next_loss_check_ = next;
   return next;
 }
 

@@ -239,6 +239,7 @@ class Core {
   };
   // Every node's health: an agent node is healthy while registered and not lost.
   void ApplyHealthLocked();
+  void ApplyHealthLocked(const std::string& node);
   // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
   void Wake();
 
@@ -268,6 +269,7 @@ class Core {
   std::uint64_t next_ticket_ = 1;  // GUARDED_BY(mu_)
   const std::string incarnation_;
   Millis agents_grace_until_ = 0;  // GUARDED_BY(mu_): no node lost before
+  Millis next_loss_check_ = 0;     // GUARDED_BY(mu_): LoseSilentNodesLocked looks again then
   Millis last_usage_save_ = 0;     // GUARDED_BY(mu_)
 
   bool dirty_ = true;      // GUARDED_BY(mu_): a cycle is wanted

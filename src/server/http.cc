@@ -183,6 +183,9 @@ Result<Json> Body(const HttpRequest& req) {
 // given back.
 constexpr std::chrono::milliseconds kPollTick{1000};
 constexpr std::chrono::milliseconds kStreamTick{5000};
+// How long a woken event stream waits for more events before it writes (at most this late, then,
+// and a write per watcher per this interval at most).
+constexpr std::chrono::milliseconds kStreamGather{100};
 // A request's headers, in all (a larger one is refused, naming `headers`).
 constexpr std::size_t kMaxHeaderBytes = 16 << 10;
 // Events read at a time for a stream.
@@ -290,6 +293,12 @@ class Watch : public std::enable_shared_from_this<Watch> {
     auto self = shared_from_this();
     auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
     auto wait = std::make_shared<Wait>(http_, [self, ticket](bool timed_out) {
+      if (!timed_out && self->kind_ == Kind::kStream) {
+        // A stream gathers what follows for a moment: one write of many events to each of
+        // many watchers, rather than one per commit.
+        self->http_.After(kStreamGather, [self] { self->http_.Post([self] { self->Step(); }); });
+        return;
+      }
       if (!timed_out) return self->Step();
       self->core_.feed().Cancel(ticket->load());
       if (self->kind_ == Kind::kPoll && std::chrono::steady_clock::now() >= self->deadline_)
