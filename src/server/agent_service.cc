@@ -319,8 +319,8 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                     {"hostname", body.hostname}};
   ApplyHealthLocked(node);
   // Its silence is watched from now on.
-  next_loss_check_ = std::min(next_loss_check_, std::max(now + config_.server.node_lost_timeout,
-                                                          agents_grace_until_));
+  next_loss_check_ = std::min(
+      next_loss_check_, std::max(now + config_.server.node_lost_timeout, agents_grace_until_));
   dirty_ = true;
   Wake();
   return Answer(Json{{"node", node},
