@@ -36,6 +36,7 @@
 
 #include "agent/agent_process.h"
 #include "crypto/crypto.h"
+#include "net/http_server.h"
 #include "server/server_process.h"
 
 namespace arbiter::testing {
@@ -1292,6 +1293,139 @@ TEST(HostileWatchers, FloodsAreBoundedAndSlotsComeBack) {
   std::cout << fmt::format(
       "[ info     ] a dropped client's watcher came back in {:.1f} s\n",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// Connections hold no thread: a thousand idle connections to each of two servers, and 300
+// watchers (event streams and long polls) of one, where the thread-per-connection server had 64
+// threads in all, leave health checks, submissions and agents' syncs answering at once.
+TEST(HostileConnections, IdleConnectionsAndWatchersHoldNoThread) {
+  World* w = Shared();
+  ASSERT_TRUE(w && w->error.empty()) << (w ? w->error : "no world");
+  if (net::RaiseFileLimit() < 3000) GTEST_SKIP() << "the open-file limit is below 3000";
+  // The shared world's server allows 16 watchers: a server of its own with room for 300.
+  TempDir dir;
+  std::string yaml = ClusterYaml();
+  const std::string limits = "max_watchers: 16\n  max_watchers_per_token: 4";
+  ASSERT_NE(yaml.find(limits), std::string::npos);
+  yaml.replace(yaml.find(limits), limits.size(),
+               "max_watchers: 1000\n  max_watchers_per_token: 1000");
+  ServerProcess own(dir.Write("cluster.yaml", yaml), (dir.path() / "data").string());
+  ASSERT_TRUE(own.ready());
+  std::vector<std::unique_ptr<RawConnection>> idle, watchers;
+  for (int i = 0; i < 1000; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(w->port(), ""));
+    idle.push_back(std::make_unique<RawConnection>(own.port(), ""));
+  }
+  for (int i = 0; i < 300; ++i) {
+    watchers.push_back(std::make_unique<RawConnection>(
+        own.port(),
+        LongPoll(kAlice, 0,
+                 i % 3 == 0 ? "/v1/events?wait=60&cursor=" : "/v1/events/stream?cursor=")));
+  }
+  for (auto& c : watchers) ASSERT_EQ(c->Status(std::chrono::seconds(10)), 200);
+  constexpr auto kPrompt = std::chrono::seconds(5);
+  for (int port : {w->port(), own.port()}) {
+    const Answer health = Send(port, Req("", "GET", "/healthz"), kPrompt);
+    EXPECT_EQ(health.status, 200);
+    EXPECT_LT(health.seconds, 1.0);
+  }
+  const Answer metrics = Send(own.port(), Req(kAdmin, "GET", "/metrics"), kPrompt);
+  EXPECT_NE(metrics.text.find("arbiter_watchers 300"), std::string::npos) << metrics.text;
+  // (Its event answers the long polls.)
+  const Answer submitted =
+      Send(own.port(),
+           Req(kAlice, "POST", "/v1/jobs",
+               R"({"name": "amid-watchers", "queue": "main", "priority_class": "P2",
+                   "groups": [{"gpu_milli": 1000}]})"),
+           kPrompt);
+  EXPECT_EQ(submitted.status, 201) << submitted.text;
+  const Answer sync =
+      Send(w->port(),
+           Req(w->Cred(w->a), "POST", SyncPath(*w, w->a) + "?wait_ms=0", R"({"revision": ""})"),
+           kPrompt);
+  EXPECT_EQ(sync.status, 200) << sync.text;
+  EXPECT_TRUE(sync.json.value("full", false)) << sync.text;  // a fresh revision: everything
+  std::cout << fmt::format(
+      "[ info     ] 2,000 idle connections and 300 watchers open: healthz {:.3f} s, submit {:.3f} "
+      "s, sync {:.3f} s\n",
+      Send(own.port(), Req("", "GET", "/healthz")).seconds, submitted.seconds, sync.seconds);
+}
+
+// An agent's sync answers what changed for its node since the revision it gives: everything for
+// a revision it does not know, nothing when nothing changed, a removed key when its task was
+// taken off; a waiting sync is woken by its own node's change and not by another node's.
+TEST(HostileSync, SyncAnswersOnlyWhatChangedAndWakesOnlyItsNode) {
+  TempDir dir;
+  std::string yaml = ClusterYaml();
+  const std::string wait = "agent_sync_wait: 200ms";
+  ASSERT_NE(yaml.find(wait), std::string::npos);
+  yaml.replace(yaml.find(wait), wait.size(), "agent_sync_wait: 10s");
+  ServerProcess server(dir.Write("cluster.yaml", yaml), (dir.path() / "data").string(),
+                       std::vector<std::string>{});
+  ASSERT_TRUE(server.ready());
+  const int port = server.port();
+  std::string credential[2];
+  for (int i = 0; i < 2; ++i) {
+    const Answer joined =
+        Send(port, Req(kJoin, "POST", RegisterPath("n-" + std::to_string(i)), Register()));
+    ASSERT_EQ(joined.status, 200) << joined.text;
+    credential[i] = joined.json["credential"].get<std::string>();
+  }
+  const auto sync = [&](int node, const std::string& revision, int wait_ms) {
+    return Send(port, Req(credential[node], "POST",
+                          fmt::format("/v1/nodes/n-{}/sync?wait_ms={}", node, wait_ms),
+                          fmt::format(R"({{"revision": "{}"}})", revision)));
+  };
+  // A job that fits on one node only: on n-0 or n-1, whichever the engine picks.
+  const Answer job = Send(port, Req(kAlice, "POST", "/v1/jobs",
+                                    R"({"name": "diff", "queue": "main", "priority_class": "P2",
+                                        "command": "sleep 100", "groups": [{"gpu_milli": 2000}]})"));
+  ASSERT_EQ(job.status, 201) << job.text;
+  int on = -1;
+  std::string key, revision[2];
+  ASSERT_TRUE(WaitFor([&] {
+    for (int i = 0; i < 2; ++i) {
+      const Answer a = sync(i, "", 0);
+      if (a.status != 200 || !a.json.value("full", false)) return false;
+      revision[i] = a.json["revision"].get<std::string>();
+      if (!a.json["tasks"].empty()) {
+        on = i;
+        key = a.json["tasks"][0]["key"].get<std::string>();
+      }
+    }
+    return on >= 0;
+  }));
+  const int other = 1 - on;
+  // Nothing changed since: an empty difference, not the whole set again.
+  const Answer same = sync(on, revision[on], 0);
+  ASSERT_EQ(same.status, 200) << same.text;
+  EXPECT_FALSE(same.json.value("full", true)) << same.text;
+  EXPECT_TRUE(same.json["tasks"].empty()) << same.text;
+  EXPECT_TRUE(same.json["removed"].empty()) << same.text;
+  // A revision of another server's run (or made up): everything.
+  const Answer foreign = sync(on, "deadbeef.1", 0);
+  EXPECT_TRUE(foreign.json.value("full", false)) << foreign.text;
+  EXPECT_EQ(foreign.json["tasks"].size(), 1u) << foreign.text;
+  // Both nodes wait; the job is cancelled: its node's sync answers at once with the key removed,
+  // the other node's waits its wait out.
+  Answer mine, theirs;
+  std::thread wait_mine(
+      [&] { mine = sync(on, foreign.json["revision"].get<std::string>(), 8000); });
+  std::thread wait_theirs([&] { theirs = sync(other, revision[other], 3000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(Send(port, Req(kAlice, "DELETE", "/v1/jobs/" + job.json["id"].dump())).status, 200);
+  wait_mine.join();
+  const double woken_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count();
+  wait_theirs.join();
+  ASSERT_EQ(mine.status, 200) << mine.text;
+  EXPECT_LT(woken_after, 2.0);
+  EXPECT_EQ(mine.json["removed"], Json::array({key})) << mine.text;
+  EXPECT_TRUE(mine.json["tasks"].empty()) << mine.text;
+  ASSERT_EQ(theirs.status, 200) << theirs.text;
+  EXPECT_GE(theirs.seconds, 2.5) << "woken by another node's change";
+  EXPECT_TRUE(theirs.json["tasks"].empty() && theirs.json["removed"].empty()) << theirs.text;
 }
 
 // A second server on the port of the first exits at once saying so; the first keeps serving.
