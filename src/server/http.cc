@@ -765,10 +765,13 @@ class Api {
 class ServerImpl : public Server {
  public:
   ~ServerImpl() override {
-    // The connections first (no handler runs afterwards), then the core.
+    // The connections and handlers first (none runs afterwards), then the core, then what the
+    // HTTP server still holds (timers of watches, whose watcher slots are the API's), then the
+    // API.
     if (http_) http_->Stop();
     if (api_) api_->SetCore(nullptr);
     core_.reset();
+    http_.reset();
   }
   int port() const override { return port_; }
 
@@ -876,7 +879,7 @@ class ServerImpl : public Server {
   }
 
  private:
-  // Destroyed in reverse: the core, then the API (its timers and waits), then the HTTP server.
+  // Destroyed in the order the destructor says.
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Core> core_;
