@@ -269,7 +269,7 @@ class Watch : public std::enable_shared_from_this<Watch> {
   void Step() {
     std::optional<std::vector<EventFeed::Item>> items = core_.feed().Read(cursor_, limit_);
     if (!items) {
-      if (live_) return Drop();
+      if (live_ && kind_ == Kind::kStream) return Drop();
       // Behind the feed's window from the start: the older events come from the store.
       Result<std::vector<EventFeed::Item>> older = core_.Events(cursor_, limit_);
       if (!older.ok()) return exchange_->End();  // the client sees the body cut short
@@ -296,7 +296,7 @@ class Watch : public std::enable_shared_from_this<Watch> {
       if (!timed_out && self->kind_ == Kind::kStream) {
         // A stream gathers what follows for a moment: one write of many events to each of
         // many watchers, rather than one per commit.
-        self->http_.After(kStreamGather, [self] { self->http_.Post([self] { self->Step(); }); });
+        self->http_.After(kStreamGather, [self] { self->Step(); });
         return;
       }
       if (!timed_out) return self->Step();
@@ -315,9 +315,13 @@ class Watch : public std::enable_shared_from_this<Watch> {
 
  private:
   // After a write: the next step, unless the client has gone.
+  // A live stream reads only the feed's memory: its next step runs on the I/O thread that wrote;
+  // anything else may read the store, on a worker.
   std::function<void(bool)> Next() {
     return [self = shared_from_this()](bool ok) {
-      if (ok) self->http_.Post([self] { self->Step(); });
+      if (!ok) return;
+      if (self->live_ && self->kind_ == Kind::kStream) return self->Step();
+      self->http_.Post([self] { self->Step(); });
     };
   }
 
