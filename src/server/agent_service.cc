@@ -389,21 +389,18 @@ Core::SyncOutcome Core::SyncAgent(const Caller& caller, const std::string& node,
   return out;
 }
 
-Answer Core::AgentChanges(const std::string& node, const std::string& revision) {
-  Changes lock(*this);
-  auto it = agent_nodes_.find(node);
-  if (it == agent_nodes_.end() || !it->second.registered || it->second.lost)
-    return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
-  it->second.last_seen = Now();
-  return Answer(ChangesLocked(it->second, revision));
-}
-
-void Core::StopWaiting(const std::string& node, std::uint64_t ticket) {
-  std::function<void()> dropped;  // destroyed without the lock
+Answer Core::AgentChanges(const std::string& node, const std::string& revision,
+                          std::uint64_t ticket) {
+  std::function<void()> dropped;  // a waiter that timed out: destroyed without the lock
   std::lock_guard lock(mu_);
   auto it = agent_nodes_.find(node);
-  if (it == agent_nodes_.end() || it->second.waiter_ticket != ticket) return;
-  dropped.swap(it->second.waiter);
+  if (it == agent_nodes_.end()) return Status::NotFound(fmt::format("no node '{}'", node), "node");
+  AgentNode& a = it->second;
+  if (a.waiter_ticket == ticket) dropped.swap(a.waiter);
+  if (!a.registered || a.lost)
+    return Status::Conflict(fmt::format("{} is not registered; register first", node), "node");
+  a.last_seen = Now();
+  return Answer(ChangesLocked(a, revision));
 }
 
 void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskReport>& reports,

@@ -112,15 +112,14 @@ class Core {
   struct SyncOutcome {
     Answer answer;
     bool waiting = false;
-    std::uint64_t ticket = 0;  // for StopWaiting
+    std::uint64_t ticket = 0;  // for AgentChanges
   };
   SyncOutcome SyncAgent(const Caller& caller, const std::string& node,
                         const std::vector<TaskReport>& reports, const std::string& revision,
                         std::function<void()> wake);
-  // The node's changes since `revision` (an empty list when there are none).
-  Answer AgentChanges(const std::string& node, const std::string& revision);
-  // Forgets a waiting sync (its wait timed out, its connection went).
-  void StopWaiting(const std::string& node, std::uint64_t ticket);
+  // The node's changes since `revision` (an empty list when there are none), for the waiting
+  // sync `ticket` once woken or timed out (it no longer waits).
+  Answer AgentChanges(const std::string& node, const std::string& revision, std::uint64_t ticket);
   // Where a task's log is: the node, its agent's log server and the path there.
   Answer LogSource(JobId id, std::uint32_t rank);
 

@@ -548,9 +548,8 @@ class Api {
             const std::string revision = body->revision;
             auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
             auto waiting =
-                std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool timed_out) {
-                  if (timed_out) c.StopWaiting(node, ticket->load());
-                  Send(ex, c.AgentChanges(node, revision));
+                std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool) {
+                  Send(ex, c.AgentChanges(node, revision, ticket->load()));
                 });
             Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
                                                 wait > 0 ? waiting->Waker() : nullptr);
