@@ -547,10 +547,9 @@ class Api {
             const std::string node = req.matches[0];
             const std::string revision = body->revision;
             auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
-            auto waiting =
-                std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool) {
-                  Send(ex, c.AgentChanges(node, revision, ticket->load()));
-                });
+            auto waiting = std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool) {
+              Send(ex, c.AgentChanges(node, revision, ticket->load()));
+            });
             Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
                                                 wait > 0 ? waiting->Waker() : nullptr);
             if (!out.waiting) return Send(ex, out.answer);
