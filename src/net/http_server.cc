@@ -79,7 +79,7 @@ struct RouteEntry {
   std::string method;
   std::vector<std::string> segments;  // of the pattern, after the leading '/'
   HttpHandler handler;
-  HttpServer::Run run;
+  int lane = 0;  // or HttpServer::kInline
 };
 
 // Whether the raw path's segments match the route; the captures (decoded) go to `matches`.
@@ -241,17 +241,19 @@ std::size_t RaiseFileLimit() {
 
 struct HttpServer::Impl {
   explicit Impl(HttpServerOptions o)
-      : options(std::move(o)),
-        io(std::max(1, options.io_threads)),
-        workers(static_cast<std::size_t>(std::max(1, options.worker_threads))),
-        blocking(static_cast<std::size_t>(std::max(1, options.blocking_threads))),
-        acceptor(io) {}
+      : options(std::move(o)), io(std::max(1, options.io_threads)), acceptor(io) {
+    if (options.lanes.empty()) options.lanes.push_back(1);
+    for (int count : options.lanes) {
+      lanes.push_back(
+          std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, count))));
+    }
+  }
 
   // Declared first, destroyed last: the connections' coroutines, destroyed with `io`, count.
   std::atomic<std::uint64_t> open{0}, accepted{0}, refused{0}, requests{0};
   HttpServerOptions options;
   asio::io_context io;
-  asio::thread_pool workers, blocking;
+  std::vector<std::unique_ptr<asio::thread_pool>> lanes;
   std::optional<asio::ssl::context> tls;
   tcp::acceptor acceptor;
   std::vector<RouteEntry> routes;
@@ -438,18 +440,11 @@ void HttpServer::Impl::Dispatch(HttpRequest request, const std::shared_ptr<Excha
     return;
   }
   const HttpHandler* handler = &found->handler;
-  switch (found->run) {
-    case Run::kInline:
-      (*handler)(request, exchange);
-      return;
-    case Run::kWorker:
-    case Run::kBlocking:
-      asio::post(found->run == Run::kWorker ? workers : blocking,
-                 [handler, request = std::move(request), exchange]() mutable {
-                   (*handler)(request, exchange);
-                 });
-      return;
-  }
+  if (found->lane == kInline) return (*handler)(request, exchange);
+  asio::post(*lanes[static_cast<std::size_t>(found->lane)],
+             [handler, request = std::move(request), exchange]() mutable {
+               (*handler)(request, exchange);
+             });
 }
 
 template <class Stream>
@@ -595,8 +590,10 @@ HttpServer::HttpServer(HttpServerOptions options)
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Route(std::string method, std::string pattern, HttpHandler handler, Run run) {
-  RouteEntry route{std::move(method), {}, std::move(handler), run};
+void HttpServer::Route(std::string method, std::string pattern, HttpHandler handler, int lane) {
+  if (lane != kInline && (lane < 0 || static_cast<std::size_t>(lane) >= impl_->lanes.size()))
+    lane = 0;
+  RouteEntry route{std::move(method), {}, std::move(handler), lane};
   std::string_view p = pattern;
   if (!p.empty() && p[0] == '/') p.remove_prefix(1);
   for (std::string_view s : Split(p, '/')) route.segments.emplace_back(s);
@@ -675,13 +672,14 @@ void HttpServer::Stop() {
   s.io.stop();
   for (std::thread& t : s.threads) t.join();
   s.threads.clear();
-  s.workers.stop();
-  s.blocking.stop();
-  s.workers.join();
-  s.blocking.join();
+  for (auto& lane : s.lanes) lane->stop();
+  for (auto& lane : s.lanes) lane->join();
 }
 
-void HttpServer::Post(std::function<void()> fn) { asio::post(impl_->workers, std::move(fn)); }
+void HttpServer::Post(std::function<void()> fn, int lane) {
+  if (lane < 0 || static_cast<std::size_t>(lane) >= impl_->lanes.size()) lane = 0;
+  asio::post(*impl_->lanes[static_cast<std::size_t>(lane)], std::move(fn));
+}
 
 namespace {
 class TimerImpl final : public HttpServer::Timer, public std::enable_shared_from_this<TimerImpl> {

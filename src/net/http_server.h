@@ -4,10 +4,10 @@
 // - I/O threads (`io_threads`) accept, read, parse and write. They never block: an idle
 //   keep-alive connection, a long poll or an event stream costs a socket and a little memory,
 //   no thread.
-// - Worker threads (`worker_threads`) run the handlers that may wait for a lock or compute
-//   (Run::kWorker, the default); `blocking_threads` run those that wait on another server
-//   (Run::kBlocking: a request to an agent's log server). Run::kInline handlers (health checks)
-//   run on the I/O thread that read the request.
+// - Lanes, pools of worker threads of their own (`lanes`), run the handlers that may wait for a
+//   lock or compute; each route names its lane, so that one kind of request waiting (thousands
+//   of agents' syncs, a log asked of another server) never queues another kind behind it.
+//   kInline handlers (health checks) run on the I/O thread that read the request.
 // - A handler answers through its exchange, now or later and from any thread: a whole response
 //   (Respond), or a stream of chunks (Start, Write, End). Timers (After) wake deferred work
 //   without a thread waiting.
@@ -86,8 +86,8 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: a free one
   int io_threads = 2;
-  int worker_threads = 4;
-  int blocking_threads = 4;
+  // Threads of each lane (lane 0 is the routes' default).
+  std::vector<int> lanes = {4};
   std::size_t max_body_bytes = 1 << 20;
   std::size_t max_header_bytes = 64 << 10;
   // Open connections at most; one more is closed at once (counted in refused_connections). 0:
@@ -118,7 +118,8 @@ struct HttpServerStats {
 
 class HttpServer {
  public:
-  enum class Run { kWorker, kInline, kBlocking };
+  // A route's lane: an index into HttpServerOptions::lanes, or kInline.
+  static constexpr int kInline = -1;
 
   explicit HttpServer(HttpServerOptions options);
   ~HttpServer();  // stops
@@ -126,9 +127,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // A route: `method` and a path pattern of '/'-separated segments, each a literal, "*" (any
-  // segment, captured), "#" (digits, captured) or "a|b|c" (one of them, captured). Routes are
-  // tried in the order given. Before Listen only.
-  void Route(std::string method, std::string pattern, HttpHandler handler, Run run = Run::kWorker);
+  // segment, captured), "#" (digits, captured) or "a|b|c" (one of them, captured), and the lane
+  // its handler runs on. Routes are tried in the order given. Before Listen only.
+  void Route(std::string method, std::string pattern, HttpHandler handler, int lane = 0);
 
   // Binds and listens (errors name the address: in use, not this machine's; TLS files that
   // cannot be used), then starts the threads. port() is the bound port afterwards.
@@ -137,8 +138,8 @@ class HttpServer {
   // Stops accepting, closes every connection and joins the threads. Idempotent.
   void Stop();
 
-  // Runs `fn` on a worker thread.
-  void Post(std::function<void()> fn);
+  // Runs `fn` on a thread of `lane`.
+  void Post(std::function<void()> fn, int lane = 0);
   // Runs `fn` on an I/O thread after `delay`, unless the returned timer is cancelled first (or
   // the server stops). Cancel is idempotent and may race with the firing: `fn` runs at most once.
   class Timer {

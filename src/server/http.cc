@@ -188,6 +188,12 @@ constexpr std::chrono::milliseconds kStreamTick{5000};
 constexpr std::chrono::milliseconds kStreamGather{100};
 // A request's headers, in all (a larger one is refused, naming `headers`).
 constexpr std::size_t kMaxHeaderBytes = 16 << 10;
+// The lanes (net/http_server.h) the handlers run on: users' requests; the agents' registrations
+// and syncs (thousands a second, which wait for the core's lock while a cycle runs: no user's
+// request queues behind them); requests that wait on an agent's log server.
+constexpr int kUserLane = 0;
+constexpr int kAgentLane = 1;
+constexpr int kLogLane = 2;
 // Events read at a time for a stream.
 constexpr std::size_t kStreamBatch = 1000;
 
@@ -195,8 +201,8 @@ constexpr std::size_t kStreamBatch = 1000;
 // out)` runs once, on a worker thread.
 class Wait : public std::enable_shared_from_this<Wait> {
  public:
-  Wait(HttpServer& http, std::function<void(bool timed_out)> resume)
-      : http_(http), resume_(std::move(resume)) {}
+  Wait(HttpServer& http, std::function<void(bool timed_out)> resume, int lane = kUserLane)
+      : http_(http), resume_(std::move(resume)), lane_(lane) {}
 
   // The wake-up to hand to the source (the event feed, the core): any thread, any number of
   // times.
@@ -224,11 +230,12 @@ class Wait : public std::enable_shared_from_this<Wait> {
       timer.swap(timer_);
     }
     if (timer && !timed_out) timer->Cancel();
-    http_.Post([self = shared_from_this(), timed_out] { self->resume_(timed_out); });
+    http_.Post([self = shared_from_this(), timed_out] { self->resume_(timed_out); }, lane_);
   }
 
   HttpServer& http_;
   const std::function<void(bool)> resume_;
+  const int lane_;  // where `resume_` runs
   std::mutex mu_;
   bool fired_ = false;                        // GUARDED_BY(mu_)
   std::shared_ptr<HttpServer::Timer> timer_;  // GUARDED_BY(mu_)
@@ -392,14 +399,14 @@ class Api {
         [](HttpRequest&, const HttpExchangePtr& ex) {
           Send(ex, Answer(Json{{"status", "ok"}}));
         },
-        HttpServer::Run::kInline);
+        HttpServer::kInline);
     http.Route(
         "GET", "/readyz",
         [this](HttpRequest&, const HttpExchangePtr& ex) {
           Send(ex, core() ? Answer(Json{{"status", "ready"}})
                           : Status::Unavailable("recovering from the store"));
         },
-        HttpServer::Run::kInline);
+        HttpServer::kInline);
     http.Route("GET", "/metrics", [this](HttpRequest&, const HttpExchangePtr& ex) {
       Core* c = core();
       if (!c) return Send(ex, Status::Unavailable("recovering from the store"));
@@ -518,44 +525,51 @@ class Api {
          });
 
     // Node agents (docs/api.md, "Node agents").
-    Sync("POST", "/v1/nodes/*/register",
-         [this](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
-           Result<RegisterBody> body = ParseRegisterBody(req.body);
-           if (!body.ok()) return body.status();
-           const std::string& node = req.matches[0];
-           Answer answer = c.RegisterAgent(who, node, *body, req.peer);
-           if (!answer.ok()) return answer;
-           // The node's own credential for its syncs (and its next registration), and the token
-           // its log server is to ask of the server: neither is a token of the configuration.
-           answer.body["credential"] = auth_.NodeCredential(node);
-           answer.body["log_token"] = auth_.LogToken(node);
-           return answer;
-         });
+    Sync(
+        "POST", "/v1/nodes/*/register",
+        [this](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
+          Result<RegisterBody> body = ParseRegisterBody(req.body);
+          if (!body.ok()) return body.status();
+          const std::string& node = req.matches[0];
+          Answer answer = c.RegisterAgent(who, node, *body, req.peer);
+          if (!answer.ok()) return answer;
+          // The node's own credential for its syncs (and its next registration), and the token
+          // its log server is to ask of the server: neither is a token of the configuration.
+          answer.body["credential"] = auth_.NodeCredential(node);
+          answer.body["log_token"] = auth_.LogToken(node);
+          return answer;
+        },
+        kAgentLane);
     // A sync answers what changed for the node; when nothing has, it waits (no thread with it)
     // until something does or its wait is over (at most the heartbeat the server gave).
-    Async("POST", "/v1/nodes/*/sync",
-          [this](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
-            std::uint64_t wait = 0;
-            if (req.HasParam("wait_ms")) {
-              std::optional<std::uint64_t> v = Number(req.Param("wait_ms"));
-              if (!v || *v > 60000)
-                return Send(ex, Status::InvalidArgument("must be 0 to 60000", "wait_ms"));
-              wait = std::min<std::uint64_t>(*v, static_cast<std::uint64_t>(sync_wait_));
-            }
-            Result<SyncBody> body = ParseSyncBody(req.body);
-            if (!body.ok()) return Send(ex, body.status());
-            const std::string node = req.matches[0];
-            const std::string revision = body->revision;
-            auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
-            auto waiting = std::make_shared<Wait>(*http_, [&c, node, revision, ticket, ex](bool) {
-              Send(ex, c.AgentChanges(node, revision, ticket->load()));
-            });
-            Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
-                                                wait > 0 ? waiting->Waker() : nullptr);
-            if (!out.waiting) return Send(ex, out.answer);
-            ticket->store(out.ticket);
-            waiting->Arm(std::chrono::milliseconds(wait));
-          });
+    Async(
+        "POST", "/v1/nodes/*/sync",
+        [this](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
+          std::uint64_t wait = 0;
+          if (req.HasParam("wait_ms")) {
+            std::optional<std::uint64_t> v = Number(req.Param("wait_ms"));
+            if (!v || *v > 60000)
+              return Send(ex, Status::InvalidArgument("must be 0 to 60000", "wait_ms"));
+            wait = std::min<std::uint64_t>(*v, static_cast<std::uint64_t>(sync_wait_));
+          }
+          Result<SyncBody> body = ParseSyncBody(req.body);
+          if (!body.ok()) return Send(ex, body.status());
+          const std::string node = req.matches[0];
+          const std::string revision = body->revision;
+          auto ticket = std::make_shared<std::atomic<std::uint64_t>>(0);
+          auto waiting = std::make_shared<Wait>(
+              *http_,
+              [&c, node, revision, ticket, ex](bool) {
+                Send(ex, c.AgentChanges(node, revision, ticket->load()));
+              },
+              kAgentLane);
+          Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
+                                              wait > 0 ? waiting->Waker() : nullptr);
+          if (!out.waiting) return Send(ex, out.answer);
+          ticket->store(out.ticket);
+          waiting->Arm(std::chrono::milliseconds(wait));
+        },
+        kAgentLane);
     // The log stays on its node: asked of the agent's log server (on a thread that may wait for
     // it), without the core's lock, with the node's log token (never the caller's token or a
     // token of the server's).
@@ -564,7 +578,7 @@ class Api {
         [this](Core& c, const Caller&, HttpRequest& req, const HttpExchangePtr& ex) {
           Log(c, req, ex);
         },
-        HttpServer::Run::kBlocking);
+        kLogLane);
 
     // Server-sent events: the same stream, pushed as it is committed. Each event is
     // `id: SEQ`, `event: KIND`, `data: JSON`; a reconnecting client's Last-Event-ID (or ?cursor=)
@@ -631,8 +645,7 @@ class Api {
   using SyncHandler = std::function<Answer(Core&, const Caller&, const HttpRequest&)>;
 
   // Every API route: the core must be there (recovery done) and the caller known.
-  void Async(const char* method, const char* pattern, AsyncHandler handler,
-             HttpServer::Run run = HttpServer::Run::kWorker) {
+  void Async(const char* method, const char* pattern, AsyncHandler handler, int lane = kUserLane) {
     http_->Route(
         method, pattern,
         [this, handler = std::move(handler)](HttpRequest& req, const HttpExchangePtr& ex) {
@@ -648,10 +661,9 @@ class Api {
           }
           handler(*c, *who, req, ex);
         },
-        run);
+        lane);
   }
-  void Sync(const char* method, const char* pattern, SyncHandler handler,
-            HttpServer::Run run = HttpServer::Run::kWorker) {
+  void Sync(const char* method, const char* pattern, SyncHandler handler, int lane = kUserLane) {
     Async(
         method, pattern,
         [this, handler = std::move(handler)](Core& c, const Caller& who, HttpRequest& req,
@@ -660,7 +672,7 @@ class Api {
           if (answer.error.code() == StatusCode::kInvalidArgument) CountBad();
           Send(ex, answer);
         },
-        run);
+        lane);
   }
 
   void Log(Core& c, const HttpRequest& req, const HttpExchangePtr& ex) {
@@ -844,8 +856,7 @@ class ServerImpl : public Server {
     options.host = host;
     options.port = port;
     options.io_threads = std::min(cores, 4);
-    options.worker_threads = args.threads > 0 ? args.threads : cores + 2;
-    options.blocking_threads = 2;
+    options.lanes = {args.threads > 0 ? args.threads : cores + 2, 2, 2};  // users, agents, logs
     options.max_body_bytes = static_cast<std::size_t>(config->server.max_body_bytes);
     options.max_header_bytes = kMaxHeaderBytes;
     options.tls_cert = args.tls_cert;
