@@ -375,8 +375,10 @@ Core::SyncOutcome Core::SyncAgent(const Caller& caller, const std::string& node,
     woken = PublishAssignmentsLocked();
     AgentNode& a = it->second;
     Json changes = ChangesLocked(a, revision);
-    if (wake && changes["tasks"].empty() && changes["removed"].empty()) {
-      // Nothing new: the sync waits (no thread with it) until the node's tasks change.
+    if (wake && !changes["full"].get<bool>() && changes["tasks"].empty() &&
+        changes["removed"].empty()) {
+      // Nothing new: the sync waits (no thread with it) until the node's tasks change. (A whole
+      // set, even an empty one, is answered at once: the agent may hold tasks to drop.)
       if (a.waiter) woken.push_back(std::move(a.waiter));
       a.waiter = std::move(wake);
       a.waiter_ticket = out.ticket = next_ticket_++;
