@@ -21,6 +21,7 @@
 
 #include "arbiter/state.h"
 #include "server/server.h"
+#include "server_bench.h"
 #include "workload.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
@@ -28,27 +29,7 @@ extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX decl
 namespace arbiter::bench {
 namespace {
 
-// The server benchmark's cluster (64 nodes of 8 H800), its cycles at most once a second.
-constexpr const char* kCluster = R"(
-topology: {levels: [leaf]}
-priority_classes:
-  - {name: P1, value: 100}
-queues:
-  - {name: training}
-nodes:
-  - name: h800-{i}
-    count: 64
-    gpus: {model: H800, count: 8, memory: 80Gi}
-    cpu: 192
-    memory: 2Ti
-    topology: {leaf: "leaf-{i/8}"}
-server:
-  tokens:
-    - {name: bench, token: bench-admin-token, role: admin}
-  cycle_min_interval: 1s
-  cycle_period: 5s
-  max_active_jobs_per_user: 0
-)";
+constexpr const char* kCluster = kServerBenchCluster;
 
 double CpuSecondsOfChildren() {
   rusage u{};

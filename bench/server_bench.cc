@@ -24,28 +24,7 @@
 namespace arbiter::bench {
 namespace {
 
-// 64 nodes of 8 H800 in 8 leaves; the submitted jobs mostly wait (they pile up as a server's
-// queue does under a submission burst), so each cycle also orders and explains them.
-constexpr const char* kCluster = R"(
-topology: {levels: [leaf]}
-priority_classes:
-  - {name: P1, value: 100}
-queues:
-  - {name: training}
-nodes:
-  - name: h800-{i}
-    count: 64
-    gpus: {model: H800, count: 8, memory: 80Gi}
-    cpu: 192
-    memory: 2Ti
-    topology: {leaf: "leaf-{i/8}"}
-server:
-  tokens:
-    - {name: bench, token: bench-admin-token, role: admin}
-  cycle_min_interval: 1s
-  cycle_period: 5s
-  max_active_jobs_per_user: 0
-)";
+constexpr const char* kCluster = kServerBenchCluster;
 
 std::string Body(int client, std::int64_t i) {
   return "{\"name\":\"job-" + std::to_string(client) + "-" + std::to_string(i) +

@@ -5,6 +5,31 @@
 
 namespace arbiter::bench {
 
+// The servers' cluster of the benchmarks (this one and cli_bench.h): 64 nodes of 8 H800 in 8
+// leaves, one queue, an admin token `bench-admin-token`, cycles at most once a second; the
+// submitted jobs mostly wait (they pile up as a server's queue does under a submission burst), so
+// each cycle also orders and explains them.
+inline constexpr const char* kServerBenchCluster = R"(
+topology: {levels: [leaf]}
+priority_classes:
+  - {name: P1, value: 100}
+queues:
+  - {name: training}
+nodes:
+  - name: h800-{i}
+    count: 64
+    gpus: {model: H800, count: 8, memory: 80Gi}
+    cpu: 192
+    memory: 2Ti
+    topology: {leaf: "leaf-{i/8}"}
+server:
+  tokens:
+    - {name: bench, token: bench-admin-token, role: admin}
+  cycle_min_interval: 1s
+  cycle_period: 5s
+  max_active_jobs_per_user: 0
+)";
+
 // The server over HTTP: an in-process `arbiter server` (durable SQLite store in a fresh temporary
 // directory, no virtual nodes) and client threads, each with one keep-alive connection,
 // submitting jobs for `seconds`: 16 clients, then `clients`. Every submission is acknowledged only

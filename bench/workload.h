@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "arbiter/model.h"
+#include "arbiter/state.h"
 
 namespace arbiter::bench {
 

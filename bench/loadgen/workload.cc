@@ -13,22 +13,11 @@ namespace {
 
 constexpr std::uint32_t kNodesPerLeaf = 32;
 constexpr std::uint32_t kLeavesPerSpine = 16;
-constexpr std::int64_t kGiB = 1024;  // MiB
+using bench::kGiB;
 
 }  // namespace
 
 std::string NodeName(std::uint32_t index) { return fmt::format("node-{}", index); }
-
-std::size_t Rng::Weighted(const std::vector<std::uint32_t>& weights) {
-  std::uint64_t total = 0;
-  for (std::uint32_t w : weights) total += w;
-  std::uint64_t x = Below(total);
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    if (x < weights[i]) return i;
-    x -= weights[i];
-  }
-  return weights.size() - 1;
-}
 
 Tokens MakeTokens(std::uint32_t watchers, std::uint32_t watchers_per_token) {
   // Fixed secrets: the server listens on loopback only and lives as long as the run.

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../workload.h"
+
 namespace arbiter::loadgen {
 
 // The simulated cluster: `nodes` nodes named node-0, node-1, ..., each with `gpus_per_node` H800
@@ -35,7 +37,8 @@ struct Tokens {
 };
 
 // Tokens for a server the load generator writes the configuration of: one watcher token per
-// `watchers_per_token` watchers (today's server lets one token hold 4 event streams at once).
+// `watchers_per_token` watchers (the thread-per-connection server let one token hold 4 event
+// streams at once).
 Tokens MakeTokens(std::uint32_t watchers, std::uint32_t watchers_per_token);
 
 // The cluster file (docs/configuration.md): topology spine > leaf, priority classes P0 (1000,
@@ -44,24 +47,8 @@ Tokens MakeTokens(std::uint32_t watchers, std::uint32_t watchers_per_token);
 // tokens, and server limits that never refuse the load (no per-user job or GPU limit).
 std::string ClusterYaml(const ClusterShape& shape, const Tokens& tokens);
 
-// Seeded draws, as bench/workload.h's Rng: std::mt19937_64 with our own integer mapping.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : engine_(seed) {}
-  std::uint64_t Below(std::uint64_t n) { return engine_() % n; }
-  std::int64_t Between(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(Below(static_cast<std::uint64_t>(hi - lo + 1)));
-  }
-  bool Percent(std::uint64_t percent) { return Below(100) < percent; }
-  std::size_t Weighted(const std::vector<std::uint32_t>& weights);
-  template <typename T>
-  T Pick(const std::vector<T>& values) {
-    return values[static_cast<std::size_t>(Below(values.size()))];
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
+// Seeded draws: the benchmarks' own (bench/workload.h), so a seed names the same draws.
+using Rng = bench::Rng;
 
 // How long the simulated tasks run and how often they checkpoint, drawn per job.
 struct JobTimes {
