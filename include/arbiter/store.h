@@ -13,8 +13,6 @@
 // Texts must be UTF-8 (the checks below refuse other bytes, naming the field).
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -296,9 +294,6 @@ class Store {
 
   // The seq of the last committed event.
   std::uint64_t LastSeq() const;
-  // Waits until an event after `cursor` is committed or `timeout` passes; returns LastSeq() (>
-  // cursor when there is something to read).
-  std::uint64_t WaitForEvents(std::uint64_t cursor, std::chrono::milliseconds timeout) const;
   // Called after every commit that added events, with them in seq order, on the committing
   // thread (in commit order): the server's event feed. It must be quick and must not call the
   // store. Set before the first write.
@@ -311,8 +306,7 @@ class Store {
 
  private:
   mutable std::mutex seq_mu_;
-  mutable std::condition_variable seq_cv_;
-  std::uint64_t last_seq_ = 0;
+  std::uint64_t last_seq_ = 0;  // GUARDED_BY(seq_mu_)
   std::function<void(std::span<const Event>)> listener_;
 };
 

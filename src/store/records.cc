@@ -482,12 +482,6 @@ std::uint64_t Store::LastSeq() const {
   return last_seq_;
 }
 
-std::uint64_t Store::WaitForEvents(std::uint64_t cursor, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(seq_mu_);
-  seq_cv_.wait_for(lock, timeout, [&] { return last_seq_ > cursor; });
-  return last_seq_;
-}
-
 void Store::SetCommitListener(std::function<void(std::span<const Event>)> listener) {
   listener_ = std::move(listener);
 }
@@ -495,12 +489,8 @@ void Store::SetCommitListener(std::function<void(std::span<const Event>)> listen
 void Store::PublishEvents(std::span<const Event> events, std::uint64_t last_seq) {
   if (!events.empty()) last_seq = events.back().seq;
   if (!events.empty() && listener_) listener_(events);
-  {
-    std::lock_guard lock(seq_mu_);
-    if (last_seq <= last_seq_) return;
-    last_seq_ = last_seq;
-  }
-  seq_cv_.notify_all();
+  std::lock_guard lock(seq_mu_);
+  last_seq_ = std::max(last_seq_, last_seq);
 }
 
 void Store::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {

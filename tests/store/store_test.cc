@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <set>
 #include <span>
 #include <string>
@@ -453,14 +455,25 @@ TEST_P(StoreTest, LoadHandsTheJobsOverInBatches) {
   EXPECT_EQ(failed.status().message(), "no room");
 }
 
-TEST_P(StoreTest, WaitForEventsWakesOnCommit) {
-  EXPECT_EQ(store_->WaitForEvents(0, std::chrono::milliseconds(1)), 0u);  // times out
-  std::atomic<std::uint64_t> woke{0};
-  std::thread waiter([&] { woke = store_->WaitForEvents(0, std::chrono::seconds(30)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// Every commit's events reach the commit listener (the server's event feed) once, in seq order;
+// a submission made without waiting is answered once committed, its event published.
+TEST_P(StoreTest, TheCommitListenerGetsEveryCommittedEventInOrder) {
+  std::mutex mu;
+  std::vector<std::uint64_t> seen;
+  store_->SetCommitListener([&](std::span<const Event> events) {
+    std::lock_guard lock(mu);
+    for (const Event& e : events) seen.push_back(e.seq);
+  });
   MustSubmit(Spec("a"));
-  waiter.join();
-  EXPECT_EQ(woke.load(), 1u);
+  MustSubmit(Spec("b"));
+  std::promise<Result<Submitted>> answered;
+  store_->SubmitAsync(Spec("c"), [&](Result<Submitted> r) { answered.set_value(std::move(r)); });
+  const Result<Submitted> c = answered.get_future().get();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->seq, 3u);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(store_->LastSeq(), 3u);
 }
 
 TEST_P(StoreTest, ConcurrentSubmittersGetUniqueIncreasingSeqs) {
