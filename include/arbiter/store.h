@@ -323,6 +323,28 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options);
 // Same interface, in memory, not durable: for tests of the server.
 std::unique_ptr<Store> MakeMemoryStore();
 
+// A store on PostgreSQL, which several servers share, one leading (docs/design/ha.md).
+struct PostgresOptions {
+  // A libpq connection string: a URI (postgresql://USER@HOST:PORT/DB?sslmode=verify-full) or
+  // key=value words (host=/run/postgresql dbname=arbiter).
+  std::string url;
+  // Most write calls committed in one transaction (group commit), as SqliteOptions::max_batch.
+  std::size_t max_batch = 1024;
+  // Fencing. Nonzero: every write transaction first reads the leader row's epoch, locked shared
+  // until the transaction ends, and writes only while it is this epoch. Otherwise every call of
+  // the batch fails with kUnavailable ("store: fenced: ...": another server leads) and
+  // `on_fenced` runs, once, on the writer thread. 0: no check (a single server, and tests).
+  std::uint64_t epoch = 0;
+  std::function<void()> on_fenced;
+};
+
+// Connects, migrates the schema to kSchemaVersion on start (under an advisory lock, so servers
+// starting together migrate once), refuses a newer schema, and starts the writer.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options);
+// Whether a --store value names a PostgreSQL database (postgresql:// or postgres://) rather
+// than a data directory.
+bool IsPostgresUrl(std::string_view store);
+
 // ---------------------------------------------------------------------------------------------
 // Between stored names and a ClusterState's ids.
 
