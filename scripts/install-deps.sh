@@ -8,6 +8,9 @@ packages=(
   libfmt-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev
+  # The PostgreSQL store (libpq, the C client library) and the server its tests and benchmarks
+  # start on their own (initdb, pg_ctl from /usr/lib/postgresql/15/bin).
+  libpq-dev postgresql-15 postgresql-client-15
   # The server's event-driven HTTP layer and the load generator (Boost.Asio and Boost.Beast,
   # header only).
   libboost1.81-dev
