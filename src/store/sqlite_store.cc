@@ -1,11 +1,11 @@
 // The SQLite store: one database under the data directory, WAL mode, synchronous=FULL, a
 // versioned schema, and group commit. docs/design/store.md explains the choices.
 //
-// Writes: every write call becomes an Op queued for the one writer thread, which owns the write
-// connection. The writer takes every queued Op (up to max_batch), runs them in one transaction,
-// each inside a savepoint so that a failing Op is undone alone, commits (one fsync of the WAL)
-// and only then wakes the callers. Reads use a second connection; WAL lets them run beside the
-// writer and see only committed transactions.
+// Writes: every write call becomes an Op queued for the one writer thread (store/group_commit.h),
+// which owns the write connection. The writer takes every queued Op (up to max_batch), runs them
+// in one transaction, each inside a savepoint so that a failing Op is undone alone, commits (one
+// fsync of the WAL) and only then wakes the callers. Reads use a second connection; WAL lets them
+// run beside the writer and see only committed transactions.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -14,21 +14,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "arbiter/store.h"
 #include "store/binary.h"
 #include "store/codec.h"
+#include "store/group_commit.h"
 #include "store/internal.h"
+#include "store/job_batches.h"
 
 namespace arbiter::store {
 namespace {
@@ -334,11 +334,6 @@ Status RegisterMigrationFunctions(sqlite3* db) {
   return Status::Ok();
 }
 
-Status JobError(JobId id, const Status& st) {
-  // A stored record that does not read back: a broken invariant.
-  return Status::Internal(fmt::format("store: job {}: {}", id, st.message()));
-}
-
 // One row of kJobColumns into `job` (a fresh record), all but the binary records of the spec
 // (column 1) and the allocation (column 4), which DecodeJobRecords reads.
 Status ReadJobColumns(const Stmt& s, StoredJob& job) {
@@ -361,19 +356,6 @@ Status ReadJobColumns(const Stmt& s, StoredJob& job) {
   st.end_time = s.Time(10);
   st.message = std::string(s.Text(11));
   st.retries = static_cast<std::int32_t>(s.Int(12));
-  return Status::Ok();
-}
-
-Status DecodeJobRecords(std::string_view spec, std::string_view allocation, StoredJob& job) {
-  if (Status st = DecodeJobSpecBinary(spec, job.spec, "spec"); !st.ok()) {
-    return JobError(job.id, st);
-  }
-  if (!allocation.empty()) {
-    if (Status st = DecodeAllocationBinary(allocation, job.status.allocation, "allocation");
-        !st.ok()) {
-      return JobError(job.id, st);
-    }
-  }
   return Status::Ok();
 }
 
@@ -430,17 +412,7 @@ class SqliteStore final : public Store {
   Result<Snapshot> Load(const LoadOptions& options) override;
 
  private:
-  // A write call waiting for the writer. `body` runs inside the batch's transaction and sets
-  // `seq` to the last event seq it wrote. A caller that waits (Execute) is woken through `cv`;
-  // one that does not (ExecuteAsync) is told through `on_done` on the writer thread, after the
-  // commit, and its Op is the writer's to delete.
-  struct Op {
-    std::function<Status(std::uint64_t& seq)> body;
-    Status status;
-    bool done = false;
-    std::condition_variable cv;
-    std::function<void(Status)> on_done;
-  };
+  using Op = GroupCommit::Op;
 
   SqliteStore() = default;
   Status OpenDatabase(const SqliteOptions& options);
@@ -448,13 +420,16 @@ class SqliteStore final : public Store {
   Status PrepareStatements();
 
   // Queues `body` for the writer and waits until its transaction has committed (or failed).
-  Status Execute(std::function<Status(std::uint64_t& seq)> body);
+  Status Execute(std::function<Status(std::uint64_t& seq)> body) {
+    return group_.Execute(std::move(body));
+  }
   // Queues `body`; `done` runs on the writer thread once its transaction has committed (or
   // failed).
   void ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
-                    std::function<void(Status)> done);
-  void WriterLoop();
-  void RunBatch(const std::vector<Op*>& batch);
+                    std::function<void(Status)> done) {
+    group_.ExecuteAsync(std::move(body), std::move(done));
+  }
+  void RunBatch(std::span<Op* const> batch);
 
   // Writer-thread helpers (inside a transaction).
   Status InsertJobs(const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
@@ -488,17 +463,14 @@ class SqliteStore final : public Store {
   sqlite3* rdb_ = nullptr;
   Stmt read_begin_, read_end_, events_since_, get_job_;
 
-  std::mutex mu_;  // queue_, stop_, Op::done
-  std::condition_variable work_cv_;
-  std::deque<Op*> queue_;
-  bool stop_ = false;
-  std::thread writer_;
+  GroupCommit group_;  // the writer thread and its queue
 };
 
 Result<std::unique_ptr<Store>> SqliteStore::Open(const SqliteOptions& options) {
   std::unique_ptr<SqliteStore> store(new SqliteStore());
   if (Status s = store->OpenDatabase(options); !s.ok()) return s;
-  store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
+  store->group_.Start(store->max_batch_,
+                      [s = store.get()](std::span<Op* const> batch) { s->RunBatch(batch); });
   return std::unique_ptr<Store>(std::move(store));
 }
 
@@ -689,14 +661,7 @@ Status SqliteStore::PrepareStatements() {
 }
 
 SqliteStore::~SqliteStore() {
-  if (writer_.joinable()) {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_one();
-    writer_.join();  // the writer commits what is queued before it stops
-  }
+  group_.Stop();  // the writer commits what is queued before it stops
   for (Stmt* s : {&begin_, &commit_, &rollback_, &savepoint_, &release_, &rollback_to_, &find_key_,
                   &insert_job_, &insert_event_, &select_status_, &update_status_, &upsert_quota_,
                   &delete_quota_, &upsert_node_, &insert_usage_, &read_begin_, &read_end_,
@@ -710,67 +675,7 @@ SqliteStore::~SqliteStore() {
 
 // ---- Group commit ----
 
-Status SqliteStore::Execute(std::function<Status(std::uint64_t& seq)> body) {
-  Op op;
-  op.body = std::move(body);
-  std::unique_lock lock(mu_);
-  if (stop_) return Status::Unavailable("store: closed");
-  queue_.push_back(&op);
-  work_cv_.notify_one();
-  op.cv.wait(lock, [&] { return op.done; });
-  return op.status;
-}
-
-void SqliteStore::ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
-                               std::function<void(Status)> done) {
-  auto op = std::make_unique<Op>();
-  op->body = std::move(body);
-  op->on_done = std::move(done);
-  {
-    std::lock_guard lock(mu_);
-    if (!stop_) {
-      queue_.push_back(op.release());
-      work_cv_.notify_one();
-      return;
-    }
-  }
-  op->on_done(Status::Unavailable("store: closed"));
-}
-
-void SqliteStore::WriterLoop() {
-  std::vector<Op*> batch;
-  for (;;) {
-    {
-      std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left
-      while (!queue_.empty() && batch.size() < max_batch_) {
-        batch.push_back(queue_.front());
-        queue_.pop_front();
-      }
-    }
-    RunBatch(batch);
-    // The asynchronous callers first (their Ops are the writer's), then the waiting ones,
-    // notified under the lock: a caller may return (and free its Op) as soon as it is released.
-    for (Op*& op : batch) {
-      if (!op->on_done) continue;
-      std::unique_ptr<Op> owned(op);
-      op = nullptr;
-      owned->on_done(owned->status);
-    }
-    {
-      std::lock_guard lock(mu_);
-      for (Op* op : batch) {
-        if (op == nullptr) continue;
-        op->done = true;
-        op->cv.notify_one();
-      }
-    }
-    batch.clear();
-  }
-}
-
-void SqliteStore::RunBatch(const std::vector<Op*>& batch) {
+void SqliteStore::RunBatch(std::span<Op* const> batch) {
   auto fail_all = [&](const Status& s) {
     for (Op* op : batch) op->status = s;
   };
@@ -1090,29 +995,11 @@ Result<std::optional<StoredJob>> SqliteStore::GetJob(JobId id) {
 
 Status SqliteStore::ReadJobs(const std::string& sql, const LoadOptions& options,
                              std::vector<StoredJob>& jobs) {
-  // A pipeline of batches: while a helper thread steps the rows of the next batch (their columns
-  // read, their binary records copied), this thread decodes the records of the current batch on
-  // every core and hands it on (options.each_batch, or appended to `jobs`).
-  constexpr std::size_t kBatch = 8192;
-  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-  struct Batch {
-    std::vector<StoredJob> jobs;
-    std::string arena;  // the records, back to back
-    struct Records {
-      std::size_t spec_begin, spec_end, alloc_end;  // offsets into `arena`
-    };
-    std::vector<Records> records;
-    bool last = false;
-    Status status;
-  };
+  // The pipeline of store/job_batches.h: this fills a batch on its helper thread.
   Stmt s;
   if (s.Prepare(rdb_, sql) != SQLITE_OK) return DbError(rdb_, fmt::format("prepare \"{}\"", sql));
-  auto read = [&](Batch& b) {
-    b.jobs.clear();
-    b.arena.clear();
-    b.records.clear();
-    b.jobs.reserve(kBatch);
-    while (b.jobs.size() < kBatch) {
+  auto fill = [&](JobBatch& b) {
+    while (b.jobs.size() < kJobBatch) {
       const int rc = s.Step();
       if (rc == SQLITE_DONE) {
         b.last = true;
@@ -1126,58 +1013,10 @@ Status SqliteStore::ReadJobs(const std::string& sql, const LoadOptions& options,
         b.status = std::move(st);
         return;
       }
-      Batch::Records& r = b.records.emplace_back();
-      r.spec_begin = b.arena.size();
-      b.arena.append(s.Blob(1));
-      r.spec_end = b.arena.size();
-      b.arena.append(s.Blob(4));
-      r.alloc_end = b.arena.size();
+      b.AddRecords(s.Blob(1), s.Blob(4));
     }
   };
-  std::vector<Status> errors(workers);
-  auto process = [&](Batch& b) -> Status {
-    const std::string_view all(b.arena);
-    auto decode = [&](std::size_t w) {
-      // Worker w takes a contiguous share; the first error of the share is kept.
-      const std::size_t n = b.records.size();
-      for (std::size_t i = n * w / workers; i < n * (w + 1) / workers; ++i) {
-        const Batch::Records& r = b.records[i];
-        Status st = DecodeJobRecords(all.substr(r.spec_begin, r.spec_end - r.spec_begin),
-                                     all.substr(r.spec_end, r.alloc_end - r.spec_end), b.jobs[i]);
-        if (!st.ok()) {
-          errors[w] = std::move(st);
-          return;
-        }
-      }
-    };
-    if (workers == 1 || b.records.size() < 1024) {
-      for (std::size_t w = 0; w < workers; ++w) decode(w);
-    } else {
-      std::vector<std::thread> helpers;
-      for (std::size_t w = 1; w < workers; ++w) helpers.emplace_back(decode, w);
-      decode(0);
-      for (std::thread& h : helpers) h.join();
-    }
-    for (const Status& e : errors) {
-      if (!e.ok()) return e;
-    }
-    if (options.each_batch) return options.each_batch(b.jobs);
-    for (StoredJob& job : b.jobs) jobs.push_back(std::move(job));
-    return Status::Ok();
-  };
-
-  Batch current, next;
-  read(current);
-  for (;;) {
-    if (!current.status.ok()) return current.status;
-    std::thread reader;
-    if (!current.last) reader = std::thread([&] { read(next); });
-    const Status st = process(current);
-    if (reader.joinable()) reader.join();
-    if (!st.ok()) return st;
-    if (current.last) return Status::Ok();
-    std::swap(current, next);
-  }
+  return ReadJobBatches(fill, options, jobs);
 }
 
 Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {

@@ -1,0 +1,69 @@
+// Group commit, shared by the SQLite and the PostgreSQL store (docs/design/store.md): every
+// write call becomes an Op queued for one writer thread, which takes everything queued (at most
+// max_batch), hands the batch to the store's run_batch (one transaction, each Op inside a
+// savepoint, then COMMIT), and only then wakes the callers. While one batch commits, the next
+// one gathers, so batches grow with the load and a lone call commits at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "arbiter/status.h"
+
+namespace arbiter::store {
+
+class GroupCommit {
+ public:
+  // A write call waiting for the writer. `body` runs inside the batch's transaction (on the
+  // writer thread) and sets `seq` to the last event seq it wrote; run_batch sets `status`.
+  struct Op {
+    std::function<Status(std::uint64_t& seq)> body;
+    Status status;
+    // For the store's run_batch: set when the Op is left out of a retried transaction.
+    bool excluded = false;
+
+   private:
+    friend class GroupCommit;
+    bool done = false;
+    std::condition_variable cv;
+    std::function<void(Status)> on_done;  // ExecuteAsync's; the Op is then the writer's
+  };
+  // Runs one batch in one transaction and sets each Op's status; on the writer thread.
+  using RunBatch = std::function<void(std::span<Op* const> batch)>;
+
+  GroupCommit() = default;
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
+  ~GroupCommit() { Stop(); }
+
+  // Starts the writer thread.
+  void Start(std::size_t max_batch, RunBatch run_batch);
+  // Commits what is queued, then stops the writer; later calls fail ("store: closed").
+  void Stop();
+
+  // Queues `body` and waits until its transaction has committed (or failed).
+  Status Execute(std::function<Status(std::uint64_t& seq)> body);
+  // Queues `body`; `done` runs on the writer thread once its transaction has committed (or
+  // failed).
+  void ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
+                    std::function<void(Status)> done);
+
+ private:
+  void WriterLoop();
+
+  std::size_t max_batch_ = 1024;
+  RunBatch run_batch_;
+  std::mutex mu_;  // queue_, stop_, Op::done
+  std::condition_variable work_cv_;
+  std::deque<Op*> queue_;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+}  // namespace arbiter::store
