@@ -257,8 +257,12 @@ bool Conn::broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
 Status Conn::Error(const PGresult* result, std::string_view what) const {
   const std::string_view label = what.empty() ? std::string_view("postgres") : what;
   const char* state = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
-  std::string_view message =
-      Trim(result != nullptr ? PQresultErrorMessage(result) : PQerrorMessage(conn_));
+  // The server's one-line message (its position and hints are left out), else libpq's.
+  const char* primary =
+      result != nullptr ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  std::string_view message = Trim(primary != nullptr  ? primary
+                                  : result != nullptr ? PQresultErrorMessage(result)
+                                                      : PQerrorMessage(conn_));
   if (message.empty()) message = Trim(PQerrorMessage(conn_));
   if (message.starts_with("ERROR:  ")) message.remove_prefix(8);
   if (message.starts_with("FATAL:  ")) message.remove_prefix(8);

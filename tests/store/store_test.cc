@@ -1,5 +1,6 @@
-// The stores: the same behaviour from the in-memory and the SQLite store (submissions, events and
-// their cursor, transitions, operators' changes, bad input), then what only the SQLite store
+// The stores: the same behaviour from the in-memory, the SQLite and the PostgreSQL store
+// (submissions, events and their cursor, transitions, operators' changes, bad input; PostgreSQL on
+// a private server, testing/postgres.h), then what only the SQLite store
 // promises: recovery after reopening, acknowledged submissions surviving a SIGKILL, the schema
 // version check, one process per data directory, and group commit under concurrent submitters.
 #include "arbiter/store.h"
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "store/codec.h"
+#include "testing/postgres.h"
 
 namespace arbiter::store {
 namespace {
@@ -112,6 +114,15 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "memory") {
       store_ = MakeMemoryStore();
+    } else if (GetParam() == "postgres") {
+      std::string error;
+      testing::PostgresInstance* pg = testing::PostgresInstance::Shared(&error);
+      ASSERT_NE(pg, nullptr) << "no PostgreSQL server for the test: " << error;
+      PostgresOptions options;
+      options.url = pg->NewDatabase();
+      Result<std::unique_ptr<Store>> store = OpenPostgresStore(options);
+      ASSERT_TRUE(store.ok()) << store.status().message();
+      store_ = std::move(store).value();
     } else {
       store_ = OpenOrDie(dir_.path());
     }
@@ -531,7 +542,7 @@ TEST_P(StoreTest, ConcurrentSubmittersGetUniqueIncreasingSeqs) {
   EXPECT_EQ(store_->LastSeq(), events->back().seq);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("memory", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("memory", "sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // ---- The SQLite store only ----
