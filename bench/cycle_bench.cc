@@ -6,7 +6,7 @@
 // with '#' are commentary. See bench/README.md.
 //
 //   arbiter_bench [--only
-//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server|cli]
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|cli]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -229,7 +229,7 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|server|cli] "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|cli] "
           "[--reps N] "
           "[--seed N] "
           "[--no-clock]");
@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
     std::string pass;
     for (int i = 1; i < argc; ++i) pass += std::string(" '") + argv[i] + "'";
     for (const char* name : {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k",
-                             "sim", "sim1m", "fill", "store", "server", "cli"}) {
+                             "sim", "sim1m", "fill", "store", "pg", "server", "cli"}) {
       const std::string command = std::string("'") + self + "' --only " + name + pass;
       if (std::system(command.c_str()) != 0) Fail(std::string("the benchmark ") + name + " failed");
     }
@@ -300,6 +300,12 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "store") {
     RunStoreBench();
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "pg") {
+    // The million-job recovery only when asked for (it takes minutes to fill).
+    const char* recovery = std::getenv("ARBITER_BENCH_PG_RECOVERY_JOBS");
+    RunPgStoreBench(64, 3.0, recovery ? std::atoll(recovery) : 0);
     ran = true;
   }
   if (opt.only.empty() || opt.only == "server") {

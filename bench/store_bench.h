@@ -11,4 +11,12 @@ namespace arbiter::bench {
 // commit), the same with suffix _per_txn, and store_recovery_s (open + Load).
 void RunStoreBench(int threads = 8, double seconds = 2.0, std::int64_t recovery_jobs = 100'000);
 
+// The PostgreSQL store on a private PostgreSQL 15 server the benchmark starts and stops
+// (tests/testing/postgres.h: a temporary directory, unix socket, fsync on): `threads` threads
+// submit for `seconds` (BENCH pg_store_submit_per_s, pg_store_submit_p50_us, _p99_us); with
+// `recovery_jobs` > 0 a database is filled with that many jobs (a quarter running), then opened
+// and loaded a batch at a time as the server's recovery does (BENCH pg_recovery_1m_s for a
+// million, else pg_recovery_s).
+void RunPgStoreBench(int threads = 64, double seconds = 3.0, std::int64_t recovery_jobs = 0);
+
 }  // namespace arbiter::bench
