@@ -112,28 +112,116 @@ std::string AllocationRecord(const StoredAllocation& a) {
   return a.empty() ? std::string() : EncodeAllocationBinary(a);
 }
 
+// One row of a result, as ReadJobColumns reads it.
+struct RowOf {
+  const Rows& rows;
+  int row;
+  bool IsNull(int col) const { return rows.IsNull(row, col); }
+  std::string_view Text(int col) const { return rows.Text(row, col); }
+  std::int64_t Int(int col) const { return rows.Int(row, col); }
+};
+
+// One tuple of a binary COPY: each field's bytes (NULL: `null`), integers big-endian.
+struct CopyRow {
+  static constexpr int kMax = 16;
+  std::string_view fields[kMax];
+  bool null[kMax] = {};
+  int count = 0;
+  bool IsNull(int col) const { return null[col]; }
+  std::string_view Text(int col) const { return fields[col]; }
+  std::int64_t Int(int col) const {
+    std::uint64_t u = 0;
+    for (const char c : fields[col]) u = (u << 8) | static_cast<unsigned char>(c);
+    switch (fields[col].size()) {
+      case 2:
+        return static_cast<std::int16_t>(u);
+      case 4:
+        return static_cast<std::int32_t>(u);
+      default:
+        return static_cast<std::int64_t>(u);
+    }
+  }
+};
+
+std::uint32_t BigEndian(const char* p, int bytes) {
+  std::uint32_t u = 0;
+  for (int i = 0; i < bytes; ++i) u = (u << 8) | static_cast<unsigned char>(p[i]);
+  return u;
+}
+
+// Parses one CopyData message of a binary COPY into `row` (views into `data`); the file's header
+// comes before the first tuple. Sets `end` on the trailer. Errors name the byte.
+Status ParseCopyTuple(std::string_view data, bool& header, CopyRow& row, bool& end) {
+  std::size_t at = 0;
+  auto need = [&](std::size_t n) { return data.size() - at >= n; };
+  auto bad = [&] {
+    return Status::Internal(
+        fmt::format("store: read jobs: malformed COPY data at byte {}", at + 1));
+  };
+  if (header) {
+    constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
+    if (!need(19) || data.substr(0, 11) != kSignature) return bad();
+    at = 15;
+    const std::uint32_t extension = BigEndian(data.data() + at, 4);
+    at += 4;
+    if (!need(extension)) return bad();
+    at += extension;
+    header = false;
+    if (at == data.size()) {
+      row.count = 0;
+      return Status::Ok();
+    }
+  }
+  if (!need(2)) return bad();
+  const auto fields = static_cast<std::int16_t>(BigEndian(data.data() + at, 2));
+  at += 2;
+  if (fields == -1) {
+    end = true;
+    return Status::Ok();
+  }
+  if (fields < 0 || fields > CopyRow::kMax) return bad();
+  row.count = fields;
+  for (int f = 0; f < fields; ++f) {
+    if (!need(4)) return bad();
+    const auto length = static_cast<std::int32_t>(BigEndian(data.data() + at, 4));
+    at += 4;
+    if (length < 0) {
+      row.null[f] = true;
+      row.fields[f] = {};
+      continue;
+    }
+    if (!need(static_cast<std::size_t>(length))) return bad();
+    row.null[f] = false;
+    row.fields[f] = data.substr(at, static_cast<std::size_t>(length));
+    at += static_cast<std::size_t>(length);
+  }
+  return Status::Ok();
+}
+
 // One row of kJobColumns into `job`, all but the binary records (columns 1 and 4).
-Status ReadJobColumns(const Rows& r, int row, StoredJob& job) {
-  job.id = static_cast<JobId>(r.Int(row, 0));
+template <typename Row>
+Status ReadJobColumns(const Row& r, StoredJob& job) {
+  job.id = static_cast<JobId>(r.Int(0));
   JobStatus& st = job.status;
-  st.priority_class = std::string(r.Text(row, 2));
-  std::optional<JobState> state = ParseJobState(r.Text(row, 3));
+  st.priority_class = std::string(r.Text(2));
+  std::optional<JobState> state = ParseJobState(r.Text(3));
   if (!state) {
-    return JobError(job.id, Status::Internal(fmt::format("state: unknown '{}'", r.Text(row, 3))));
+    return JobError(job.id, Status::Internal(fmt::format("state: unknown '{}'", r.Text(3))));
   }
   st.state = *state;
-  st.start_time = r.TimeOrNever(row, 5);
-  st.first_start_time = r.TimeOrNever(row, 6);
-  st.last_checkpoint = r.TimeOrNever(row, 7);
-  st.stop_at = r.TimeOrNever(row, 8);
-  if (r.Text(row, 9) != "[]") {
-    Result<std::vector<Millis>> evictions = DecodeMillisList(r.Text(row, 9), "evictions");
+  auto time = [&](int col) -> Millis { return r.IsNull(col) ? -1 : r.Int(col); };
+  st.start_time = time(5);
+  st.first_start_time = time(6);
+  st.last_checkpoint = time(7);
+  st.stop_at = time(8);
+  if (r.Text(9) != "[]") {
+    Result<std::vector<Millis>> evictions = DecodeMillisList(r.Text(9), "evictions");
     if (!evictions.ok()) return JobError(job.id, evictions.status());
     st.evictions = std::move(evictions).value();
   }
-  st.end_time = r.TimeOrNever(row, 10);
-  st.message = std::string(r.Text(row, 11));
-  st.retries = static_cast<std::int32_t>(r.Int(row, 12));
+  st.end_time = time(10);
+  st.message = std::string(r.Text(11));
+  st.retries = static_cast<std::int32_t>(r.Int(12));
   return Status::Ok();
 }
 
@@ -840,7 +928,7 @@ Result<std::optional<StoredJob>> PostgresStore::GetJob(JobId id) {
   if (!rows.ok()) return rows.status();
   if (rows->rows() == 0) return std::optional<StoredJob>();
   std::optional<StoredJob> job(std::in_place);
-  if (Status st = ReadJobColumns(*rows, 0, *job); !st.ok()) return st;
+  if (Status st = ReadJobColumns(RowOf{*rows, 0}, *job); !st.ok()) return st;
   if (Status st = DecodeJobRecords(rows->Text(0, 1), rows->Text(0, 4), *job); !st.ok()) return st;
   return job;
 }
@@ -854,11 +942,13 @@ Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
     return r.status();
   }
   struct End {
-    Conn* conn;
+    PostgresStore* store;
     ~End() {
-      if (!conn->broken()) conn->Exec("ROLLBACK", {}, "store: end a read").ok();
+      if (store->rconn_ != nullptr && !store->rconn_->broken()) {
+        store->rconn_->Exec("ROLLBACK", {}, "store: end a read").ok();
+      }
     }
-  } end{rconn_.get()};
+  } end{this};
   Conn& conn = *rconn_;
 
   Snapshot snap;
@@ -870,30 +960,62 @@ Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
     if (!count.ok()) return count.status();
     snap.jobs.reserve(static_cast<std::size_t>(count->Int(0, 0)));
   }
-  if (Result<Rows> r = conn.Exec(fmt::format("DECLARE load_jobs NO SCROLL CURSOR FOR SELECT {} "
-                                             "FROM jobs{} ORDER BY id",
-                                             kJobColumns, where),
-                                 {}, "store: read jobs");
-      !r.ok()) {
-    return r.status();
-  }
-  const std::string fetch = fmt::format("FETCH {} FROM load_jobs", kJobBatch);
-  auto fill = [&](JobBatch& b) {
-    Result<Rows> rows = conn.Exec(fetch, Params(), "store: read jobs", /*binary=*/true);
-    if (!rows.ok()) {
-      b.status = rows.status();
-      return;
+  // The rows stream (COPY, binary): the server produces the next rows while this process reads
+  // and decodes the last ones, with no round trip per batch.
+  const std::string copy = fmt::format(
+      "COPY (SELECT {} FROM jobs{} ORDER BY id) TO STDOUT (FORMAT binary)", kJobColumns, where);
+  {
+    Rows started(PQexec(conn.raw(), copy.c_str()));
+    if (started.raw() == nullptr || PQresultStatus(started.raw()) != PGRES_COPY_OUT) {
+      return conn.Error(started.raw(), "store: read jobs");
     }
-    const int n = rows->rows();
-    b.arena.reserve(static_cast<std::size_t>(n) * 256);
-    for (int r = 0; r < n; ++r) {
-      if (Status st = ReadJobColumns(*rows, r, b.jobs.emplace_back()); !st.ok()) {
+  }
+  bool copying = true, header = true;
+  struct Abandon {  // a COPY not read to its end leaves the connection unusable: drop it
+    PostgresStore* store;
+    const bool& copying;
+    ~Abandon() {
+      if (copying) store->rconn_.reset();
+    }
+  } abandon{this, copying};
+  auto fill = [&](JobBatch& b) {
+    b.arena.reserve(kJobBatch * 256);
+    CopyRow row;
+    while (b.jobs.size() < kJobBatch) {
+      char* data = nullptr;
+      const int n = PQgetCopyData(conn.raw(), &data, 0);
+      if (n < 0) {
+        if (n == -2) {
+          b.status = conn.Error(nullptr, "store: read jobs");
+          return;
+        }
+        copying = false;
+        Rows done(PQgetResult(conn.raw()));
+        if (done.raw() == nullptr || PQresultStatus(done.raw()) != PGRES_COMMAND_OK) {
+          b.status = conn.Error(done.raw(), "store: read jobs");
+          return;
+        }
+        while (PGresult* extra = PQgetResult(conn.raw())) PQclear(extra);
+        b.last = true;
+        return;
+      }
+      bool trailer = false;
+      Status st =
+          ParseCopyTuple(std::string_view(data, static_cast<std::size_t>(n)), header, row, trailer);
+      if (st.ok() && !trailer && row.count > 0) {
+        if (row.count != 13) {
+          st = Status::Internal(fmt::format("store: read jobs: {} columns, not 13", row.count));
+        } else {
+          st = ReadJobColumns(row, b.jobs.emplace_back());
+          if (st.ok()) b.AddRecords(row.Text(1), row.Text(4));
+        }
+      }
+      PQfreemem(data);
+      if (!st.ok()) {
         b.status = std::move(st);
         return;
       }
-      b.AddRecords(rows->Text(r, 1), rows->Text(r, 4));
     }
-    if (static_cast<std::size_t>(n) < kJobBatch) b.last = true;
   };
   if (Status s = ReadJobBatches(fill, options, snap.jobs); !s.ok()) return s;
 
