@@ -6,7 +6,7 @@
 // with '#' are commentary. See bench/README.md.
 //
 //   arbiter_bench [--only
-//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|cli]
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|ha|cli]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -24,6 +24,7 @@
 #include "arbiter/state.h"
 #include "cli_bench.h"
 #include "fill_bench.h"
+#include "ha_bench.h"
 #include "incremental_bench.h"
 #include "memory_bench.h"
 #include "preempt_bench.h"
@@ -229,7 +230,7 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|cli] "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|ha|cli] "
           "[--reps N] "
           "[--seed N] "
           "[--no-clock]");
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
     std::string pass;
     for (int i = 1; i < argc; ++i) pass += std::string(" '") + argv[i] + "'";
     for (const char* name : {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k",
-                             "sim", "sim1m", "fill", "store", "pg", "server", "cli"}) {
+                             "sim", "sim1m", "fill", "store", "pg", "server", "ha", "cli"}) {
       const std::string command = std::string("'") + self + "' --only " + name + pass;
       if (std::system(command.c_str()) != 0) Fail(std::string("the benchmark ") + name + " failed");
     }
@@ -306,6 +307,10 @@ int main(int argc, char** argv) {
     // The million-job recovery only when asked for (it takes minutes to fill).
     const char* recovery = std::getenv("ARBITER_BENCH_PG_RECOVERY_JOBS");
     RunPgStoreBench(64, 3.0, recovery ? std::atoll(recovery) : 0);
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "ha") {
+    RunHaBench();
     ran = true;
   }
   if (opt.only.empty() || opt.only == "server") {

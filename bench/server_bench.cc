@@ -54,9 +54,14 @@ void MakeCertificates(const std::string& dir) {
   if (std::system(command.c_str()) != 0) Fail("server bench: openssl could not make certificates");
 }
 
+}  // namespace
+
 // Submissions from `clients` keep-alive clients for `seconds`; over TLS (a 2048-bit RSA
-// certificate, verified by the clients) when `tls`.
-void RunClients(int clients, double seconds, const std::string& suffix, bool tls = false) {
+// certificate, verified by the clients) when `tls`; on the PostgreSQL store `store` when given
+// (the server leads it alone). Prints BENCH NAME_per_s, NAME_p50_us and NAME_p99_us, where NAME
+// is `name` then `suffix`.
+SubmitFigures RunSubmitClients(int clients, double seconds, const std::string& name,
+                               const std::string& suffix, bool tls, const std::string& store) {
   TempDir dir("arbiter-server-bench");
   const std::string config = dir.path() + "/cluster.yaml";
   std::ofstream(config) << kCluster;
@@ -67,6 +72,7 @@ void RunClients(int clients, double seconds, const std::string& suffix, bool tls
   args.listen = "127.0.0.1:0";
   args.virtual_nodes = true;  // nodes run in the server: jobs are placed, as on a real cluster
   args.threads = clients + 8;
+  args.store = store;
   if (tls) {
     MakeCertificates(dir.path());
     args.tls_cert = dir.path() + "/server.crt";
@@ -75,6 +81,17 @@ void RunClients(int clients, double seconds, const std::string& suffix, bool tls
   Result<std::unique_ptr<server::Server>> server = server::Server::Start(args);
   if (!server.ok()) Fail(server.status().message());
   const int port = (*server)->port();
+  if (!store.empty()) {
+    // On a shared store the server leads after its first campaign: wait for it.
+    httplib::Client probe("127.0.0.1", port);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      httplib::Result ready = probe.Get("/readyz");
+      if (ready && ready->status == 200) break;
+      if (std::chrono::steady_clock::now() > end) Fail("server bench: the server never led");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
 
   std::atomic<int> refused{0};
   TimedRun run = RunClosedLoop(clients, seconds, [&](int c) {
@@ -121,12 +138,15 @@ void RunClients(int clients, double seconds, const std::string& suffix, bool tls
   }
   std::printf("# server: %d keep-alive clients, %zu durable submissions over HTTP in %.2f s\n",
               clients, all.size(), wall);
-  std::printf("BENCH server_submit_per_s%s %.6g submits/s\n", suffix.c_str(),
+  std::printf("BENCH %s_per_s%s %.6g submits/s\n", name.c_str(), suffix.c_str(),
               static_cast<double>(all.size()) / wall);
-  std::printf("BENCH server_submit_p50_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.50));
-  std::printf("BENCH server_submit_p99_us%s %.6g us\n", suffix.c_str(), Percentile(all, 0.99));
+  std::printf("BENCH %s_p50_us%s %.6g us\n", name.c_str(), suffix.c_str(), Percentile(all, 0.50));
+  std::printf("BENCH %s_p99_us%s %.6g us\n", name.c_str(), suffix.c_str(), Percentile(all, 0.99));
   std::fflush(stdout);
+  return {static_cast<double>(all.size()) / wall, Percentile(all, 0.50), Percentile(all, 0.99)};
 }
+
+namespace {
 
 // A store with `jobs` pending jobs, then the time from Server::Start to ready: open, load,
 // resolve every job against the configuration, rebuild the cluster state.
@@ -206,9 +226,9 @@ void RunServerRecovery(const std::string& dir) {
 }
 
 void RunServerBench(int clients, double seconds, std::int64_t recovery_jobs) {
-  RunClients(16, seconds, "_16_clients");
-  RunClients(clients, seconds, "");
-  RunClients(clients, seconds, "_tls", /*tls=*/true);
+  RunSubmitClients(16, seconds, "server_submit", "_16_clients", false, "");
+  RunSubmitClients(clients, seconds, "server_submit", "", false, "");
+  RunSubmitClients(clients, seconds, "server_submit", "_tls", /*tls=*/true, "");
   if (recovery_jobs > 0) RunRecovery(recovery_jobs);
 }
 

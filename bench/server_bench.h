@@ -42,6 +42,15 @@ server:
 // is when DIR holds one already.
 void RunServerBench(int clients = 64, double seconds = 3.0, std::int64_t recovery_jobs = 100'000);
 
+// Submissions from `clients` keep-alive clients for `seconds` to an in-process server (over TLS
+// when `tls`; on the PostgreSQL store `store` when given, else SQLite in a temporary directory).
+// Prints BENCH NAME_per_s, NAME_p50_us and NAME_p99_us, NAME being `name` then `suffix`.
+struct SubmitFigures {
+  double per_s = 0, p50_us = 0, p99_us = 0;
+};
+SubmitFigures RunSubmitClients(int clients, double seconds, const std::string& name,
+                               const std::string& suffix, bool tls, const std::string& store);
+
 // Starts a server on DIR/cluster.yaml and DIR/data, prints BENCH server_recovery_s and
 // server_recovery_cpu_s, and ends the process.
 void RunServerRecovery(const std::string& dir);

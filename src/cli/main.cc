@@ -15,11 +15,13 @@
 #include "agent/agent.h"
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
+#include "arbiter/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
 #include "crypto/crypto.h"
 #include "server/server.h"
+#include "store/copy_store.h"
 
 namespace arbiter::cli {
 namespace {
@@ -456,13 +458,35 @@ int main(int argc, char** argv) {
                    "Serve plain HTTP on an address other than loopback (tokens in the clear)");
   server->add_flag("--dev", server_args.dev,
                    "Development: take tokens written in the configuration file (token:)");
+  server->add_option("--store", server_args.store,
+                     "A PostgreSQL store several servers share, one leading "
+                     "(postgresql://USER@HOST/DB; docs/operations.md). Default: SQLite in --data");
+  server->add_option("--advertise", server_args.advertise,
+                     "With --store: the URL clients reach this server at, which standbys send "
+                     "them to (default: from --listen and the host name)");
+  std::string lease = "5s";
+  server
+      ->add_option("--lease", lease,
+                   "With --store: a leader silent this long is replaced (default 5s; renewed "
+                   "every fifth of it)")
+      ->check([&server_args](const std::string& text) -> std::string {
+        arbiter::Result<arbiter::Millis> ms = arbiter::config::ParseDuration(text, "--lease");
+        if (!ms.ok()) return ms.status().message();
+        if (*ms < 1000) return "--lease: must be at least 1s";
+        server_args.lease_ms = *ms;
+        return {};
+      });
 
   arbiter::agent::AgentArgs agent_args;
   CLI::App* agent = app.add_subcommand(
       "agent",
       "Run the node agent: report the node's devices, run the tasks the server binds to "
       "it, carry out evictions (docs/design/agent.md)");
-  agent->add_option("--server", agent_args.server, "The server (http://HOST:PORT)")->required();
+  agent
+      ->add_option("--server", agent_args.server,
+                   "The server (http://HOST:PORT), or several separated by commas (servers "
+                   "sharing one store: the agent follows the leader among them)")
+      ->required();
   agent->add_option("--token", agent_args.token,
                     "The join token (visible in ps: prefer --token-file or ARBITER_AGENT_TOKEN)");
   agent->add_option("--token-file", agent_args.token_file, "A file holding the join token");
@@ -498,6 +522,17 @@ int main(int argc, char** argv) {
   CLI::App* token_hash = token->add_subcommand(
       "hash", "Print the SHA-256 of the token on standard input (its first line)");
 
+  CLI::App* admin = app.add_subcommand("admin", "Operations on a server's store");
+  admin->require_subcommand(1);
+  std::string migrate_from, migrate_to;
+  CLI::App* migrate = admin->add_subcommand(
+      "migrate-store",
+      "Copy a stopped server's SQLite store into an empty PostgreSQL database: every job, event, "
+      "quota, node state and the node key (docs/operations.md)");
+  migrate->add_option("--from", migrate_from, "The SQLite store's directory (the server's --data)")
+      ->required();
+  migrate->add_option("--to", migrate_to, "The PostgreSQL database (postgresql://...)")->required();
+
   arbiter::cli::ClientCommands client = arbiter::cli::AddClientCommands(app, explain);
 
   try {
@@ -517,6 +552,27 @@ int main(int argc, char** argv) {
   if (*server) return arbiter::server::RunServer(server_args);
   if (*agent) return arbiter::agent::RunAgent(agent_args);
   if (*checkpoint) return arbiter::agent::RunCheckpoint();
+  if (*migrate) {
+    if (!arbiter::store::IsPostgresUrl(migrate_to)) {
+      fmt::print(stderr, "error: --to: expected postgresql://..., got '{}'\n", migrate_to);
+      return 2;
+    }
+    arbiter::Result<arbiter::store::CopyCounts> copied =
+        arbiter::store::CopySqliteToPostgres(migrate_from, migrate_to, [](std::string_view table) {
+          fmt::print("copying {}\n", table);
+          std::fflush(stdout);
+        });
+    if (!copied.ok()) {
+      fmt::print(stderr, "error: {}\n", copied.status().message());
+      return 1;
+    }
+    fmt::print(
+        "copied {} jobs, {} events, {} queue quotas, {} node states, {} queue usages; start the "
+        "servers with --store and this database\n",
+        copied->jobs, copied->events, copied->queue_quotas, copied->node_states,
+        copied->queue_usage);
+    return 0;
+  }
   if (*token_new) {
     const std::string secret = arbiter::crypto::RandomHex(32);
     if (secret.empty()) {

@@ -173,7 +173,8 @@ Json Core::ChangesLocked(AgentNode& node, const std::string& revision) {
               {"full", !known},
               {"tasks", std::move(tasks)},
               {"removed", std::move(removed)},
-              {"now_ms", Now()}};
+              {"now_ms", Now()},
+              {"epoch", options_.epoch}};
 }
 
 Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const RegisterBody& body,
@@ -327,7 +328,8 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
                      {"sync_wait_ms", config_.server.agent_sync_wait},
                      {"node_lost_timeout_ms", config_.server.node_lost_timeout},
                      {"kill_after_ms", config_.server.kill_after},
-                     {"checkpoint_root", config_.server.checkpoint_root}});
+                     {"checkpoint_root", config_.server.checkpoint_root},
+                     {"epoch", options_.epoch}});
 }
 
 Core::SyncOutcome Core::SyncAgent(const Caller& caller, const std::string& node,

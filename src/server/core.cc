@@ -48,13 +48,17 @@ Core::Changes::~Changes() {
   for (std::function<void()>& fn : wake) fn();
 }
 
-Core::~Core() {
+void Core::Stop() {
   {
     std::lock_guard lock(inbox_mu_);
     stop_ = true;
   }
   cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+}
+
+Core::~Core() {
+  Stop();
   std::lock_guard lock(mu_);
   if (state_) SaveUsageLocked(Now());
 }

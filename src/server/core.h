@@ -59,6 +59,9 @@ struct CoreOptions {
   std::function<Millis()> now;
   // Finished jobs kept in memory for listings (older ones are read from the store by id).
   std::size_t finished_kept = 10000;
+  // The leader's term with a shared store (docs/design/ha.md), 0 with a single server: sent with
+  // every answer to an agent, which ignores answers of an older term.
+  std::uint64_t epoch = 0;
 };
 
 struct JobFilter {
@@ -76,6 +79,9 @@ class Core {
                                             std::unique_ptr<store::Store> store,
                                             CoreOptions options);
   ~Core();
+  // Stops scheduling: the loop ends after the cycle under way. Requests are still answered (a
+  // deposed leader's, until its process exits). Called again by the destructor.
+  void Stop();
   Core(const Core&) = delete;
   Core& operator=(const Core&) = delete;
 

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "arbiter/store.h"
 #include "config/config.h"
 #include "config/limits.h"
+#include "crypto/crypto.h"
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "server/agent_wire.h"
@@ -31,6 +33,7 @@
 #include "server/core.h"
 #include "server/server.h"
 #include "store/codec.h"
+#include "store/leader.h"
 
 namespace arbiter::server {
 namespace {
@@ -366,6 +369,14 @@ class Api {
 
   void SetCore(Core* core) { core_.store(core); }
   Core* core() const { return core_.load(); }
+  // High availability (docs/design/ha.md): this server is a standby, and `leader` leads ("" while
+  // none is known). Without a core, requests are then sent to the leader rather than told to wait
+  // for a recovery.
+  void SetStandby(std::string leader) {
+    std::lock_guard lock(leader_mu_);
+    standby_ = true;
+    leader_ = std::move(leader);
+  }
   // The server's TLS settings for the requests it makes itself (to agents' log servers).
   void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
 
@@ -402,17 +413,23 @@ class Api {
         HttpServer::kInline);
     http.Route(
         "GET", "/readyz",
-        [this](HttpRequest&, const HttpExchangePtr& ex) {
-          Send(ex, core() ? Answer(Json{{"status", "ready"}})
-                          : Status::Unavailable("recovering from the store"));
+        [this](HttpRequest& req, const HttpExchangePtr& ex) {
+          if (core()) return Send(ex, Answer(Json{{"status", "ready"}}));
+          HttpResponse r = NotServing(req);
+          r.status = 503;  // a standby is not ready, whoever leads
+          ex->Respond(std::move(r));
         },
         HttpServer::kInline);
     http.Route("GET", "/metrics", [this](HttpRequest&, const HttpExchangePtr& ex) {
+      // A standby has no core: only its connections' figures, and that it does not lead.
       Core* c = core();
-      if (!c) return Send(ex, Status::Unavailable("recovering from the store"));
       HttpResponse r;
       r.content_type = "text/plain; version=0.0.4";
-      r.body = c->MetricsText() + HttpMetrics();
+      r.body = (c ? c->MetricsText() : std::string()) + HttpMetrics() +
+               fmt::format(
+                   "# HELP arbiter_leader Whether this server leads (schedules and writes).\n"
+                   "# TYPE arbiter_leader gauge\narbiter_leader {}\n",
+                   c ? 1 : 0);
       ex->Respond(std::move(r));
     });
 
@@ -650,7 +667,7 @@ class Api {
         method, pattern,
         [this, handler = std::move(handler)](HttpRequest& req, const HttpExchangePtr& ex) {
           Core* c = core();
-          if (!c) return Send(ex, Status::Unavailable("recovering from the store; retry shortly"));
+          if (!c) return ex->Respond(NotServing(req));
           Result<Caller> who = Authenticate(req);
           if (!who.ok()) {
             // Authentication is HTTP's own: 401 with its challenge.
@@ -735,6 +752,34 @@ class Api {
     return Answer(Json(std::move(got->body)));
   }
 
+  // The answer of a server without a core: recovering from the store (503), or a standby that
+  // sends the request to the leader (307, the same path and query) or, while no leader is known,
+  // asks to retry (503). The body names the leader for clients that do not follow redirects.
+  HttpResponse NotServing(const HttpRequest& req) const {
+    std::string leader;
+    {
+      std::lock_guard lock(leader_mu_);
+      if (!standby_)
+        return ToResponse(Status::Unavailable("recovering from the store; retry shortly"));
+      leader = leader_;
+    }
+    HttpResponse r;
+    const std::string message = leader.empty() ? "standby: no server leads yet; retry shortly"
+                                               : fmt::format("standby: the leader is {}", leader);
+    r.body =
+        store::Dump(Json{{"error", {{"code", "unavailable"}, {"field", ""}, {"message", message}}},
+                         {"leader", leader}}) +
+        "\n";
+    if (leader.empty()) {
+      r.status = 503;
+      r.headers.emplace_back("Retry-After", "1");
+    } else {
+      r.status = 307;
+      r.headers.emplace_back("Location", leader + req.target);
+    }
+    return r;
+  }
+
   Result<Caller> Authenticate(const HttpRequest& req) const {
     const std::string header = req.Header("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
@@ -769,6 +814,9 @@ class Api {
   }
 
   std::atomic<Core*> core_{nullptr};
+  mutable std::mutex leader_mu_;
+  bool standby_ = false;  // GUARDED_BY(leader_mu_)
+  std::string leader_;    // GUARDED_BY(leader_mu_)
   HttpServer* http_ = nullptr;
   Authenticator auth_;
   Watchers watchers_;
@@ -783,6 +831,7 @@ class ServerImpl : public Server {
     // HTTP server still holds (timers of watches, whose watcher slots are the API's), then the
     // API.
     if (http_) http_->Stop();
+    StopLeading();
     if (api_) api_->SetCore(nullptr);
     core_.reset();
     http_.reset();
@@ -841,7 +890,27 @@ class ServerImpl : public Server {
                       host),
           "--listen");
     }
-    Result<std::string> node_key = LoadOrCreateNodeKey(args.data);
+    // With a shared store the node key is shared too (every server must accept every node's
+    // credential), kept in the database.
+    Result<std::string> node_key = std::string();
+    if (store::IsPostgresUrl(args.store)) {
+      Result<std::unique_ptr<store::LeaderElection>> election =
+          store::LeaderElection::Open({.url = args.store,
+                                       .id = ServerId(),
+                                       .address = "",
+                                       .lease = std::chrono::milliseconds(args.lease_ms)});
+      if (!election.ok()) return election.status();
+      election_ = std::move(election).value();
+      node_key = election_->SharedSecret("node-credentials.key", crypto::RandomHex(32));
+    } else if (!args.store.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("expected a PostgreSQL connection string (postgresql://...), got '{}'; "
+                      "the SQLite store's directory is --data",
+                      args.store),
+          "--store");
+    } else {
+      node_key = LoadOrCreateNodeKey(args.data);
+    }
     if (!node_key.ok()) return node_key.status();
     api_ = std::make_unique<Api>(*config, std::move(node_key).value());
     TlsClientSettings agent_tls;
@@ -879,6 +948,15 @@ class ServerImpl : public Server {
     port_ = http_->port();
     if (listening) listening(port_);
 
+    if (election_) {
+      // A standby until it leads: the campaign runs on a thread of its own.
+      election_->set_address(Advertised(args, host, port_));
+      api_->SetStandby("");
+      config_ = std::move(config).value();
+      args_ = args;
+      leader_thread_ = std::thread([this] { Campaign(); });
+      return Status::Ok();
+    }
     Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
     if (!store.ok()) return store.status();
     CoreOptions core_options;
@@ -892,11 +970,138 @@ class ServerImpl : public Server {
   }
 
  private:
+  // This server's identity among the servers of a shared store: host, process and a random part
+  // (a restarted process is another server).
+  static std::string ServerId() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return fmt::format("{}:{}:{}", host, ::getpid(), crypto::RandomHex(4));
+  }
+  static std::string Advertised(const ServerArgs& args, const std::string& host, int port) {
+    if (!args.advertise.empty()) return args.advertise;
+    std::string h = host;
+    if (h.empty() || h == "0.0.0.0" || h == "::") {
+      char name[256] = {};
+      ::gethostname(name, sizeof name - 1);
+      h = name;
+    }
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";
+    return fmt::format("{}://{}:{}", args.tls_cert.empty() ? "http" : "https", h, port);
+  }
+
+  // The leadership loop (a shared store): try to lead 4 times a second, telling the API who
+  // leads meanwhile; once leading, open the store fenced by the epoch, recover, serve, and renew
+  // the lease every fifth of it. Losing the lease (or a write fenced) ends it: the core stops at
+  // once and `lost` is told; a deposed leader never leads again in this process.
+  void Campaign() {
+    const auto poll = std::chrono::milliseconds(250);
+    const auto renew = std::chrono::milliseconds(std::max<Millis>(args_.lease_ms / 5, 100));
+    std::string last_error;
+    std::unique_lock lock(leader_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Result<store::LeaderView> view = election_->Campaign();
+      lock.lock();
+      if (stopping_) return;
+      if (!view.ok()) {
+        if (view.status().message() != last_error) {
+          last_error = view.status().message();
+          fmt::print(stderr, "arbiter server: cannot reach the store: {}\n", last_error);
+        }
+        api_->SetStandby("");
+        leader_cv_.wait_for(lock, poll);
+        continue;
+      }
+      last_error.clear();
+      if (!view->leading) {
+        api_->SetStandby(view->address);
+        leader_cv_.wait_for(lock, poll);
+        continue;
+      }
+      lock.unlock();
+      Status led = Lead(view->epoch, renew);
+      lock.lock();
+      if (stopping_) return;
+      // Stop at once: no cycle, and new requests go elsewhere. The core itself stays until the
+      // server is destroyed (after its connections, which may still hold it); its writes are
+      // fenced by the epoch.
+      api_->SetStandby("");
+      api_->SetCore(nullptr);
+      Core* core = core_.get();
+      lock.unlock();  // the store's writer may need it (on_fenced) before the loop can stop
+      if (core) core->Stop();
+      fmt::print(stderr, "arbiter server: {}\n", led.message());
+      if (args_.lost) args_.lost(led);
+      return;
+    }
+  }
+
+  // Leads with `epoch` until the lease is lost (or the server stops); returns why it ended.
+  Status Lead(std::uint64_t epoch, std::chrono::milliseconds renew) {
+    fmt::print("arbiter server: leading (epoch {}), recovering from the store\n", epoch);
+    std::fflush(stdout);
+    store::PostgresOptions options;
+    options.url = args_.store;
+    options.epoch = epoch;
+    options.on_fenced = [this] {
+      std::lock_guard lock(leader_mu_);
+      fenced_ = true;
+      leader_cv_.notify_all();
+    };
+    Result<std::unique_ptr<store::Store>> store = store::OpenPostgresStore(options);
+    if (!store.ok()) return store.status();
+    CoreOptions core_options;
+    core_options.virtual_nodes = args_.virtual_nodes;
+    core_options.epoch = epoch;
+    Result<std::unique_ptr<Core>> core =
+        Core::Open(config_, std::move(store).value(), std::move(core_options));
+    if (!core.ok()) return core.status();
+    {
+      std::lock_guard lock(leader_mu_);
+      if (stopping_) return Status::Ok();
+      core_ = std::move(core).value();
+      api_->SetCore(core_.get());
+    }
+    fmt::print("arbiter server: ready, leading (epoch {})\n", epoch);
+    std::fflush(stdout);
+    std::unique_lock lock(leader_mu_);
+    for (;;) {
+      leader_cv_.wait_for(lock, renew, [&] { return stopping_ || fenced_; });
+      if (stopping_) return Status::Ok();
+      if (fenced_) {
+        return Status::Unavailable(fmt::format(
+            "lost the leadership (epoch {}): a write was fenced; another server leads", epoch));
+      }
+      lock.unlock();
+      Status renewed = election_->Renew();
+      lock.lock();
+      if (!renewed.ok()) return renewed;
+    }
+  }
+
+  void StopLeading() {
+    {
+      std::lock_guard lock(leader_mu_);
+      stopping_ = true;
+    }
+    leader_cv_.notify_all();
+    if (leader_thread_.joinable()) leader_thread_.join();
+  }
+
   // Destroyed in the order the destructor says.
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Core> core_;
   int port_ = 0;
+  // With a shared store: the election, and the thread that campaigns and leads.
+  std::unique_ptr<store::LeaderElection> election_;
+  config::ClusterConfig config_;
+  ServerArgs args_;
+  std::mutex leader_mu_;
+  std::condition_variable leader_cv_;
+  bool stopping_ = false;  // GUARDED_BY(leader_mu_)
+  bool fenced_ = false;    // GUARDED_BY(leader_mu_)
+  std::thread leader_thread_;
 };
 
 }  // namespace
@@ -925,13 +1130,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerArgs& args,
   return std::unique_ptr<Server>(std::move(server));
 }
 
-int RunServer(const ServerArgs& args) {
+int RunServer(const ServerArgs& given) {
   // Signals are taken by sigwait below; every thread started from here on has them blocked.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A lost leadership wakes the sigwait below the same way, with `lost` set.
+  static std::atomic<bool> lost{false};
+  ServerArgs args = given;
+  args.lost = [](const Status&) {
+    lost = true;
+    ::kill(::getpid(), SIGTERM);
+  };
   const auto t0 = std::chrono::steady_clock::now();
   std::string host = args.listen.substr(0, args.listen.rfind(':'));
   Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
@@ -944,12 +1156,25 @@ int RunServer(const ServerArgs& args) {
     // A bad command line is a usage error (2), as for every command.
     return server.status().field() == "--listen" ? 2 : 1;
   }
-  fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-             args.virtual_nodes ? ", virtual nodes" : "");
+  if (store::IsPostgresUrl(args.store)) {
+    fmt::print(
+        "arbiter server: standing by on the shared store; it leads once no other server "
+        "does\n");
+  } else {
+    fmt::print("arbiter server: ready ({} in {:.2f} s){}\n", args.data,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               args.virtual_nodes ? ", virtual nodes" : "");
+  }
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);
+  if (lost) {
+    fmt::print(stderr,
+               "arbiter server: stopping: it no longer leads (a supervisor restarts it as a "
+               "standby)\n");
+    server->reset();
+    return 3;
+  }
   fmt::print("arbiter server: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server->reset();
   return 0;

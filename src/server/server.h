@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "arbiter/quantity.h"
 #include "arbiter/status.h"
 
 namespace arbiter::server {
@@ -27,6 +28,20 @@ struct ServerArgs {
   bool insecure_http = false;
   // Development mode: tokens written in the configuration itself (`token:`) are taken.
   bool dev = false;
+  // The store: empty for SQLite under `data`; a PostgreSQL connection string (postgresql://...)
+  // for a store several servers share, one leading and the others standing by
+  // (docs/design/ha.md).
+  std::string store;
+  // With PostgreSQL: where clients reach this server (http://HOST:PORT), which standbys name
+  // when they send requests to the leader. Default: the scheme and --listen, with this machine's
+  // host name for a wildcard address.
+  std::string advertise;
+  // With PostgreSQL: a leader that has not renewed its lease for this long (by the database's
+  // clock) is deposed. It renews every fifth of it; standbys try to lead 4 times a second.
+  Millis lease_ms = 5000;
+  // Called (once, from another thread) when this server lost the leadership it held: it has
+  // stopped scheduling and writing, and its process should exit (RunServer exits with 3).
+  std::function<void(const Status& why)> lost;
 };
 
 // A running server: the event-driven HTTP server, the scheduling loop, the store. Stops when
@@ -45,7 +60,8 @@ class Server {
 // Runs until SIGINT or SIGTERM. Prints `listening on http://HOST:PORT` once the port is bound
 // (then recovers; /readyz answers 200 once recovery is done) and `ready` after recovery.
 // Returns the exit status: 0 after a signal, 1 when the configuration or the store cannot be
-// used, 2 on a bad --listen.
+// used, 2 on a bad --listen, 3 when it led and lost the leadership (a supervisor restarts it,
+// and it comes back as a standby).
 int RunServer(const ServerArgs& args);
 
 }  // namespace arbiter::server

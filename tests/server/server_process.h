@@ -66,10 +66,11 @@ inline bool WaitFor(const std::function<bool()>& done, std::chrono::seconds dead
 class ServerProcess {
  public:
   // Starts `arbiter server --config CONFIG --data DATA --listen 127.0.0.1:0 EXTRA...` and waits
-  // until it answers /readyz.
+  // until it answers /readyz (or only /healthz, for a server that may stand by: `wait_ready`
+  // false).
   ServerProcess(const std::string& config, const std::string& data,
                 std::vector<std::string> extra = {"--virtual-nodes"},
-                const std::string& listen = "127.0.0.1:0") {
+                const std::string& listen = "127.0.0.1:0", bool wait_ready = true) {
     int out[2];
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -112,11 +113,22 @@ class ServerProcess {
     if (port_ == 0) return;
     ready_ = WaitFor([&] {
       httplib::Client client(listen.substr(0, listen.rfind(':')), port_);
-      auto res = client.Get("/readyz");
+      auto res = client.Get(wait_ready ? "/readyz" : "/healthz");
       return res && res->status == 200;
     });
   }
   ~ServerProcess() { Stop(SIGTERM); }
+
+  // Waits up to `deadline` for the server to exit by itself; returns its exit status, or -1 when
+  // it is still running (or was killed by a signal).
+  int WaitExit(std::chrono::seconds deadline) {
+    if (pid_ <= 0) return -1;
+    int status = 0;
+    if (!WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, deadline)) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  pid_t pid() const { return pid_; }
 
   bool ready() const { return ready_; }
   int port() const { return port_; }

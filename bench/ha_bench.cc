@@ -1,0 +1,199 @@
+#include "ha_bench.h"
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server_bench.h"
+#include "testing/postgres.h"
+#include "workload.h"
+
+namespace arbiter::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Four virtual nodes; cycles as soon as something changes.
+constexpr const char* kFailoverCluster = R"(
+priority_classes:
+  - {name: P1, value: 100}
+queues:
+  - {name: training}
+nodes:
+  - name: g-{i}
+    count: 4
+    gpus: {model: H800, count: 8, memory: 80Gi}
+    cpu: 192
+    memory: 2Ti
+server:
+  tokens:
+    - {name: bench, token: bench-admin-token, role: admin}
+  cycle_min_interval: 10ms
+  cycle_period: 1s
+  max_active_jobs_per_user: 0
+)";
+
+constexpr const char* kJob =
+    R"({"name":"probe","queue":"training","priority_class":"P1","runtime_estimate_ms":3600000,)"
+    R"("groups":[{"tasks":1,"gpu_milli":1000}]})";
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t n = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) {
+    Fail("failover bench: no free port");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// An `arbiter server` process on `port`, its output discarded.
+class Process {
+ public:
+  Process(const std::string& config, const std::string& store, int port) : port_(port) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      std::FILE* null = std::freopen("/dev/null", "w", stdout);
+      (void)null;
+      const std::string listen = "127.0.0.1:" + std::to_string(port);
+      ::execl(ARBITER_BINARY, ARBITER_BINARY, "server", "--config", config.c_str(), "--store",
+              store.c_str(), "--listen", listen.c_str(), "--dev", "--virtual-nodes", nullptr);
+      ::_exit(127);
+    }
+  }
+  ~Process() { Kill(); }
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_;
+};
+
+int Status(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(std::chrono::milliseconds(500));
+  httplib::Result r = c.Get(path);
+  return r ? r->status : 0;
+}
+
+// Submits the probe job to whichever server takes it; returns its id (0: none yet).
+std::uint64_t Submit(const std::vector<std::unique_ptr<Process>>& servers) {
+  static const httplib::Headers kAuth{{"Authorization", "Bearer bench-admin-token"}};
+  for (const auto& s : servers) {
+    if (!s) continue;
+    httplib::Client c("127.0.0.1", s->port());
+    c.set_connection_timeout(std::chrono::milliseconds(500));
+    httplib::Result r = c.Post("/v1/jobs", kAuth, kJob, "application/json");
+    if (r && r->status == 201) {
+      return nlohmann::json::parse(r->body)["id"].get<std::uint64_t>();
+    }
+  }
+  return 0;
+}
+
+std::string StateOf(const std::vector<std::unique_ptr<Process>>& servers, std::uint64_t id) {
+  static const httplib::Headers kAuth{{"Authorization", "Bearer bench-admin-token"}};
+  for (const auto& s : servers) {
+    if (!s) continue;
+    httplib::Client c("127.0.0.1", s->port());
+    httplib::Result r = c.Get("/v1/jobs/" + std::to_string(id), kAuth);
+    if (r && r->status == 200) {
+      return nlohmann::json::parse(r->body)["status"].value("state", "");
+    }
+  }
+  return "";
+}
+
+void RunFailover(testing::PostgresInstance& pg, int kills) {
+  TempDir dir("arbiter-failover-bench");
+  const std::string config = dir.path() + "/cluster.yaml";
+  std::ofstream(config) << kFailoverCluster;
+  const std::string store = pg.NewDatabase();
+  std::vector<std::unique_ptr<Process>> servers;
+  servers.push_back(std::make_unique<Process>(config, store, FreePort()));
+  servers.push_back(std::make_unique<Process>(config, store, FreePort()));
+  auto leader = [&]() -> int {
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      if (Status(servers[i]->port(), "/readyz") == 200) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  auto wait_until = [](const auto& done, double seconds, const char* what) {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (!done()) {
+      if (Clock::now() > end) Fail(std::string("failover bench: ") + what);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
+  int l = -1;
+  wait_until([&] { return (l = leader()) >= 0; }, 60, "no server led");
+  std::vector<double> seconds;
+  for (int k = 0; k < kills; ++k) {
+    // Both up: the other stands by (it answers /healthz).
+    wait_until([&] { return Status(servers[1 - l]->port(), "/healthz") == 200; }, 60,
+               "the standby did not start");
+    const int standby_port = servers[1 - l]->port();
+    servers[static_cast<std::size_t>(l)]->Kill();
+    const auto killed = Clock::now();
+    std::uint64_t id = 0;
+    wait_until([&] { return (id = Submit(servers)) != 0; }, 60, "no server took over");
+    wait_until(
+        [&] {
+          const std::string s = StateOf(servers, id);
+          return s == "running" || s == "completed";
+        },
+        60, "the probe job never ran");
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - killed).count());
+    // The killed server starts again (as a supervisor restarts it) and stands by.
+    servers[static_cast<std::size_t>(l)] = std::make_unique<Process>(config, store, FreePort());
+    l = Status(standby_port, "/readyz") == 200 ? 1 - l : leader();
+    wait_until([&] { return (l = leader()) >= 0; }, 60, "no leader after the restart");
+  }
+  std::printf(
+      "# failover: %d kills (SIGKILL) of the leader of 2 servers on PostgreSQL, lease 5s "
+      "(renewed every 1 s, standbys try 4 times a second); from the kill to the first "
+      "job placed by the new leader\n",
+      kills);
+  std::printf("BENCH failover_p50_s %.6g s\n", Percentile(seconds, 0.50));
+  std::printf("BENCH failover_p99_s %.6g s\n", Percentile(seconds, 0.99));
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void RunHaBench(int clients, double seconds, int kills) {
+  std::string error;
+  std::unique_ptr<testing::PostgresInstance> pg = testing::PostgresInstance::Start(&error);
+  if (!pg) Fail("ha bench: " + error);
+  const SubmitFigures f =
+      RunSubmitClients(clients, seconds, "pg_submit", "", false, pg->NewDatabase());
+  std::printf("BENCH pg_submit_p99_ms %.6g ms\n", f.p99_us / 1000);
+  std::fflush(stdout);
+  RunFailover(*pg, kills);
+}
+
+}  // namespace arbiter::bench

@@ -1,0 +1,149 @@
+#include "store/leader.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "store/pg.h"
+
+namespace arbiter::store {
+
+namespace {
+
+// The advisory lock's key as pg_locks shows it: the high and low 32 bits (objsubid 1 marks a
+// bigint key).
+const std::string kLockHigh = std::to_string(static_cast<std::uint64_t>(pg::kLeaderLockKey) >> 32);
+const std::string kLockLow =
+    std::to_string(static_cast<std::uint64_t>(pg::kLeaderLockKey) & 0xffffffffu);
+
+// The lease connection gives up on a database that stops answering within half a lease (sent
+// data unacknowledged, or no keep-alive answer), so a cut-off leader learns it lost in time.
+std::string WithTimeouts(const std::string& url, std::chrono::milliseconds lease) {
+  const long long half = std::max<long long>(lease.count() / 2, 500);
+  const long long idle = std::max<long long>(half / 1000, 1);
+  const bool uri = url.starts_with("postgresql://") || url.starts_with("postgres://");
+  const std::string params = fmt::format(
+      "tcp_user_timeout={} keepalives=1 keepalives_idle={} keepalives_interval=1 "
+      "keepalives_count=2 connect_timeout={}",
+      half, idle, std::max<long long>(half / 1000, 2));
+  if (!uri) return url + " " + params;
+  std::string query = params;
+  for (char& c : query) {
+    if (c == ' ') c = '&';
+  }
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+}  // namespace
+
+LeaderElection::LeaderElection(LeaderOptions options) : options_(std::move(options)) {}
+LeaderElection::~LeaderElection() = default;
+
+Result<std::unique_ptr<LeaderElection>> LeaderElection::Open(const LeaderOptions& options) {
+  std::unique_ptr<LeaderElection> e(new LeaderElection(options));
+  if (Status st = e->Connect(); !st.ok()) return st;
+  if (Status st = pg::Migrate(*e->conn_); !st.ok()) return st;
+  return e;
+}
+
+Status LeaderElection::Connect() {
+  conn_.reset();
+  Result<std::unique_ptr<pg::Conn>> conn =
+      pg::Conn::Connect(WithTimeouts(options_.url, options_.lease), "--store (leader lease)",
+                        fmt::format("arbiter-lease-{}", ::getpid()));
+  if (!conn.ok()) return conn.status();
+  conn_ = std::move(conn).value();
+  return Status::Ok();
+}
+
+Result<LeaderView> LeaderElection::Campaign() {
+  if (!conn_ || conn_->broken()) {
+    if (Status st = Connect(); !st.ok()) return st;
+  }
+  Result<pg::Rows> lock =
+      conn_->Exec("SELECT pg_try_advisory_lock($1)", {std::to_string(pg::kLeaderLockKey)},
+                  "take the leader's lock");
+  if (!lock.ok()) return lock.status();
+  LeaderView view;
+  if (lock->Text(0, 0) == "t") {
+    Result<pg::Rows> row = conn_->Exec(
+        "UPDATE leader SET epoch = epoch + 1, holder = $1, address = $2, renewed_at = now() "
+        "WHERE id = 1 RETURNING epoch",
+        {options_.id, options_.address}, "raise the leader's epoch");
+    if (!row.ok() || row->rows() != 1) {
+      // The lock is released with the session: drop it, so that another may lead.
+      conn_.reset();
+      return row.ok() ? Status::Internal("store: the leader row is missing") : row.status();
+    }
+    epoch_ = static_cast<std::uint64_t>(row->Int(0, 0));
+    view.leading = true;
+    view.epoch = epoch_;
+    view.holder = options_.id;
+    view.address = options_.address;
+    return view;
+  }
+  Result<pg::Rows> row = conn_->Exec(
+      "SELECT epoch, holder, address, "
+      "(extract(epoch FROM now() - renewed_at) * 1000)::bigint FROM leader WHERE id = 1",
+      {}, "read the leader row");
+  if (!row.ok()) return row.status();
+  if (row->rows() != 1) return Status::Internal("store: the leader row is missing");
+  view.epoch = static_cast<std::uint64_t>(row->Int(0, 0));
+  view.holder = std::string(row->Text(0, 1));
+  const bool expired = row->Int(0, 3) > options_.lease.count();
+  if (!expired) view.address = std::string(row->Text(0, 2));
+  if (expired) {
+    // The holder's session outlived its leader: end it, so that the lock is free next time.
+    Result<pg::Rows> ended = conn_->Exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        "AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1 "
+        "AND pid <> pg_backend_pid()",
+        {kLockHigh, kLockLow}, "end an expired leader's session");
+    if (!ended.ok()) return ended.status();
+  }
+  return view;
+}
+
+Status LeaderElection::Renew() {
+  if (!conn_ || conn_->broken()) {
+    return Status::Unavailable(
+        "store: the connection that held the leadership broke; another server may lead");
+  }
+  Result<pg::Rows> row = conn_->Exec(
+      "UPDATE leader SET renewed_at = now() WHERE id = 1 AND epoch = $1 AND holder = $2 "
+      "RETURNING epoch",
+      {std::to_string(epoch_), options_.id}, "renew the leader's lease");
+  if (!row.ok()) {
+    conn_.reset();
+    return Status::Unavailable(
+        fmt::format("lost the leadership (epoch {}): {}", epoch_, row.status().message()));
+  }
+  if (row->rows() != 1) {
+    conn_.reset();
+    return Status::Unavailable(
+        fmt::format("lost the leadership (epoch {}): another server raised the epoch", epoch_));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> LeaderElection::SharedSecret(std::string_view name, std::string_view fresh) {
+  if (!conn_ || conn_->broken()) {
+    if (Status st = Connect(); !st.ok()) return st;
+  }
+  // Two servers making it at once: the one that does not insert may not see the other's row in
+  // its statement's snapshot, and then reads it on a second try.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Result<pg::Rows> row = conn_->Exec(
+        "WITH made AS (INSERT INTO secrets (name, value) VALUES ($1, $2) "
+        "ON CONFLICT (name) DO NOTHING RETURNING value) "
+        "SELECT value FROM made UNION ALL SELECT value FROM secrets WHERE name = $1",
+        {name, fresh}, "read a shared secret");
+    if (!row.ok()) return row.status();
+    if (row->rows() >= 1) return std::string(row->Text(0, 0));
+  }
+  return Status::Internal(fmt::format("store: the shared secret {} could not be read", name));
+}
+
+}  // namespace arbiter::store

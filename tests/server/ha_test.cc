@@ -1,0 +1,303 @@
+// High availability against a real PostgreSQL (docs/design/ha.md): servers sharing one store,
+// exactly one leading; kill -9 of the leader loses no acknowledged submission; a leader cut off
+// from the database stops and another takes over; agents follow the leader and run every task
+// once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_process.h"
+#include "server/server_process.h"
+#include "testing/postgres.h"
+
+namespace arbiter::testing {
+namespace {
+
+constexpr const char* kAdmin = "admin-token-0001";
+constexpr const char* kAlice = "alice-token-0001";
+constexpr const char* kAgent = "agent-token-0001";
+
+// Four nodes of four GPUs (virtual, or run by agents).
+std::string ClusterYaml() {
+  return R"(
+priority_classes:
+  - {name: normal, value: 10}
+queues:
+  - {name: main}
+nodes:
+  - name: g-{i}
+    count: 4
+    gpus: {model: G, count: 4, memory: 40Gi}
+    cpu: 32
+    memory: 256Gi
+server:
+  tokens:
+    - {name: admin, token: admin-token-0001, role: admin}
+    - {name: alice, token: alice-token-0001, role: user, queues: [main], priority_classes: [normal]}
+    - {name: agent, token: agent-token-0001, role: agent}
+  cycle_min_interval: 20ms
+  cycle_period: 200ms
+  max_active_jobs_per_user: 100000
+  agent_sync_wait: 2s
+  node_lost_timeout: 30s
+)";
+}
+
+std::string Job(const std::string& key, int runtime_ms, const std::string& command = "") {
+  Json j = {{"name", "job"},
+            {"queue", "main"},
+            {"priority_class", "normal"},
+            {"runtime_estimate_ms", runtime_ms},
+            {"idempotency_key", key},
+            {"groups", Json::array({{{"tasks", 1}, {"gpu_milli", 1000}}})}};
+  if (!command.empty()) j["command"] = command;
+  return j.dump();
+}
+
+// A client of several servers, as the CLI and agents are: a standby's 307 is followed, a dead
+// server or a 503 moves on to the next, until `deadline`.
+class LeaderClient {
+ public:
+  explicit LeaderClient(std::vector<int>* ports, std::mutex* mu) : ports_(ports), mu_(mu) {}
+
+  Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
+             std::chrono::seconds deadline = std::chrono::seconds(60)) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    std::size_t next = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      int port;
+      {
+        std::lock_guard lock(*mu_);
+        if (ports_->empty()) return {};
+        port = (*ports_)[next++ % ports_->size()];
+      }
+      for (int hop = 0; hop < 3 && port > 0; ++hop) {
+        httplib::Client client("127.0.0.1", port);
+        client.set_connection_timeout(std::chrono::seconds(2));
+        client.set_read_timeout(std::chrono::seconds(10));
+        httplib::Headers headers{{"Authorization", std::string("Bearer ") + kAlice}};
+        httplib::Result res = method == "GET"
+                                  ? client.Get(path, headers)
+                                  : client.Post(path, headers, body, "application/json");
+        if (!res) break;
+        if (res->status == 307) {
+          const std::string location = res->get_header_value("Location");
+          const auto colon = location.rfind(':', location.find('/', 8));
+          port = std::atoi(location.c_str() + colon + 1);
+          continue;
+        }
+        if (res->status == 503) break;
+        return {res->status, Json::parse(res->body, nullptr, false)};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return {};
+  }
+
+ private:
+  std::vector<int>* ports_;
+  std::mutex* mu_;
+};
+
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    pg_ = PostgresInstance::Shared(&error);
+    ASSERT_NE(pg_, nullptr) << error;
+    url_ = pg_->NewDatabase();
+    config_ = dir_.Write("cluster.yaml", ClusterYaml());
+  }
+
+  // A server on the shared store (standing by until it leads).
+  std::unique_ptr<ServerProcess> Start(std::vector<std::string> extra = {"--virtual-nodes"}) {
+    extra.insert(extra.end(), {"--store", url_, "--lease", "2s"});
+    auto s = std::make_unique<ServerProcess>(
+        config_, (dir_.path() / ("data-" + std::to_string(++servers_))).string(), extra,
+        "127.0.0.1:0", /*wait_ready=*/false);
+    EXPECT_GT(s->port(), 0);
+    return s;
+  }
+
+  static Reply Ready(int port) { return Call(port, "", "GET", "/readyz"); }
+
+  // The index of the one server that answers /readyz, once exactly one does (-1 otherwise).
+  static int WaitForOneLeader(const std::vector<std::unique_ptr<ServerProcess>>& servers) {
+    int leader = -1;
+    WaitFor([&] {
+      int ready = 0;
+      for (std::size_t i = 0; i < servers.size(); ++i) {
+        if (servers[i] && Ready(servers[i]->port()).status == 200) {
+          ++ready;
+          leader = static_cast<int>(i);
+        }
+      }
+      return ready == 1;
+    });
+    return leader;
+  }
+
+  PostgresInstance* pg_ = nullptr;
+  TempDir dir_;
+  std::string url_;
+  std::string config_;
+  int servers_ = 0;
+};
+
+TEST_F(HaTest, ServersStartedTogetherElectExactlyOneAndStandbysSendToIt) {
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(Start());
+  const int leader = WaitForOneLeader(servers);
+  ASSERT_GE(leader, 0);
+  const std::string leader_url =
+      "http://127.0.0.1:" + std::to_string(servers[static_cast<std::size_t>(leader)]->port());
+  // It stays one: the others stand by, naming it.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const Reply ready = Ready(servers[i]->port());
+    if (static_cast<int>(i) == leader) {
+      EXPECT_EQ(ready.status, 200);
+      continue;
+    }
+    EXPECT_EQ(ready.status, 503);
+    EXPECT_EQ(ready.body.value("leader", ""), leader_url) << ready.body.dump();
+    EXPECT_EQ(Call(servers[i]->port(), "", "GET", "/healthz").status, 200);
+    httplib::Client client("127.0.0.1", servers[i]->port());
+    httplib::Result res =
+        client.Get("/v1/jobs?state=pending", {{"Authorization", std::string("Bearer ") + kAlice}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 307);
+    EXPECT_EQ(res->get_header_value("Location"), leader_url + "/v1/jobs?state=pending");
+  }
+  // Work submitted through a standby runs on the leader.
+  std::vector<int> ports;
+  for (auto& s : servers) ports.push_back(s->port());
+  std::mutex mu;
+  LeaderClient client(&ports, &mu);
+  const Reply submitted = client.Call("POST", "/v1/jobs", Job("one", 200));
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  const std::uint64_t id = submitted.body["id"].get<std::uint64_t>();
+  EXPECT_TRUE(WaitFor([&] {
+    const Reply job = client.Call("GET", "/v1/jobs/" + std::to_string(id));
+    return job.status == 200 && job.body["status"].value("state", "") == "completed";
+  }));
+}
+
+TEST_F(HaTest, KillingTheLeaderLosesNoAcknowledgedSubmissionAndRunsEachJobOnce) {
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  servers.push_back(Start());
+  servers.push_back(Start());
+  std::vector<int> ports = {servers[0]->port(), servers[1]->port()};
+  std::mutex mu;
+  ASSERT_GE(WaitForOneLeader(servers), 0);
+
+  // 20 clients submit without pause; each submission has its own idempotency key, retried until
+  // some server acknowledges it.
+  std::atomic<bool> stop{false};
+  std::map<std::string, std::uint64_t> acknowledged;  // key -> id
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 20; ++c) {
+    clients.emplace_back([&, c] {
+      LeaderClient client(&ports, &mu);
+      // At most 200 each: every job stays in the servers' listings (finished ones included).
+      for (int n = 0; !stop && n < 200; ++n) {
+        const std::string key = "c" + std::to_string(c) + "-" + std::to_string(n);
+        const Reply r = client.Call("POST", "/v1/jobs", Job(key, 300));
+        if (r.status != 201 && r.status != 200) continue;  // not acknowledged: may or may not be
+        std::lock_guard lock(mu);
+        acknowledged[key] = r.body["id"].get<std::uint64_t>();
+      }
+    });
+  }
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return acknowledged.size();
+  };
+  for (int kill = 0; kill < 3; ++kill) {
+    const std::size_t before = count();
+    ASSERT_TRUE(WaitFor([&] { return count() >= before + 100; })) << "submissions stalled";
+    const int leader = WaitForOneLeader(servers);
+    ASSERT_GE(leader, 0);
+    const auto l = static_cast<std::size_t>(leader);
+    EXPECT_EQ(servers[l]->Stop(SIGKILL), -1);
+    // The killed server comes back (as a supervisor would restart it), standing by.
+    auto again = Start();
+    {
+      std::lock_guard lock(mu);
+      ports[l] = again->port();
+    }
+    servers[l] = std::move(again);
+    ASSERT_GE(WaitForOneLeader(servers), 0) << "no server took over after kill " << kill;
+  }
+  const std::size_t before = count();
+  ASSERT_TRUE(WaitFor([&] { return count() >= before + 100; }));
+  stop = true;
+  for (std::thread& t : clients) t.join();
+
+  // Every acknowledged submission is in the store exactly once (under its id, and no other job
+  // has its key), and every job completes. Read from the database itself: a server lists only
+  // the finished jobs it has seen.
+  const std::string db = url_.substr(url_.rfind('/') + 1, url_.find('?') - url_.rfind('/') - 1);
+  std::map<std::uint64_t, std::pair<std::string, std::string>> stored;  // id -> key, state
+  std::map<std::string, int> keys;
+  std::string unfinished;
+  const bool done = WaitFor(
+      [&] {
+        const std::string rows = pg_->Sql(
+            db, "SELECT string_agg(id || ' ' || idempotency_key || ' ' || state, ',') FROM jobs");
+        stored.clear();
+        keys.clear();
+        unfinished.clear();
+        std::istringstream in(rows);
+        std::string row;
+        while (std::getline(in, row, ',')) {
+          std::istringstream fields(row);
+          std::uint64_t id = 0;
+          std::string key, state;
+          fields >> id >> key >> state;
+          stored[id] = {key, state};
+          ++keys[key];
+          if (state != "completed" && unfinished.size() < 200) {
+            unfinished += " " + std::to_string(id) + ":" + state;
+          }
+        }
+        return unfinished.empty();
+      },
+      std::chrono::seconds(120));
+  EXPECT_TRUE(done) << "jobs not completed:" << unfinished;
+  for (const auto& [key, id] : acknowledged) {
+    ASSERT_TRUE(stored.count(id)) << "acknowledged job " << id << " (" << key << ") is missing";
+    EXPECT_EQ(stored[id].first, key) << "job " << id;
+    EXPECT_EQ(keys[key], 1) << key;
+  }
+}
+
+TEST_F(HaTest, ALeaderCutOffFromTheDatabaseStopsAndAnotherLeads) {
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  servers.push_back(Start());
+  servers.push_back(Start());
+  const int leader = WaitForOneLeader(servers);
+  ASSERT_GE(leader, 0);
+  const auto l = static_cast<std::size_t>(leader);
+  // Its lease session ends (as when the database or the network drops it): it must stop.
+  pg_->Terminate("arbiter-lease-" + std::to_string(servers[l]->pid()));
+  EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(30)), 3);
+  servers[l].reset();
+  const int next = WaitForOneLeader(servers);
+  ASSERT_EQ(next, static_cast<int>(1 - l));
+  const Reply submitted =
+      Call(servers[1 - l]->port(), kAlice, "POST", "/v1/jobs", Job("after", 200));
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+}
+
+}  // namespace
+}  // namespace arbiter::testing
