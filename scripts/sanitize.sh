@@ -12,7 +12,7 @@ kind=${1:?usage: scripts/sanitize.sh address,undefined|thread [BUILD_DIR]}
 jobs=${JOBS:-$(nproc)}
 cases=${PROPERTY_CASES:-100}
 case "$kind" in
-  thread) build=${2:-build-tsan}; dirs="server;store;agent" ;;
+  thread) build=${2:-build-tsan}; dirs="server;store;agent;testing" ;;
   *) build=${2:-build-asan}; dirs="" ;;
 esac
 
