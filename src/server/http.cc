@@ -361,7 +361,8 @@ class Watch : public std::enable_shared_from_this<Watch> {
 class Api {
  public:
   Api(const config::ClusterConfig& config, std::string node_key)
-      : auth_(config.server.tokens, std::move(node_key)),
+      : node_key_(std::move(node_key)),
+        auth_(std::make_shared<const Authenticator>(config.server.tokens, node_key_)),
         watchers_(static_cast<std::size_t>(config.server.max_watchers),
                   static_cast<std::size_t>(config.server.max_watchers_per_token)),
         max_body_(static_cast<std::size_t>(config.server.max_body_bytes)),
@@ -369,6 +370,16 @@ class Api {
 
   void SetCore(Core* core) { core_.store(core); }
   Core* core() const { return core_.load(); }
+  // The tokens, replaced (SIGHUP): requests under way keep the ones they started with.
+  void SetTokens(const std::vector<config::TokenSpec>& tokens) {
+    auto fresh = std::make_shared<const Authenticator>(tokens, node_key_);
+    std::lock_guard lock(auth_mu_);
+    auth_ = std::move(fresh);
+  }
+  std::shared_ptr<const Authenticator> auth() const {
+    std::lock_guard lock(auth_mu_);
+    return auth_;
+  }
   // High availability (docs/design/ha.md): this server is a standby, and `leader` leads ("" while
   // none is known). Without a core, requests are then sent to the leader rather than told to wait
   // for a recovery.
@@ -552,8 +563,8 @@ class Api {
           if (!answer.ok()) return answer;
           // The node's own credential for its syncs (and its next registration), and the token
           // its log server is to ask of the server: neither is a token of the configuration.
-          answer.body["credential"] = auth_.NodeCredential(node);
-          answer.body["log_token"] = auth_.LogToken(node);
+          answer.body["credential"] = auth()->NodeCredential(node);
+          answer.body["log_token"] = auth()->LogToken(node);
           return answer;
         },
         kAgentLane);
@@ -730,7 +741,7 @@ class Api {
     tls_.Configure(agent);
     agent.set_connection_timeout(std::chrono::seconds(5));
     agent.set_read_timeout(std::chrono::seconds(30));
-    httplib::Headers headers{{"Authorization", "Bearer " + auth_.LogToken(node)}};
+    httplib::Headers headers{{"Authorization", "Bearer " + auth()->LogToken(node)}};
     std::string path = where.body["path"].get<std::string>();
     if (req.HasParam("tail_bytes")) {
       std::optional<std::uint64_t> tail = Number(req.Param("tail_bytes"));
@@ -789,7 +800,7 @@ class Api {
                                                              : "missing (expected 'Bearer TOKEN')",
                               "Authorization");
     }
-    return auth_.Authenticate(std::string_view(header).substr(kBearer.size()), NowMillis());
+    return auth()->Authenticate(std::string_view(header).substr(kBearer.size()), NowMillis());
   }
 
   // The connection layer's figures, for /metrics.
@@ -818,7 +829,9 @@ class Api {
   bool standby_ = false;  // GUARDED_BY(leader_mu_)
   std::string leader_;    // GUARDED_BY(leader_mu_)
   HttpServer* http_ = nullptr;
-  Authenticator auth_;
+  const std::string node_key_;
+  mutable std::mutex auth_mu_;
+  std::shared_ptr<const Authenticator> auth_;  // GUARDED_BY(auth_mu_); replaced by SetTokens
   Watchers watchers_;
   TlsClientSettings tls_;
   const std::size_t max_body_;
@@ -838,15 +851,23 @@ class ServerImpl : public Server {
   }
   int port() const override { return port_; }
 
-  Status Start(const ServerArgs& args, const std::function<void(int)>& listening) {
-    Result<config::ClusterConfig> config = config::LoadClusterFile(args.config);
+  Status ReloadTokens() override {
+    Result<config::ClusterConfig> config = config::LoadClusterFile(args_.config);
     if (!config.ok()) return config.status();
-    if (config->server.tokens.empty()) {
+    if (Status st = CheckTokens(*config, args_); !st.ok()) return st;
+    api_->SetTokens(config->server.tokens);
+    return Status::Ok();
+  }
+
+  // The configuration's tokens: refused written in the file itself outside --dev; warned about
+  // when there are none, and for user tokens that may use any priority class.
+  static Status CheckTokens(const config::ClusterConfig& config, const ServerArgs& args) {
+    if (config.server.tokens.empty()) {
       fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
                  args.config);
     }
-    for (std::size_t i = 0; i < config->server.tokens.size(); ++i) {
-      const config::TokenSpec& t = config->server.tokens[i];
+    for (std::size_t i = 0; i < config.server.tokens.size(); ++i) {
+      const config::TokenSpec& t = config.server.tokens[i];
       if (t.inline_secret && !args.dev) {
         return Status::InvalidArgument(
             fmt::format("{}: server.tokens[{}] ({}): a token written in the configuration is for "
@@ -862,6 +883,14 @@ class ServerImpl : public Server {
                    args.config, t.name);
       }
     }
+    return Status::Ok();
+  }
+
+  Status Start(const ServerArgs& args, const std::function<void(int)>& listening) {
+    args_ = args;
+    Result<config::ClusterConfig> config = config::LoadClusterFile(args.config);
+    if (!config.ok()) return config.status();
+    if (Status st = CheckTokens(*config, args); !st.ok()) return st;
     const auto colon = args.listen.rfind(':');
     int port = -1;
     if (colon != std::string::npos) {
@@ -953,7 +982,6 @@ class ServerImpl : public Server {
       election_->set_address(Advertised(args, host, port_));
       api_->SetStandby("");
       config_ = std::move(config).value();
-      args_ = args;
       leader_thread_ = std::thread([this] { Campaign(); });
       return Status::Ok();
     }
@@ -1136,6 +1164,7 @@ int RunServer(const ServerArgs& given) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A lost leadership wakes the sigwait below the same way, with `lost` set.
   static std::atomic<bool> lost{false};
@@ -1167,7 +1196,17 @@ int RunServer(const ServerArgs& given) {
   }
   std::fflush(stdout);
   int sig = 0;
-  sigwait(&signals, &sig);
+  // SIGHUP reloads the configuration's tokens (rotation without a restart); a configuration that
+  // does not load keeps the tokens in use.
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    if (Status st = (*server)->ReloadTokens(); !st.ok()) {
+      fmt::print(stderr, "arbiter server: SIGHUP: the tokens were not reloaded: {}\n",
+                 st.message());
+    } else {
+      fmt::print("arbiter server: SIGHUP: tokens reloaded from {}\n", args.config);
+    }
+    std::fflush(stdout);
+  }
   if (lost) {
     fmt::print(stderr,
                "arbiter server: stopping: it no longer leads (a supervisor restarts it as a "

@@ -55,13 +55,18 @@ class Server {
                                                const std::function<void(int port)>& listening = {});
   virtual ~Server() = default;
   virtual int port() const = 0;
+  // Reads the configuration file's `server.tokens` again and serves with them from now on
+  // (rotation without a restart; RunServer does it on SIGHUP). Other changes of the file need a
+  // restart. Errors (the file does not load, a token written in it without --dev) keep the
+  // tokens in use.
+  virtual Status ReloadTokens() = 0;
 };
 
-// Runs until SIGINT or SIGTERM. Prints `listening on http://HOST:PORT` once the port is bound
-// (then recovers; /readyz answers 200 once recovery is done) and `ready` after recovery.
-// Returns the exit status: 0 after a signal, 1 when the configuration or the store cannot be
-// used, 2 on a bad --listen, 3 when it led and lost the leadership (a supervisor restarts it,
-// and it comes back as a standby).
+// Runs until SIGINT or SIGTERM; SIGHUP reloads the tokens. Prints `listening on http://HOST:PORT`
+// once the port is bound (then recovers; /readyz answers 200 once recovery is done) and `ready`
+// after recovery. Returns the exit status: 0 after a signal, 1 when the configuration or the store
+// cannot be used, 2 on a bad --listen, 3 when it led and lost the leadership (a supervisor restarts
+// it, and it comes back as a standby).
 int RunServer(const ServerArgs& args);
 
 }  // namespace arbiter::server

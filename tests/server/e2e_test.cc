@@ -83,6 +83,28 @@ class ServerTest : public ::testing::Test {
   std::optional<ServerProcess> server_;
 };
 
+TEST_F(ServerTest, SighupRotatesTokensWithoutARestart) {
+  Start();
+  ASSERT_EQ(Call(port(), kBob, "GET", "/v1/jobs").status, 200);
+  const std::uint64_t id = Submit(kAlice, Job("kept", "low", 1, 1000, 60000));
+  // Bob's token is replaced by a new one; the file is read again on SIGHUP.
+  std::string yaml = ClusterYaml(5);
+  const std::string old_line = "token: bob-token-000001";
+  yaml.replace(yaml.find(old_line), old_line.size(), "token: bob-token-rotated-2");
+  dir_.Write("cluster.yaml", yaml);
+  ::kill(server_->pid(), SIGHUP);
+  EXPECT_TRUE(WaitFor([&] { return Call(port(), kBob, "GET", "/v1/jobs").status == 401; }));
+  EXPECT_EQ(Call(port(), "bob-token-rotated-2", "GET", "/v1/jobs").status, 200);
+  EXPECT_EQ(Call(port(), kAlice, "GET", "/v1/jobs").status, 200);
+  EXPECT_EQ(State(id), "running");  // nothing else changed: no restart
+  // A file that does not load keeps the tokens in use.
+  dir_.Write("cluster.yaml", "queues: [");
+  ::kill(server_->pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Call(port(), "bob-token-rotated-2", "GET", "/v1/jobs").status, 200);
+  EXPECT_EQ(Call(port(), kBob, "GET", "/v1/jobs").status, 401);
+}
+
 TEST_F(ServerTest, SubmitWithTheCommandScheduleAndCompleteOnVirtualNodes) {
   Start();
   CommandResult submit = RunCli(server_->address(), kAlice,
