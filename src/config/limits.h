@@ -162,16 +162,21 @@ inline CodePoint DecodeAt(std::string_view text, std::size_t i) {
   }
   return {code, size};
 }
-// Unicode's format characters (general category Cf: bidirectional marks, embeddings, overrides
-// and isolates, zero-width characters, the byte order mark, invisible operators, tags ...), the
-// line and paragraph separators (Zl, Zp) and the C1 controls: sorted, inclusive ranges.
+// What shows as nothing: Unicode's format characters (general category Cf: bidirectional marks,
+// embeddings, overrides and isolates, zero-width characters, the byte order mark, invisible
+// operators, tags ...), the other default-ignorable code points (the combining grapheme joiner,
+// the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, the Khmer inherent vowels, the Mongolian
+// variation selectors, the variation selectors U+FE00..U+FE0F and U+E0100..U+E01EF, the
+// unassigned U+FFF0..U+FFF8 and U+E0000..U+E0FFF), the line and paragraph separators (Zl, Zp)
+// and the C1 controls: sorted, inclusive ranges.
 inline constexpr std::uint32_t kInvisible[][2] = {
-    {0x0080, 0x009f},   {0x00ad, 0x00ad},   {0x0600, 0x0605},   {0x061c, 0x061c},
-    {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},
-    {0x180e, 0x180e},   {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},
-    {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
-    {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0001, 0xe0001},
-    {0xe0020, 0xe007f}};
+    {0x0080, 0x009f},   {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x0600, 0x0605},
+    {0x061c, 0x061c},   {0x06dd, 0x06dd},   {0x070f, 0x070f},   {0x0890, 0x0891},
+    {0x08e2, 0x08e2},   {0x115f, 0x1160},   {0x17b4, 0x17b5},   {0x180b, 0x180f},
+    {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},   {0x3164, 0x3164},
+    {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfffb},
+    {0x110bd, 0x110bd}, {0x110cd, 0x110cd}, {0x13430, 0x1343f}, {0x1bca0, 0x1bca3},
+    {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff}};
 inline bool Invisible(std::uint32_t code) {
   for (const auto& range : kInvisible) {
     if (code < range[0]) return false;
@@ -184,9 +189,10 @@ inline bool Invisible(std::uint32_t code) {
 // The first character of `text` that a terminal or a log would not show as itself: a control
 // character (C0, DEL, C1: U+0080..U+009F) other than those `allowed`, or a Unicode format
 // character that reorders or hides text (bidirectional marks, embeddings, overrides and isolates,
-// zero-width characters, the byte order mark, tags: category Cf) or breaks a line (U+2028,
-// U+2029). Its offset in bytes, or npos. `text` is UTF-8 (checked elsewhere); a malformed sequence
-// is passed over here.
+// zero-width characters, the byte order mark, tags: category Cf), another character that shows as
+// nothing (Hangul fillers, variation selectors: Unicode's default-ignorable code points) or one
+// that breaks a line (U+2028, U+2029). Its offset in bytes, or npos. `text` is UTF-8 (checked
+// elsewhere); a malformed sequence is passed over here.
 inline std::size_t FindUnprintable(std::string_view text, std::string_view allowed = {}) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);

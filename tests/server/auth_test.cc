@@ -214,6 +214,17 @@ TEST(Limits, TextsThatATerminalWouldNotShowAsThemselvesAreFound) {
   EXPECT_EQ(limits::FindUnprintable("\xe2\x80\x8b"), 0u);    // U+200B
   EXPECT_EQ(limits::FindUnprintable("x\xc2\x85"), 1u);       // U+0085
   EXPECT_EQ(limits::FindUnprintable("\xef\xbb\xbfx"), 0u);   // U+FEFF
+  // Default-ignorable characters that are not format characters: they show as nothing too.
+  EXPECT_EQ(limits::FindUnprintable("ad\xe3\x85\xa4min"), 2u);  // U+3164 Hangul filler
+  EXPECT_EQ(limits::FindUnprintable("a\xe1\x85\x9f"), 1u);      // U+115F
+  EXPECT_EQ(limits::FindUnprintable("a\xef\xbe\xa0"), 1u);      // U+FFA0
+  EXPECT_EQ(limits::FindUnprintable("a\xcd\x8f"), 1u);          // U+034F
+  EXPECT_EQ(limits::FindUnprintable("a\xef\xb8\x8f"), 1u);      // U+FE0F
+  EXPECT_EQ(limits::FindUnprintable("a\xf3\xa0\x84\x80"), 1u);  // U+E0100
+  EXPECT_EQ(limits::FindUnprintable("\xe1\xa0\x8b"), 0u);       // U+180B
+  EXPECT_EQ(limits::FindUnprintable("\xe3\x85\xa3\xef\xbe\x9f"),
+            std::string_view::npos);  // visible Hangul
+  EXPECT_EQ(limits::Printable("ad\xe3\x85\xa4min"), "ad\\u3164min");
   EXPECT_EQ(limits::FindUnprintable("a\nb\tc", "\n\t"), std::string_view::npos);
   EXPECT_EQ(limits::Printable("red \x1b[31m!\xe2\x80\xae"), "red \\x1b[31m!\\u202e");
   EXPECT_EQ(limits::Printable("two\nlines", "\n"), "two\nlines");

@@ -1538,6 +1538,9 @@ TEST(HostileFoundDefects, ANodeStateReasonWithControlCharactersIsRefused) {
       {"a reason with U+202E", cordon(R"("ok\u202efail")"), 400, "reason"},
       {"a reason with NUL", cordon(R"("a\u0000b")"), 400, "reason"},
       {"a reason with U+009B", cordon(R"("a\u009b31m")"), 400, "reason"},
+      // Characters that show as nothing without being format characters (default-ignorable).
+      {"a reason with U+3164 (Hangul filler)", cordon(R"("ok\u3164")"), 400, "reason"},
+      {"a reason with U+FE0F (variation selector)", cordon(R"("a\ufe0fb")"), 400, "reason"},
       {"a drain reason with a newline",
        [](const World&) {
          return Req(kAdmin, "POST", "/v1/nodes/n-2/drain", R"({"reason": "a\nforged line"})");
