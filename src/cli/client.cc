@@ -1,12 +1,16 @@
 // The commands that talk to a running server over its HTTP/JSON API (docs/api.md). The server
 // address and token come from --server / --token, else ARBITER_SERVER / ARBITER_TOKEN, else the
 // user's client file (ARBITER_CONFIG, default ~/.config/arbiter/client.yaml: `server:` and
-// `token:`), else http://127.0.0.1:8642 without a token. Exit status: 0 on success, 1 when the
-// server refuses or cannot be reached, 2 on usage errors.
+// `token:`), else http://127.0.0.1:8642 without a token. The address may be several, separated
+// by commas (servers sharing one store, one leading): each request follows the leader
+// (src/net/follow.h) for up to --failover-timeout. Exit status: 0 on success, 1 when the server
+// refuses or cannot be reached, 2 on usage errors.
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -15,7 +19,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arbiter/quantity.h"
@@ -25,6 +31,7 @@
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/reader.h"
+#include "net/follow.h"
 #include "store/codec.h"
 
 namespace arbiter::cli {
@@ -37,7 +44,7 @@ std::string FormatGpus(std::int64_t milli) {
 }
 
 struct ClientOptions {
-  std::string server, token, token_file, ca_file;
+  std::string server, token, token_file, ca_file, failover_timeout;
   bool json = false;
   // submit
   std::string file, name, queue, priority_class, gpus, gpu_memory, cpu, memory, topology, runtime,
@@ -63,16 +70,90 @@ struct UsageError {
 };
 
 struct Connection {
-  std::string server, token, ca_file;
+  std::vector<std::string> servers;  // every address given, in order
+  std::string token, ca_file;
+  Millis failover_timeout = 15000;
 
-  // Sends `request` with the token: plain HTTP here, https (or anything else) with cpp-httplib,
-  // verifying the server's certificate.
-  HttpAnswer Send(HttpRequest request) const {
-    if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
-    if (server.rfind("http://", 0) == 0) return SendPlainHttp(server, request);
-    return SendHttps(server, ca_file, request);
+  std::string Servers() const {
+    std::string out;
+    for (const std::string& s : servers) out += (out.empty() ? "" : ",") + s;
+    return out;
   }
 };
+
+// The address that answered last in this process: the next request goes there first.
+std::string& LastAnswered() {
+  static std::string last;
+  return last;
+}
+
+// One attempt: plain HTTP here, https (or anything else) with cpp-httplib, verifying the
+// server's certificate.
+HttpAnswer SendOnce(const Connection& c, const std::string& base, const HttpRequest& request) {
+  if (base.rfind("http://", 0) == 0) return SendPlainHttp(base, request);
+  return SendHttps(base, c.ca_file, request);
+}
+
+// What an answer says about its server for the leader's follower: a standby's `leader`, the
+// error's message.
+net::Outcome OutcomeOf(const HttpAnswer& a) {
+  net::Outcome o{a.status, a.error, a.location, std::nullopt, {}, {}};
+  if (a.status >= 300) {
+    const Json j = Json::parse(a.body, nullptr, false);
+    if (j.is_object()) {
+      if (j.contains("leader") && j["leader"].is_string())
+        o.leader = j["leader"].get<std::string>();
+      if (j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+          j["error"]["message"].is_string())
+        o.message = limits::Printable(j["error"]["message"].get<std::string>());
+    }
+  }
+  return o;
+}
+
+// Sends `request` with the token to the leader among the connection's servers (src/net/follow.h):
+// the answer of the server that took it, or status 0 with `error` naming every address tried and
+// what each said.
+HttpAnswer Send(const Connection& c, HttpRequest request) {
+  if (!c.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + c.token);
+  net::LeaderFollower::Settings settings;
+  settings.deadline = std::chrono::milliseconds(c.failover_timeout);
+  net::LeaderFollower follower(c.servers, settings);
+  follower.set_preferred(LastAnswered());
+  follower.Begin(request.path);
+  const std::chrono::seconds connect = request.connect_timeout;
+  while (true) {
+    request.path = follower.path();
+    // A connection's wait ends with the deadline (at least a second: a slow link still answers).
+    request.connect_timeout =
+        std::max(std::chrono::seconds(1),
+                 std::chrono::duration_cast<std::chrono::seconds>(follower.Remaining(connect)));
+    HttpAnswer answer = SendOnce(c, follower.base(), request);
+    const net::LeaderFollower::Decision d = follower.Judge(OutcomeOf(answer));
+    if (d.action == net::LeaderFollower::Action::kTake) {
+      LastAnswered() = follower.base();
+      return answer;
+    }
+    if (d.action == net::LeaderFollower::Action::kGiveUp) {
+      HttpAnswer failed;
+      failed.error = follower.Summary();
+      return failed;
+    }
+    if (d.wait.count() > 0) std::this_thread::sleep_for(d.wait);
+  }
+}
+
+// What a request that no server took says: what each address said.
+std::string Unreachable(const Connection& c, const std::string& said) {
+  const Millis t = c.failover_timeout;
+  std::string message = fmt::format(
+      "cannot reach {} within {}: {}",
+      c.servers.size() == 1 ? "the Arbiter server" : "the leader of the Arbiter servers",
+      t % 1000 == 0 ? fmt::format("{}s", t / 1000) : fmt::format("{}ms", t), said);
+  if (c.servers.size() == 1 && said.find("no answer") != std::string::npos)
+    message += " (start one with `arbiter server`, or point --server / ARBITER_SERVER at it)";
+  return message;
+}
 
 // The first line of a file holding a token.
 std::string ReadToken(const std::string& path, const std::string& what) {
@@ -85,11 +166,13 @@ std::string ReadToken(const std::string& path, const std::string& what) {
 }
 
 Connection Connect(const ClientOptions& o) {
-  Connection c{o.server, o.token, {}};
+  Connection c;
+  std::string server = o.server;
+  c.token = o.token;
   c.ca_file = o.ca_file;
   if (!o.token_file.empty()) c.token = ReadToken(o.token_file, "--token-file");
-  if (c.server.empty()) {
-    if (const char* v = std::getenv("ARBITER_SERVER")) c.server = v;
+  if (server.empty()) {
+    if (const char* v = std::getenv("ARBITER_SERVER")) server = v;
   }
   if (c.token.empty()) {
     if (const char* v = std::getenv("ARBITER_TOKEN")) c.token = v;
@@ -101,7 +184,11 @@ Connection Connect(const ClientOptions& o) {
   if (c.ca_file.empty()) {
     if (const char* v = std::getenv("ARBITER_CA_FILE")) c.ca_file = v;
   }
-  if (c.server.empty() || c.token.empty() || c.ca_file.empty()) {
+  std::string timeout = o.failover_timeout;
+  if (timeout.empty()) {
+    if (const char* v = std::getenv("ARBITER_FAILOVER_TIMEOUT")) timeout = v;
+  }
+  if (server.empty() || c.token.empty() || c.ca_file.empty()) {
     std::string path;
     if (const char* v = std::getenv("ARBITER_CONFIG")) {
       path = v;
@@ -113,7 +200,7 @@ Connection Connect(const ClientOptions& o) {
         std::fclose(f);
         try {
           YAML::Node file = YAML::LoadFile(path);
-          if (c.server.empty() && file["server"]) c.server = file["server"].as<std::string>();
+          if (server.empty() && file["server"]) server = file["server"].as<std::string>();
           if (c.token.empty() && file["token"]) c.token = file["token"].as<std::string>();
           if (c.token.empty() && file["token_file"])
             c.token = ReadToken(file["token_file"].as<std::string>(), path + ": token_file");
@@ -124,8 +211,18 @@ Connection Connect(const ClientOptions& o) {
       }
     }
   }
-  if (c.server.empty()) c.server = "http://127.0.0.1:8642";
-  if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
+  if (server.empty()) server = "http://127.0.0.1:8642";
+  c.servers = net::SplitServers(server);
+  if (c.servers.empty()) throw UsageError{"--server: no address given"};
+  for (const std::string& s : c.servers) {
+    if (s.rfind("http://", 0) != 0 && s.rfind("https://", 0) != 0)
+      throw UsageError{fmt::format("--server: '{}' is not an http:// or https:// address", s)};
+  }
+  if (!timeout.empty()) {
+    Result<Millis> ms = config::ParseDuration(timeout, "--failover-timeout");
+    if (!ms.ok()) throw UsageError{ms.status().message()};
+    c.failover_timeout = *ms;
+  }
   return c;
 }
 
@@ -168,12 +265,9 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
   if (body) request.body = body->dump();
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(90);
-  const HttpAnswer res = c.Send(std::move(request));
+  const HttpAnswer res = Send(c, std::move(request));
   if (res.status == 0) {
-    fmt::print(stderr,
-               "error: cannot reach the Arbiter server at {}: {} (start one with `arbiter server`, "
-               "or point --server / ARBITER_SERVER at it)\n",
-               c.server, res.error);
+    fmt::print(stderr, "error: {}{}\n", what, Unreachable(c, res.error));
     return std::nullopt;
   }
   // Every text the server sends is printed: none may carry control characters to the terminal.
@@ -330,11 +424,39 @@ std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
   return {std::move(job)};
 }
 
+// A random idempotency key (128 bits, hex), so that a submission sent again after its
+// connection was lost, or to the next server, is not recorded twice.
+std::string RandomKey() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      std::random_device device;  // no getrandom: the library's source
+      for (unsigned char& b : bytes) b = static_cast<unsigned char>(device());
+      break;
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key = "arbiter-";
+  for (const unsigned char b : bytes) {
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  return key;
+}
+
 // Every job of a file is sent, in order, even after one is refused (each refusal is reported,
-// as kubectl apply does); the exit status is 1 if any was.
+// as kubectl apply does); the exit status is 1 if any was. A job without an idempotency key (none
+// in its file, no --idempotency-key) gets a random one: sending it again (a lost connection, the
+// next server) cannot make a second job.
 int Submit(const ClientOptions& o) {
   int status = 0;
-  for (const store::JobSpec& job : SubmittedSpecs(o)) {
+  for (store::JobSpec& job : SubmittedSpecs(o)) {
+    const bool generated = job.idempotency_key.empty();
+    if (generated) job.idempotency_key = RandomKey();
     std::optional<Json> answer =
         Call(o, "POST", "/v1/jobs", store::JobSpecToJson(job), "job " + job.name + ": ");
     if (!answer) {
@@ -344,8 +466,10 @@ int Submit(const ClientOptions& o) {
     if (o.json) {
       fmt::print("{}\n", answer->dump());
     } else {
+      // A duplicate of a generated key is this submission, sent again: its first answer was lost.
+      const bool duplicate = !generated && answer->value("duplicate", false);
       fmt::print("submitted job {} ({}){}\n", (*answer)["id"].get<std::uint64_t>(), job.name,
-                 (*answer)["duplicate"].get<bool>() ? ": already submitted with this key" : "");
+                 duplicate ? ": already submitted with this key" : "");
     }
   }
   return status;
@@ -569,9 +693,9 @@ int Logs(const ClientOptions& o) {
   if (o.tail >= 0) request.path += fmt::format("&tail_bytes={}", o.tail);
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(60);
-  const HttpAnswer res = c.Send(std::move(request));
+  const HttpAnswer res = Send(c, std::move(request));
   if (res.status == 0) {
-    fmt::print(stderr, "error: cannot reach the Arbiter server at {}: {}\n", c.server, res.error);
+    fmt::print(stderr, "error: {}\n", Unreachable(c, res.error));
     return 1;
   }
   if (res.status != 200) {
@@ -588,8 +712,12 @@ int Logs(const ClientOptions& o) {
 
 void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
   cmd->add_option("--server", o.server,
-                  "Server address (default: $ARBITER_SERVER, the client file, "
-                  "http://127.0.0.1:8642)");
+                  "Server address, or several separated by commas (servers sharing one store: "
+                  "the leader is followed); default: $ARBITER_SERVER, the client file, "
+                  "http://127.0.0.1:8642");
+  cmd->add_option("--failover-timeout", o.failover_timeout,
+                  "How long to go round the servers for the leader before giving up (default "
+                  "$ARBITER_FAILOVER_TIMEOUT, else 15s; 0: each once)");
   cmd->add_option("--token", o.token,
                   "Bearer token (visible in ps: prefer --token-file; default: $ARBITER_TOKEN, "
                   "$ARBITER_TOKEN_FILE, the client file)");
@@ -703,7 +831,10 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
 
 bool NeedsWholeProgram(const ClientCommands& commands) {
   try {
-    return Connect(*commands.options).server.rfind("http://", 0) != 0;
+    for (const std::string& server : Connect(*commands.options).servers) {
+      if (server.rfind("http://", 0) != 0) return true;
+    }
+    return false;
   } catch (const UsageError&) {
     return true;  // the whole program says what is wrong, as it does
   }

@@ -20,11 +20,13 @@
 
 namespace arbiter::cli {
 
-// Not used: the front runs the whole program for an https server (NeedsWholeProgram).
+// The front runs the whole program when any server given is https (NeedsWholeProgram); only a
+// plain http server's redirect to an https leader comes here, which the front cannot follow: the
+// address counts as failed (list the https servers in --server to reach them).
 HttpAnswer SendHttps(const std::string& /*server*/, const std::string& /*ca_file*/,
                      const HttpRequest& /*request*/) {
   HttpAnswer answer;
-  answer.error = "SSLConnection";
+  answer.error = "https from a plain http server's redirect: give the https servers in --server";
   return answer;
 }
 

@@ -277,6 +277,8 @@ HttpAnswer SendPlainHttp(const std::string& server, const HttpRequest& request) 
       if (ec == std::errc() && end == value.data() + value.size()) length = n;
     } else if (EqualsIgnoringCase(name, "Transfer-Encoding")) {
       chunked = value.find("chunked") != std::string_view::npos;
+    } else if (EqualsIgnoringCase(name, "Location")) {
+      answer.location = std::string(value);
     }
   }
   const std::size_t body_at = header_end + 4;

@@ -24,7 +24,8 @@ struct HttpRequest {
 struct HttpAnswer {
   int status = 0;  // 0: no answer, `error` says why
   std::string body;
-  std::string error;  // cpp-httplib's name of the failure: "Connection", "Read", "Write", ...
+  std::string location;  // the Location header (a redirect's), when there is one
+  std::string error;     // cpp-httplib's name of the failure: "Connection", "Read", "Write", ...
 };
 
 // One request to `server` ("http://HOST[:PORT]", HOST a name, an IPv4 address or [IPv6]) on a
