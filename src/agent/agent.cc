@@ -23,10 +23,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "agent/discovery.h"
 #include "agent/supervisor.h"
 #include "crypto/crypto.h"
+#include "net/follow.h"
 #include "net/tls.h"
 
 namespace arbiter::agent {
@@ -96,13 +98,23 @@ class Agent {
   explicit Agent(AgentArgs args) : args_(std::move(args)) {}
 
   int Run(const std::atomic<bool>& stop) {
-    std::string server = args_.server;
-    if (server.rfind("http://", 0) != 0 && server.rfind("https://", 0) != 0)
-      server = "http://" + server;
-    const net::TlsClientSettings tls{args_.ca_file, args_.tls_cert, args_.tls_key};
-    client_ = tls.Client(server);
-    client_->set_connection_timeout(std::chrono::seconds(5));
-    client_->set_keep_alive(true);
+    // Every server given (several share one store, one leading): the agent follows the leader
+    // among them, forever (src/net/follow.h).
+    std::vector<std::string> servers = net::SplitServers(args_.server);
+    for (const std::string& server : servers) {
+      if (server.rfind("http://", 0) != 0 && server.rfind("https://", 0) != 0) {
+        fmt::print(stderr, "error: --server: '{}' is not an http:// or https:// address\n", server);
+        return 2;
+      }
+    }
+    if (servers.empty()) {
+      fmt::print(stderr, "error: --server: no address given\n");
+      return 2;
+    }
+    net::LeaderFollower::Settings settings;
+    settings.deadline = std::nullopt;
+    follower_.emplace(std::move(servers), settings);
+    stop_ = &stop;
 
     Result<Devices> devices = DiscoverDevices(args_.devices);
     if (!devices.ok()) {
@@ -222,6 +234,91 @@ class Agent {
     }
   }
 
+  // An answer taken from the leader (src/net/follow.h): its server, status, body, and the body
+  // as JSON (discarded when it is not).
+  struct Reply {
+    std::string server;
+    int status = 0;
+    std::string body;
+    Json json;
+  };
+
+  httplib::Client& ClientFor(const std::string& base) {
+    std::unique_ptr<httplib::Client>& client = clients_[base];
+    if (!client) {
+      const net::TlsClientSettings tls{args_.ca_file, args_.tls_cert, args_.tls_key};
+      client = tls.Client(base);
+      client->set_connection_timeout(std::chrono::seconds(5));
+      client->set_keep_alive(true);
+    }
+    return *client;
+  }
+
+  // Posts `body` to the leader among the servers: a redirect is followed, a standby or a server
+  // that does not answer is passed for the next, and a register or sync answer of an epoch lower
+  // than one seen already (a deposed leader's) is ignored. Nullopt when every server has been
+  // tried once without an answer to take (said once; the caller waits before the next round).
+  std::optional<Reply> Post(const std::string& path, const std::string& body,
+                            std::chrono::milliseconds read_timeout, const std::string& what) {
+    net::LeaderFollower& follower = *follower_;
+    follower.Begin(path);
+    while (!*stop_) {
+      const std::string base = follower.base();
+      httplib::Client& client = ClientFor(base);
+      client.set_read_timeout(read_timeout);
+      httplib::Result res = client.Post(follower.path(), Auth(), body, "application/json");
+      net::Outcome outcome;
+      Reply reply{base, 0, {}, Json(Json::value_t::discarded)};
+      if (!res) {
+        outcome.error = httplib::to_string(res.error());
+      } else {
+        reply.status = outcome.status = res->status;
+        reply.body = std::move(res->body);
+        outcome.location = res->get_header_value("Location");
+        reply.json = Json::parse(reply.body, nullptr, false);
+        if (reply.json.is_object()) {
+          if (reply.json.contains("leader") && reply.json["leader"].is_string())
+            outcome.leader = reply.json["leader"].get<std::string>();
+          if (res->status != 200) outcome.message = ErrorText(reply.body);
+        }
+        if (res->status == 200) outcome.refused = CheckEpoch(base, reply.json, what);
+      }
+      const net::LeaderFollower::Decision d = follower.Judge(outcome);
+      if (d.action == net::LeaderFollower::Action::kTake) return reply;
+      if (d.action == net::LeaderFollower::Action::kGiveUp || d.wait.count() > 0) {
+        Complain(fmt::format("no server took the {} as the leader ({}); tasks keep running", what,
+                             follower.Summary()));
+        return std::nullopt;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Fencing: the highest epoch (the leader's term) an answer gave is kept; an answer of a lower
+  // one comes from a deposed leader and is not applied. Returns why an answer is refused, or "".
+  std::string CheckEpoch(const std::string& server, const Json& answer, const std::string& what) {
+    std::uint64_t epoch = 0;
+    if (answer.is_object() && answer.contains("epoch") && answer["epoch"].is_number_unsigned())
+      epoch = answer["epoch"].get<std::uint64_t>();
+    if (epoch < epoch_) {
+      const std::string said = fmt::format(
+          "answered the {} with epoch {}, below {} seen already: a deposed leader's "
+          "answer, ignored",
+          what, epoch, epoch_);
+      if (std::exchange(stale_, server + " " + std::to_string(epoch)) !=
+          server + " " + std::to_string(epoch)) {
+        fmt::print(stderr, "arbiter agent: {} {}\n", server, said);
+      }
+      return said;
+    }
+    if (epoch > epoch_) {
+      epoch_ = epoch;
+      fmt::print("arbiter agent: {} leads (epoch {})\n", server, epoch_);
+      std::fflush(stdout);
+    }
+    return {};
+  }
+
   int Register() {
     Json devices = Json::array();
     for (const GpuInfo& g : devices_) {
@@ -241,19 +338,15 @@ class Agent {
                     {"memory_mib", host_.memory_mib}, {"hostname", host_.hostname},
                     {"address", args_.address},       {"log_url", log_url_},
                     {"labels", std::move(labels)}};
-    client_->set_read_timeout(std::chrono::seconds(30));
-    httplib::Result res = client_->Post("/v1/nodes/" + args_.name + "/register", Auth(),
-                                        body.dump(), "application/json");
-    if (!res) {
-      Complain(
-          fmt::format("server {}: no answer ({})", args_.server, httplib::to_string(res.error())));
-      return 0;
-    }
+    std::optional<Reply> res = Post("/v1/nodes/" + args_.name + "/register", body.dump(),
+                                    std::chrono::seconds(30), "registration");
+    if (!res) return 0;
     if (res->status != 200) {
-      Complain(fmt::format("registration refused ({}): {}", res->status, ErrorText(res->body)));
+      Complain(fmt::format("registration refused by {} ({}): {}", res->server, res->status,
+                           ErrorText(res->body)));
       return res->status;
     }
-    const Json answer = Json::parse(res->body, nullptr, false);
+    const Json& answer = res->json;
     if (!answer.is_object() || !answer.value("credential", Json()).is_string() ||
         !answer.value("log_token", Json()).is_string()) {
       Complain("registration: the server's answer has no node credential");
@@ -276,7 +369,7 @@ class Agent {
     revision_.clear();
     sent_.clear();
     complained_.clear();
-    fmt::print("arbiter agent: registered node {} with {}\n", args_.name, args_.server);
+    fmt::print("arbiter agent: registered node {} with {}\n", args_.name, res->server);
     std::fflush(stdout);
     return 200;
   }
@@ -335,15 +428,10 @@ class Agent {
       if (sent == sent_.end() || sent->second != report) tasks.push_back(report);
     }
     const Json body{{"revision", revision_}, {"tasks", std::move(tasks)}};
-    client_->set_read_timeout(std::chrono::milliseconds(sync_wait_ms_ + 5000));
-    httplib::Result res =
-        client_->Post(fmt::format("/v1/nodes/{}/sync?wait_ms={}", args_.name, sync_wait_ms_),
-                      Auth(), body.dump(), "application/json");
-    if (!res) {
-      Complain(fmt::format("server {}: no answer ({}); tasks keep running", args_.server,
-                           httplib::to_string(res.error())));
-      return false;
-    }
+    std::optional<Reply> res =
+        Post(fmt::format("/v1/nodes/{}/sync?wait_ms={}", args_.name, sync_wait_ms_), body.dump(),
+             std::chrono::milliseconds(sync_wait_ms_ + 5000), "sync");
+    if (!res) return false;
     // Not registered (409, 404), or the credential refused (401: the node key was rotated):
     // register again, which joins again with the join token when the credential is refused.
     if (res->status == 409 || res->status == 404 || res->status == 401) {
@@ -356,7 +444,7 @@ class Agent {
       return false;
     }
     complained_.clear();
-    const Json answer = Json::parse(res->body, nullptr, false);
+    const Json& answer = res->json;
     if (!answer.is_object() || !answer.value("tasks", Json()).is_array() ||
         !answer.value("revision", Json()).is_string())
       return false;
@@ -576,7 +664,12 @@ class Agent {
   }
 
   AgentArgs args_;
-  std::unique_ptr<httplib::Client> client_;
+  // The servers, and a client (keeping its connection) for each address used.
+  std::optional<net::LeaderFollower> follower_;
+  std::map<std::string, std::unique_ptr<httplib::Client>> clients_;
+  const std::atomic<bool>* stop_ = nullptr;
+  std::uint64_t epoch_ = 0;  // the highest epoch an answer gave
+  std::string stale_;        // the last deposed leader's answer said (server and epoch)
   std::vector<GpuInfo> devices_;
   HostInfo host_;
   std::string work_dir_;

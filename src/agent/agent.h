@@ -9,7 +9,9 @@
 namespace arbiter::agent {
 
 struct AgentArgs {
-  std::string server;  // the server's address: "https://HOST:PORT", "http://HOST:PORT", "HOST:PORT"
+  // The server's address: "https://HOST:PORT", "http://HOST:PORT", "HOST:PORT"; or several,
+  // separated by commas (servers sharing one store, one leading: the agent follows the leader).
+  std::string server;
   // The join token (an agent token of the server's configuration), exchanged at the first
   // registration for the node's own credential, which the agent keeps in its work directory
   // (node-credential, mode 0600) and uses from then on. From `token` (the command line: visible
