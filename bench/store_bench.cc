@@ -197,7 +197,8 @@ void RunPg(testing::PostgresInstance& pg, int threads, double seconds, std::size
 
 void RunPgStoreBench(int threads, double seconds, std::int64_t recovery_jobs) {
   std::string error;
-  std::unique_ptr<testing::PostgresInstance> pg = testing::PostgresInstance::Start(&error);
+  // The process's server: stopped at exit, also when Fail exits.
+  testing::PostgresInstance* pg = testing::PostgresInstance::Shared(&error);
   if (pg == nullptr) Fail("pg store bench: " + error);
   RunPg(*pg, threads, seconds, 1024, "", recovery_jobs);
 }

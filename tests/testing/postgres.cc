@@ -131,8 +131,32 @@ std::unique_ptr<PostgresInstance> PostgresInstance::Start(std::string* error) {
     return nullptr;
   }
   pg->started_ = true;
+  pg->StartWatchdog();
   pg->CreateDatabase("arbiter");
   return pg;
+}
+
+void PostgresInstance::StartWatchdog() {
+  // A process that outlives this one only to stop the server and remove its directory once this
+  // process is gone, however it ended (a crash, an abort, exit without destructors): it waits
+  // for the end of a pipe whose writing end only this process holds.
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  std::string stop = bin_dir_ + "/pg_ctl stop -m immediate -D '" + data_ + "'";
+  if (as_postgres_) stop = "/usr/sbin/runuser -u postgres -- " + stop;
+  const std::string script = "exec >/dev/null 2>&1; read _; " + stop + "; rm -rf '" + dir_ + "'";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[0], 0);  // dup2 clears close-on-exec on the copy
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    return;
+  }
+  watchdog_fd_ = fds[1];  // kept open (close-on-exec) until this process ends
 }
 
 PostgresInstance* PostgresInstance::Shared(std::string* error) {
@@ -153,6 +177,7 @@ PostgresInstance::~PostgresInstance() {
   if (started_) Run("pg_ctl", {"stop", "-m", "immediate", "-w", "-D", data_}, nullptr);
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  if (watchdog_fd_ >= 0) ::close(watchdog_fd_);  // the watchdog finds nothing left to do
 }
 
 std::string PostgresInstance::url_for(std::string_view db) const {

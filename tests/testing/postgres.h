@@ -2,7 +2,8 @@
 // directory, `pg_ctl start` with its unix socket in that directory and no TCP listener
 // (listen_addresses=''), fsync on; stopped (`pg_ctl stop -m immediate`) and removed at the end.
 // As root (CI), the server runs as the `postgres` system user (initdb refuses root), through
-// `runuser -u postgres --`, the directory given to it.
+// `runuser -u postgres --`, the directory given to it. A watchdog process stops the server and
+// removes the directory when the process that started it ends without doing so (a crash).
 //
 // One server per process (Shared()), a fresh database per test (NewDatabase()): starting a
 // server takes a second or two, a database a few tens of milliseconds.
@@ -50,6 +51,7 @@ class PostgresInstance {
  private:
   PostgresInstance() = default;
   bool Run(const std::string& bin, const std::vector<std::string>& args, std::string* error);
+  void StartWatchdog();
 
   std::string bin_dir_;
   std::string dir_;   // the temporary directory: the socket, the log
@@ -58,6 +60,7 @@ class PostgresInstance {
   bool as_postgres_ = false;
   bool started_ = false;
   int databases_ = 0;
+  int watchdog_fd_ = -1;
 };
 
 }  // namespace arbiter::testing
