@@ -3,8 +3,8 @@
 // user's client file (ARBITER_CONFIG, default ~/.config/arbiter/client.yaml: `server:` and
 // `token:`), else http://127.0.0.1:8642 without a token. The address may be several, separated
 // by commas (servers sharing one store, one leading): each request follows the leader
-// (src/net/follow.h) for up to --failover-timeout. Exit status: 0 on success, 1 when the server
-// refuses or cannot be reached, 2 on usage errors.
+// (src/net/follow.h) for up to --failover-timeout (15 s by default with several servers). Exit
+// status: 0 on success, 1 when the server refuses or cannot be reached, 2 on usage errors.
 #include <fmt/format.h>
 #include <sys/random.h>
 #include <yaml-cpp/yaml.h>
@@ -72,7 +72,9 @@ struct UsageError {
 struct Connection {
   std::vector<std::string> servers;  // every address given, in order
   std::string token, ca_file;
-  Millis failover_timeout = 15000;
+  // How long a request goes round the servers for the leader: by default 15 s with several, one
+  // try with one (a single server that is down fails at once, as it always has).
+  Millis failover_timeout = 0;
 
   std::string Servers() const {
     std::string out;
@@ -146,13 +148,20 @@ HttpAnswer Send(const Connection& c, HttpRequest request) {
 // What a request that no server took says: what each address said.
 std::string Unreachable(const Connection& c, const std::string& said) {
   const Millis t = c.failover_timeout;
-  std::string message = fmt::format(
-      "cannot reach {} within {}: {}",
-      c.servers.size() == 1 ? "the Arbiter server" : "the leader of the Arbiter servers",
-      t % 1000 == 0 ? fmt::format("{}s", t / 1000) : fmt::format("{}ms", t), said);
-  if (c.servers.size() == 1 && said.find("no answer") != std::string::npos)
-    message += " (start one with `arbiter server`, or point --server / ARBITER_SERVER at it)";
-  return message;
+  const std::string within = t == 0          ? ""
+                             : t % 1000 == 0 ? fmt::format(" within {}s", t / 1000)
+                                             : fmt::format(" within {}ms", t);
+  if (c.servers.size() == 1) {
+    const std::string& server = c.servers[0];
+    std::string message =
+        fmt::format("cannot reach the Arbiter server at {}{}: {}", server, within,
+                    said.rfind(server + ": ", 0) == 0 ? said.substr(server.size() + 2) : said);
+    if (said.find("no answer") != std::string::npos)
+      message += " (start one with `arbiter server`, or point --server / ARBITER_SERVER at it)";
+    return message;
+  }
+  return fmt::format("cannot reach the leader of the Arbiter servers {}{}: {}", c.Servers(), within,
+                     said);
 }
 
 // The first line of a file holding a token.
@@ -222,6 +231,8 @@ Connection Connect(const ClientOptions& o) {
     Result<Millis> ms = config::ParseDuration(timeout, "--failover-timeout");
     if (!ms.ok()) throw UsageError{ms.status().message()};
     c.failover_timeout = *ms;
+  } else if (c.servers.size() > 1) {
+    c.failover_timeout = 15000;
   }
   return c;
 }
@@ -716,8 +727,9 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
                   "the leader is followed); default: $ARBITER_SERVER, the client file, "
                   "http://127.0.0.1:8642");
   cmd->add_option("--failover-timeout", o.failover_timeout,
-                  "How long to go round the servers for the leader before giving up (default "
-                  "$ARBITER_FAILOVER_TIMEOUT, else 15s; 0: each once)");
+                  "How long to go round the servers for the leader before giving up (default: "
+                  "$ARBITER_FAILOVER_TIMEOUT, else 15s with several servers, one try with one; "
+                  "0: each once)");
   cmd->add_option("--token", o.token,
                   "Bearer token (visible in ps: prefer --token-file; default: $ARBITER_TOKEN, "
                   "$ARBITER_TOKEN_FILE, the client file)");

@@ -275,7 +275,10 @@ TEST_P(CommandFollowsTheLeader, FailsNamingEveryAddressWhenNoneLeads) {
   EXPECT_NE(run.output.find(dead + ": no answer (Connection)"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(standby.url() + ": standby, no leader known"), std::string::npos)
       << run.output;
-  EXPECT_NE(run.output.find("within 1s"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("cannot reach the leader of the Arbiter servers " + dead + "," +
+                            standby.url() + " within 1s: "),
+            std::string::npos)
+      << run.output;
   EXPECT_LT(run.seconds, 10);
   EXPECT_GE(standby.requests().size(), 2u);
   // The same from the environment, with every address dead.
@@ -285,12 +288,20 @@ TEST_P(CommandFollowsTheLeader, FailsNamingEveryAddressWhenNoneLeads) {
   EXPECT_NE(run.output.find(dead + ": no answer"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(dead2 + ": no answer"), std::string::npos) << run.output;
   EXPECT_LT(run.seconds, 10);
+  // One server that is down: one try by default, as before there were several.
+  run = RunCommand(GetParam(), dead, "jobs");
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_NE(run.output.find("cannot reach the Arbiter server at " + dead +
+                            ": no answer (Connection) (start one"),
+            std::string::npos)
+      << run.output;
+  EXPECT_LT(run.seconds, 5);
 }
 
 TEST_P(CommandFollowsTheLeader, SubmitsOnceWhenTheConnectionIsLostMidRequest) {
-  // The leader takes the first submission and dies before answering (the connection is
-  // dropped); the command sends it again with the same idempotency key, which the server answers
-  // with the first job's id.
+  // The leader takes the first submission and its connection is lost before the answer; the
+  // command sends it again (to the next server, which sends it back to the leader) with the same
+  // idempotency key, which the leader answers with the first job's id.
   std::mutex mu;
   std::set<std::string> keys;
   int posts = 0;
@@ -307,16 +318,19 @@ TEST_P(CommandFollowsTheLeader, SubmitsOnceWhenTheConnectionIsLostMidRequest) {
     answer.body = fmt::format(R"({{"id": {}, "duplicate": {}}})", again ? 7 : 8, again);
     return answer;
   });
-  CommandRun run =
-      RunCommand(GetParam(), leader.url(), "submit -q main -p low --name x -- /bin/true");
+  const std::string leader_url = leader.url();
+  FakeHttpServer standby([&](const FakeRequest& r) { return StandbyAnswer(r, leader_url); });
+  const std::string servers = leader.url() + "," + standby.url();
+  CommandRun run = RunCommand(GetParam(), servers, "submit -q main -p low --name x -- /bin/true");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("submitted job 7 (x)"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("already submitted"), std::string::npos) << run.output;
   EXPECT_EQ(posts, 2);
+  EXPECT_EQ(standby.requests().size(), 1u);
   ASSERT_EQ(keys.size(), 1u);
   EXPECT_EQ(keys.begin()->rfind("arbiter-", 0), 0u) << *keys.begin();
   // Each submission has a key of its own; one the user gives is sent as given.
-  run = RunCommand(GetParam(), leader.url(), "submit -q main -p low --name y -- /bin/true");
+  run = RunCommand(GetParam(), servers, "submit -q main -p low --name y -- /bin/true");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_NE(run.output.find("submitted job 8 (y)"), std::string::npos) << run.output;
   run = RunCommand(GetParam(), leader.url(),
