@@ -27,12 +27,11 @@ class GroupCommit {
     Status status;
     // For the store's run_batch: set when the Op is left out of a retried transaction.
     bool excluded = false;
-
-   private:
-    friend class GroupCommit;
+    // GroupCommit's own: a waiting caller (Execute) is woken through `cv` once `done`; an
+    // asynchronous one (ExecuteAsync) is told through `on_done`, and its Op is the writer's.
     bool done = false;
     std::condition_variable cv;
-    std::function<void(Status)> on_done;  // ExecuteAsync's; the Op is then the writer's
+    std::function<void(Status)> on_done;
   };
   // Runs one batch in one transaction and sets each Op's status; on the writer thread.
   using RunBatch = std::function<void(std::span<Op* const> batch)>;
