@@ -118,7 +118,8 @@ class LeaderFollower {
 
   LeaderFollower(std::vector<std::string> servers, Settings settings)
       : servers_(std::move(servers)), settings_(settings) {}
-  LeaderFollower(std::vector<std::string> servers) : LeaderFollower(std::move(servers), {}) {}
+  explicit LeaderFollower(std::vector<std::string> servers)
+      : LeaderFollower(std::move(servers), {}) {}
 
   const std::vector<std::string>& servers() const { return servers_; }
   // The address that answered last ("" before any did).
