@@ -268,8 +268,18 @@ Status Conn::Error(const PGresult* result, std::string_view what) const {
   if (message.starts_with("FATAL:  ")) message.remove_prefix(8);
   if (message.empty()) message = "no answer from the server";
   const bool gone = broken() || (state != nullptr && IsConnectionSqlState(state));
-  std::string text = state != nullptr ? fmt::format("{}: {} (SQLSTATE {})", label, message, state)
-                                      : fmt::format("{}: {}", label, message);
+  // libpq's own messages run over several lines ("server closed the connection unexpectedly\n\t
+  // This probably means..."): one line, for logs and answers.
+  std::string one_line;
+  for (const char c : message) {
+    if (c == '\n' || c == '\t' || c == '\r') {
+      if (!one_line.empty() && one_line.back() != ' ') one_line += ' ';
+    } else if (c != ' ' || one_line.empty() || one_line.back() != ' ') {
+      one_line += c;
+    }
+  }
+  std::string text = state != nullptr ? fmt::format("{}: {} (SQLSTATE {})", label, one_line, state)
+                                      : fmt::format("{}: {}", label, one_line);
   if (gone) return Status::Unavailable(std::move(text));
   return Status::Internal(std::move(text));
 }
