@@ -227,10 +227,14 @@ bool IsConnectionSqlState(std::string_view sqlstate) {
 Result<std::unique_ptr<Conn>> Conn::Connect(const std::string& url, std::string_view what,
                                             std::string_view application_name) {
   const std::string app(application_name);
-  // The URL first (expanded), then what overrides it; the fallback name applies only when the
-  // URL names none.
-  std::vector<const char*> keys = {"dbname", "fallback_application_name"};
-  std::vector<const char*> values = {url.c_str(), "arbiter"};
+  // Defaults first (the URL's own words override them: libpq lets an expanded dbname override
+  // what comes before it), then the URL, then what overrides it; the fallback name applies only
+  // when the URL names none. Over TCP, a database that stops answering (a network that drops
+  // everything) fails a call within about 30 s rather than never; unix sockets ignore these.
+  std::vector<const char*> keys = {
+      "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+      "keepalives_count", "tcp_user_timeout", "dbname",          "fallback_application_name"};
+  std::vector<const char*> values = {"10", "1", "10", "5", "3", "30000", url.c_str(), "arbiter"};
   if (!app.empty()) {
     keys.push_back("application_name");
     values.push_back(app.c_str());

@@ -96,7 +96,9 @@ class Conn {
  public:
   // Connects; errors are kUnavailable naming `what` and libpq's message (never the password).
   // `application_name` is what pg_stat_activity shows for the session (empty: the URL's, else
-  // "arbiter").
+  // "arbiter"). Unless the URL says otherwise: connect_timeout=10, and over TCP keep-alives
+  // (idle 10 s, every 5 s, 3 tries) and tcp_user_timeout=30000, so that a database that stops
+  // answering fails a call in about 30 s.
   static Result<std::unique_ptr<Conn>> Connect(const std::string& url, std::string_view what,
                                                std::string_view application_name = {});
   ~Conn();
