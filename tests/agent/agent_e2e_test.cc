@@ -325,8 +325,13 @@ TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
   EXPECT_NE(Log(bad, 0).find("cannot start the task"), std::string::npos) << Log(bad, 0);
   // A cancelled job's task is stopped.
   const std::uint64_t sleeper = Submit(Job("sleeper", "P1", 1, 1, kTrain));
-  ASSERT_TRUE(WaitFor([&] { return PidFiles(sleeper, 0).size() == 1; }));
-  const int pid = ReadPid(PidFiles(sleeper, 0)[0]);
+  // The pid file may be seen created before the task has written it: read until it holds one.
+  int pid = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    const std::vector<std::filesystem::path> files = PidFiles(sleeper, 0);
+    pid = files.size() == 1 ? ReadPid(files[0]) : 0;
+    return pid > 0;
+  }));
   ASSERT_TRUE(WaitFor([&] { return Alive(pid); }));
   EXPECT_EQ(RunCli(ServerAddress(), kAdmin, fmt::format("cancel {}", sleeper)).status, 0);
   EXPECT_TRUE(WaitFor([&] { return !Alive(pid); }));
