@@ -164,6 +164,17 @@ class AgentTest : public ::testing::Test {
   std::filesystem::path JobDir(std::uint64_t id) const {
     return std::filesystem::path(checkpoints_) / ("job-" + std::to_string(id));
   }
+  // The pid of a job's only run of `rank`, once its pid file holds it (the file may be seen
+  // created before the task has written it); 0 when none comes.
+  int WaitPid(std::uint64_t id, int rank) {
+    int pid = 0;
+    WaitFor([&] {
+      const std::vector<std::filesystem::path> files = PidFiles(id, rank);
+      pid = files.size() == 1 ? ReadPid(files[0]) : 0;
+      return pid > 0;
+    });
+    return pid;
+  }
   // The pid files of a job's runs of one rank.
   std::vector<std::filesystem::path> PidFiles(std::uint64_t id, int rank) const {
     std::vector<std::filesystem::path> out;
@@ -227,9 +238,9 @@ TEST_F(AgentTest, EvictionCheckpointsThenThePreemptorRunsAndTheVictimResumes) {
 
 TEST_F(AgentTest, LostNodeRerunsTheJobElsewhereAndItsAgentKillsTheStaleTask) {
   const std::uint64_t job = Submit(Job("sleeper", "P1", 1, 2, kTrain, /*max_retries=*/1));
-  ASSERT_TRUE(WaitFor([&] { return PidFiles(job, 0).size() == 1; })) << GetJob(job).dump();
+  const int first = WaitPid(job, 0);
+  ASSERT_GT(first, 0) << GetJob(job).dump();
   const std::string node = GetJob(job)["status"]["allocation"]["tasks"][0]["node"];
-  const int first = ReadPid(PidFiles(job, 0)[0]);
   ASSERT_TRUE(Alive(first));
   const int index = node.back() - '0';
   agents_[index]->Stop(SIGKILL);
@@ -325,13 +336,8 @@ TEST_F(AgentTest, FailedRunsAreRetriedThenFailAndACancelStopsTheTask) {
   EXPECT_NE(Log(bad, 0).find("cannot start the task"), std::string::npos) << Log(bad, 0);
   // A cancelled job's task is stopped.
   const std::uint64_t sleeper = Submit(Job("sleeper", "P1", 1, 1, kTrain));
-  // The pid file may be seen created before the task has written it: read until it holds one.
-  int pid = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    const std::vector<std::filesystem::path> files = PidFiles(sleeper, 0);
-    pid = files.size() == 1 ? ReadPid(files[0]) : 0;
-    return pid > 0;
-  }));
+  const int pid = WaitPid(sleeper, 0);
+  ASSERT_GT(pid, 0);
   ASSERT_TRUE(WaitFor([&] { return Alive(pid); }));
   EXPECT_EQ(RunCli(ServerAddress(), kAdmin, fmt::format("cancel {}", sleeper)).status, 0);
   EXPECT_TRUE(WaitFor([&] { return !Alive(pid); }));
