@@ -316,7 +316,9 @@ TEST_F(HaTest, ALeaderCutOffFromTheDatabaseStopsAndAnotherLeads) {
   const int leader = WaitForOneLeader(servers);
   ASSERT_GE(leader, 0);
   const auto l = static_cast<std::size_t>(leader);
-  // Its lease session ends (as when the database or the network drops it): it must stop.
+  // Its sessions end (as when the database or the network drops them; only a leader has a store
+  // writer): it must stop.
+  EXPECT_EQ(pg_->Terminate("arbiter-store-writer"), 1);
   pg_->Terminate("arbiter-lease-" + std::to_string(servers[l]->pid()));
   EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(30)), 3);
   servers[l].reset();
