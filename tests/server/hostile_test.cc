@@ -1242,7 +1242,8 @@ TEST(HostileWatchers, FloodsAreBoundedAndSlotsComeBack) {
   EXPECT_EQ(list.status, 200);
   EXPECT_EQ(sync.status, 200) << sync.text;
   // The agents' own syncs go on: both nodes stay ready.
-  for (const Json& node : w->Api(kAdmin, "GET", "/v1/nodes").json["nodes"]) {
+  const Json nodes = w->Api(kAdmin, "GET", "/v1/nodes").json;  // kept: the loop reads into it
+  for (const Json& node : nodes["nodes"]) {
     if (node["name"] != "n-2") {
       EXPECT_EQ(node["agent"]["state"], "ready") << node.dump();
     }
