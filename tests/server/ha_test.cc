@@ -339,5 +339,35 @@ TEST_F(HaTest, ALeaderCutOffFromTheDatabaseStopsAndAnotherLeads) {
   ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
 }
 
+TEST_F(HaTest, AStalledLeaderIsDeposedAfterItsLeaseAndNeverWritesAgain) {
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  servers.push_back(Start());
+  servers.push_back(Start());
+  const int leader = WaitForOneLeader(servers);
+  ASSERT_GE(leader, 0);
+  const auto l = static_cast<std::size_t>(leader);
+  const int other = servers[1 - l]->port();
+  const Reply first = Call(servers[l]->port(), kAlice, "POST", "/v1/jobs", Job("first", 60000));
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+  // The leader stalls (a stopped process, a frozen machine): its database sessions stay open and
+  // its lock stays held, but it stops renewing. After the lease (2 s) the other server ends its
+  // session and leads.
+  ::kill(servers[l]->pid(), SIGSTOP);
+  EXPECT_TRUE(WaitFor([&] { return Ready(other).status == 200; }, std::chrono::seconds(30)));
+  const Reply second = Call(other, kAlice, "POST", "/v1/jobs", Job("second", 60000));
+  ASSERT_EQ(second.status, 201) << second.body.dump();
+  // Woken, the old leader finds its lease gone and stops (status 3); a write it tries meanwhile
+  // is fenced (the store's own test, PostgresStore fencing, shows that nothing of it is stored).
+  ::kill(servers[l]->pid(), SIGCONT);
+  EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(30)), 3);
+  servers[l].reset();
+  EXPECT_EQ(Ready(other).status, 200);
+  const Reply third = Call(other, kAlice, "POST", "/v1/jobs", Job("third", 60000));
+  ASSERT_EQ(third.status, 201) << third.body.dump();
+  const std::string db = url_.substr(url_.rfind('/') + 1, url_.find('?') - url_.rfind('/') - 1);
+  EXPECT_EQ(pg_->Sql(db, "SELECT epoch FROM leader"), "2");
+  EXPECT_EQ(pg_->Sql(db, "SELECT count(*) FROM jobs"), "3");
+}
+
 }  // namespace
 }  // namespace arbiter::testing
