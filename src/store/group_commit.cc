@@ -5,6 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "store/binary.h"
+#include "store/internal.h"
+
 namespace arbiter::store {
 
 void GroupCommit::Start(std::size_t max_batch, RunBatch run_batch) {
@@ -80,6 +83,51 @@ void GroupCommit::WriterLoop() {
     }
     batch.clear();
   }
+}
+
+Result<Submitted> GroupCommit::Submit(JobSpec spec, const InsertJobs& insert) {
+  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
+  std::vector<JobSpec> specs;
+  specs.push_back(std::move(spec));
+  const std::vector<std::string> encoded = {EncodeJobSpecBinary(specs[0])};  // outside the writer
+  std::vector<Submitted> out;
+  Status s = Execute([&](std::uint64_t& seq) { return insert(specs, encoded, out, seq); });
+  if (!s.ok()) return s;
+  return out[0];
+}
+
+void GroupCommit::SubmitAsync(JobSpec spec, InsertJobs insert,
+                              std::function<void(Result<Submitted>)> done) {
+  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return done(s);
+  // Everything the writer needs, kept until it has run.
+  struct Call {
+    std::vector<JobSpec> specs;
+    std::vector<std::string> encoded;
+    std::vector<Submitted> out;
+  };
+  auto call = std::make_shared<Call>();
+  call->encoded.push_back(EncodeJobSpecBinary(spec));  // outside the writer
+  call->specs.push_back(std::move(spec));
+  ExecuteAsync(
+      [call, insert = std::move(insert)](std::uint64_t& seq) {
+        return insert(call->specs, call->encoded, call->out, seq);
+      },
+      [call, done = std::move(done)](Status s) {
+        if (!s.ok()) return done(std::move(s));
+        done(call->out[0]);
+      });
+}
+
+Result<std::vector<Submitted>> GroupCommit::SubmitBatch(std::vector<JobSpec> specs,
+                                                        const InsertJobs& insert) {
+  if (Status s = internal::ValidateSpecs(specs, true); !s.ok()) return s;
+  std::vector<std::string> encoded;
+  encoded.reserve(specs.size());
+  for (const JobSpec& spec : specs) encoded.push_back(EncodeJobSpecBinary(spec));
+  std::vector<Submitted> out;
+  Status s = Execute([&](std::uint64_t& seq) { return insert(specs, encoded, out, seq); });
+  if (!s.ok()) return s;
+  return out;
 }
 
 }  // namespace arbiter::store

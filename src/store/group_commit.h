@@ -12,9 +12,12 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "arbiter/status.h"
+#include "arbiter/store.h"
 
 namespace arbiter::store {
 
@@ -52,6 +55,16 @@ class GroupCommit {
   // failed).
   void ExecuteAsync(std::function<Status(std::uint64_t& seq)> body,
                     std::function<void(Status)> done);
+
+  // The store's submissions over this writer, the same for every store: the specs are checked
+  // and encoded on the caller's thread, then `insert` (the store's own, on the writer thread,
+  // inside the batch's transaction) records the jobs and their events.
+  using InsertJobs = std::function<Status(const std::vector<JobSpec>& specs,
+                                          const std::vector<std::string>& encoded,
+                                          std::vector<Submitted>& out, std::uint64_t& seq)>;
+  Result<Submitted> Submit(JobSpec spec, const InsertJobs& insert);
+  void SubmitAsync(JobSpec spec, InsertJobs insert, std::function<void(Result<Submitted>)> done);
+  Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs, const InsertJobs& insert);
 
  private:
   void WriterLoop();

@@ -314,6 +314,8 @@ class PostgresStore final : public Store {
   void EndAttempt();
 
   // Writer-thread helpers (inside the batch's transaction).
+  // InsertJobs, for the group commit's submissions.
+  GroupCommit::InsertJobs Inserter();
   Status InsertJobs(const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
                     std::vector<Submitted>& out, std::uint64_t& seq);
   // Assigns e.seq and sends its insert; `allocation` is e.allocation's JSON text.
@@ -665,46 +667,22 @@ Status PostgresStore::InsertJobs(const std::vector<JobSpec>& specs,
   return Status::Ok();
 }
 
+GroupCommit::InsertJobs PostgresStore::Inserter() {
+  return [this](const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
+                std::vector<Submitted>& out,
+                std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); };
+}
+
 Result<Submitted> PostgresStore::Submit(JobSpec spec) {
-  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
-  std::vector<JobSpec> specs;
-  specs.push_back(std::move(spec));
-  const std::vector<std::string> encoded = {EncodeJobSpecBinary(specs[0])};  // outside the writer
-  std::vector<Submitted> out;
-  Status s = Execute([&](std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); });
-  if (!s.ok()) return s;
-  return out[0];
+  return group_.Submit(std::move(spec), Inserter());
 }
 
 void PostgresStore::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {
-  if (Status s = internal::ValidateSubmission(spec); !s.ok()) return done(s);
-  struct Call {
-    std::vector<JobSpec> specs;
-    std::vector<std::string> encoded;
-    std::vector<Submitted> out;
-  };
-  auto call = std::make_shared<Call>();
-  call->encoded.push_back(EncodeJobSpecBinary(spec));  // outside the writer
-  call->specs.push_back(std::move(spec));
-  ExecuteAsync(
-      [this, call](std::uint64_t& seq) {
-        return InsertJobs(call->specs, call->encoded, call->out, seq);
-      },
-      [call, done = std::move(done)](Status s) {
-        if (!s.ok()) return done(std::move(s));
-        done(call->out[0]);
-      });
+  group_.SubmitAsync(std::move(spec), Inserter(), std::move(done));
 }
 
 Result<std::vector<Submitted>> PostgresStore::SubmitBatch(std::vector<JobSpec> specs) {
-  if (Status s = internal::ValidateSpecs(specs, true); !s.ok()) return s;
-  std::vector<std::string> encoded;
-  encoded.reserve(specs.size());
-  for (const JobSpec& spec : specs) encoded.push_back(EncodeJobSpecBinary(spec));
-  std::vector<Submitted> out;
-  Status s = Execute([&](std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); });
-  if (!s.ok()) return s;
-  return out;
+  return group_.SubmitBatch(std::move(specs), Inserter());
 }
 
 Status PostgresStore::AppendEvents(std::vector<Event>& events,
