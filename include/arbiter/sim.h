@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,10 @@ struct SimOptions {
   Millis sample_interval = 5 * 60 * kMillisPerSecond;  // time series resolution
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
+  // Called with every cycle's plan and the pending jobs it was made for (indices of the plan's
+  // binds and unplaced entries point into `pending`), before the plan is applied: the property
+  // tests and `arbiter explain --scenario` read the decisions the run really made.
+  std::function<void(const Plan& plan, std::span<const Job> pending)> on_cycle;
 };
 
 // Quantiles and means of a set of durations, in seconds.

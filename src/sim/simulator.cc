@@ -476,6 +476,7 @@ Status Simulation::Cycle(Millis now) {
   if (pending_.empty()) return Status::Ok();
   state_.AccrueUsage(now);
   Plan plan = engine_.Schedule(state_, pending_, now);
+  if (options_.on_cycle) options_.on_cycle(plan, pending_);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
     struct Run& run = runs_[r];
