@@ -17,7 +17,7 @@ rules=(
   "src/trace|^(arbiter/(model|quantity|status|trace|workload)\.h|core/model/.*|config/limits\.h|trace/.*)$"
   "src/store|^(${core_api}|arbiter/store\.h|core/model/.*|config/limits\.h|store/.*)$"
   "src/crypto|^(crypto/.*)$"
-  "src/config|^(${core_api}|arbiter/store\.h|core/engine/victim_policy\.h|store/names\.h|crypto/crypto\.h|config/.*)$"
+  "src/config|^(${core_api}|arbiter/store\.h|core/engine/(victim_policy|stages)\.h|store/names\.h|crypto/crypto\.h|config/.*)$"
   "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
   "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
   "src/net|^(arbiter/status\.h|net/.*)$"

@@ -109,16 +109,8 @@ int RunLintScenario(const std::string& path, bool strict) {
       fmt::print(stderr, "error: {}: {}\n", c.name, state.status().message());
       return 1;
     }
-    std::vector<Job> jobs;
-    for (const sim::SimJob& j : c.workload.jobs) jobs.push_back(j.job);
-    for (const sim::InferenceService& s : c.workload.services) {
-      const double wanted = s.rate.base / (s.replica_rate * s.target_utilization);
-      const auto replicas = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(wanted)),
-                                                     s.min_replicas, s.max_replicas);
-      for (std::int64_t i = 0; i < replicas; ++i) jobs.push_back(s.replica);
-    }
-    const config::ClusterConfig config{c.cluster, c.engine, {}};
-    const std::vector<config::LintWarning> warnings = config::Lint(config, *state, jobs);
+    const std::vector<config::LintWarning> warnings =
+        config::LintConfiguration(*scenario, c, *state);
     fmt::print("configuration {}: {}\n", c.name,
                warnings.empty()
                    ? "ok"

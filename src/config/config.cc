@@ -145,6 +145,20 @@ std::optional<Millis> ParseUtcTime(std::string_view text) {
   return static_cast<Millis>(t) * 1000;
 }
 
+std::string_view ExampleToken(const TokenSpec& token) {
+  for (std::string_view example : kExampleTokens) {
+    if (token.sha256 == crypto::Sha256Hex(example)) return example;
+  }
+  return {};
+}
+
+std::int64_t internal::MemoryMiB(const Value& v, BareMemory::Kind kind,
+                                 std::vector<BareMemory>* bare) {
+  const std::int64_t mib = v.MiB();
+  if (bare != nullptr && v.BareNumber()) bare->push_back({kind, v.path(), v.String(), mib});
+  return mib;
+}
+
 const char* RoleName(TokenSpec::Role role) {
   switch (role) {
     case TokenSpec::Role::kAdmin:
@@ -416,7 +430,7 @@ class ClusterLoader {
       DeviceSpec d;
       d.type = GpuModel(g.Get("model"));
       std::int64_t count = g.Get("count").Int(1, kMaxDevices);
-      d.memory = DeviceMemory(g.Get("memory"));
+      d.memory = DeviceMemory(g.Get("memory"), &out_.bare_memory);
       std::int64_t group_size = count;
       if (const Value* v = g.Find("nvlink_group_size")) {
         group_size = v->Int(1, count);
@@ -439,7 +453,7 @@ class ClusterLoader {
         Map dm(item, {"model", "memory", "nvlink_group"});
         DeviceSpec d;
         d.type = GpuModel(dm.Get("model"));
-        d.memory = DeviceMemory(dm.Get("memory"));
+        d.memory = DeviceMemory(dm.Get("memory"), &out_.bare_memory);
         if (const Value* v = dm.Find("nvlink_group")) {
           d.nvlink_group = static_cast<std::uint32_t>(v->Int(0, kMaxDevices - 1));
         }
@@ -463,8 +477,8 @@ class ClusterLoader {
     return model;
   }
 
-  static GpuMemMiB DeviceMemory(const Value& v) {
-    std::int64_t mib = v.MiB();
+  static GpuMemMiB DeviceMemory(const Value& v, std::vector<BareMemory>* bare) {
+    std::int64_t mib = internal::MemoryMiB(v, BareMemory::Kind::kDevice, bare);
     if (mib <= 0) v.Fail(fmt::format("must be positive, got {}", v.String()));
     return GpuMemMiB(mib);
   }
@@ -488,7 +502,8 @@ class ClusterLoader {
       NodeSpec spec;
       spec.devices = LoadDevices(m);
       spec.cpu = m.Get("cpu").Cpu();
-      spec.memory = MemMiB(m.Get("memory").MiB());
+      spec.memory =
+          MemMiB(internal::MemoryMiB(m.Get("memory"), BareMemory::Kind::kNode, &out_.bare_memory));
       if (const Value* v = m.Find("labels")) spec.labels = v->StringMap();
       if (const Value* v = m.Find("taints")) spec.taints = LoadTaints(*v);
       if (const Value* v = m.Find("cordoned")) spec.cordoned = v->Bool();

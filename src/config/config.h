@@ -8,6 +8,7 @@
 // floating-point value).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +44,15 @@ struct TokenSpec {
 };
 const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent"
 
+// The tokens the shipped examples write in their `server:` section (examples/cluster.yaml, the
+// README and docs/): published, so a server that takes one lets in anyone who read them. The one
+// list of them; `arbiter lint` flags a configuration that uses one.
+inline constexpr std::array<std::string_view, 3> kExampleTokens = {
+    "example-admin-token", "example-alice-token", "example-agent-token"};
+// The example token `token` is, compared by digest (whether given as token, token_file or
+// token_sha256), or empty.
+std::string_view ExampleToken(const TokenSpec& token);
+
 // The `server:` section, read only by `arbiter server`.
 struct ServerConfig {
   std::vector<TokenSpec> tokens;
@@ -69,10 +79,27 @@ struct ServerConfig {
   std::string checkpoint_root;
 };
 
+// A memory quantity written as a bare number, which reads as MiB (`memory: 512` is 512 MiB):
+// kept by the readers for lint, which flags the small ones as a likely missing unit (512Gi).
+struct BareMemory {
+  enum class Kind : std::uint8_t {
+    kNode,     // a node's `memory`
+    kDevice,   // a node's `gpus.memory` or `devices[].memory`
+    kTaskGpu,  // a job's (or job template's) `gpu_memory`
+    kTask,     // a job's (or job template's) `memory`
+  };
+  Kind kind = Kind::kNode;
+  std::string field;  // as the file wrote it: "nodes[2].memory", "jobs[0].groups[1].gpu_memory"
+  std::string text;   // the number as written: "512"
+  std::int64_t mib = 0;
+};
+
 struct ClusterConfig {
   ClusterSpec cluster;
   EngineOptions engine;  // `scheduler:` section; defaults of engine.h where not given
   ServerConfig server;   // `server:` section
+  // The nodes' memory fields written as bare numbers, in file order (for lint).
+  std::vector<BareMemory> bare_memory;
 };
 
 // Reads and parses a cluster file. Besides types and values it checks, with positions, duplicate
@@ -86,11 +113,14 @@ Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& fil
 // levels; the names are resolved against `state`. Ids are first_id, first_id + 1, ... in file
 // order, after `replicas` expansion. Each job goes the way of a job of the server's API: read into
 // a store::JobSpec, checked by store::ValidateJobSpec against the limits of config/limits.h,
-// resolved by store::ToJob; their errors are reported at the field's line.
+// resolved by store::ToJob; their errors are reported at the field's line. `bare_memory`, when
+// given, receives the tasks' memory fields written as bare numbers, once per entry (for lint).
 Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
-                                      JobId first_id = 1);
+                                      JobId first_id = 1,
+                                      std::vector<BareMemory>* bare_memory = nullptr);
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
-                                   const ClusterState& state, JobId first_id = 1);
+                                   const ClusterState& state, JobId first_id = 1,
+                                   std::vector<BareMemory>* bare_memory = nullptr);
 
 // A job file for `arbiter submit -f`: one job, or a jobs file (`jobs:`), read as a jobs file and
 // checked by store::ValidateJobSpec, but not resolved (the server does that). `replicas` gives
@@ -114,6 +144,9 @@ Result<std::int64_t> ParseMiB(std::string_view text, std::string_view field);
 // Durations in milliseconds: "90" (a bare number is seconds), "500ms", "30s", "15m", "4h", "7d";
 // decimals allowed ("1.5h"); the result must be a whole number of milliseconds.
 Result<Millis> ParseDuration(std::string_view text, std::string_view field);
+// A duration as a configuration writes it, which ParseDuration reads back: "7d", "1d12h30m",
+// "90s" (as "1m30s"), "1.5s" (as "1s500ms"), "0s".
+std::string DurationText(Millis d);
 // A UTC time as YYYY-MM-DDTHH:MM:SSZ, in Unix milliseconds; nullopt when malformed.
 std::optional<Millis> ParseUtcTime(std::string_view text);
 

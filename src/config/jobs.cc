@@ -71,6 +71,7 @@ class JobEntry {
 
   store::JobSpec spec;
   std::int64_t replicas = 1;
+  std::vector<BareMemory> bare_memory;  // its memory fields written as bare numbers (for lint)
 
   // Records that the spec's field `field` ("groups[0].gpu_milli") was written at `value`.
   void Mark(std::string field, const Value& value) { marks_.emplace_back(std::move(field), value); }
@@ -160,7 +161,8 @@ void ReadGroup(const Map& m, const std::string& path, TaskGroup& group, JobEntry
     entry.Mark(path + ".gpu_milli", *v);
   }
   if (const Value* v = m.Find("gpu_memory")) {
-    r.gpu_memory = GpuMemMiB(v->MiB());
+    r.gpu_memory =
+        GpuMemMiB(internal::MemoryMiB(*v, BareMemory::Kind::kTaskGpu, &entry.bare_memory));
     entry.Mark(path + ".gpu_memory_mib", *v);
   }
   if (const Value* v = m.Find("cpu")) {
@@ -168,7 +170,7 @@ void ReadGroup(const Map& m, const std::string& path, TaskGroup& group, JobEntry
     entry.Mark(path + ".cpu_milli", *v);
   }
   if (const Value* v = m.Find("memory")) {
-    r.memory = MemMiB(v->MiB());
+    r.memory = MemMiB(internal::MemoryMiB(*v, BareMemory::Kind::kTask, &entry.bare_memory));
     entry.Mark(path + ".memory_mib", *v);
   }
 }
@@ -354,10 +356,14 @@ std::string ReplicaName(const std::string& name, std::int64_t replicas, std::int
 }  // namespace
 
 namespace internal {
-Job LoadJobTemplate(const Value& item, const ClusterState& state) {
+Job LoadJobTemplate(const Value& item, const ClusterState& state,
+                    std::vector<BareMemory>* bare_memory) {
   Map m(item, kTemplateFields);
   JobEntry entry(item);
   ReadJob(m, entry);
+  if (bare_memory != nullptr) {
+    bare_memory->insert(bare_memory->end(), entry.bare_memory.begin(), entry.bare_memory.end());
+  }
   // The generator names each job; the checks need a name.
   entry.spec.name = "template";
   entry.Validate();
@@ -368,12 +374,16 @@ Job LoadJobTemplate(const Value& item, const ClusterState& state) {
 }  // namespace internal
 
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
-                                   const ClusterState& state, JobId first_id) {
+                                   const ClusterState& state, JobId first_id,
+                                   std::vector<BareMemory>* bare_memory) {
   return internal::LoadDocument<std::vector<Job>>(yaml, file_name, [&](const Value& root) {
     std::vector<Job> jobs;
     JobId next = first_id;
     for (const JobEntry& entry : ReadEntries(root, false)) {
       entry.Validate();
+      if (bare_memory != nullptr) {
+        bare_memory->insert(bare_memory->end(), entry.bare_memory.begin(), entry.bare_memory.end());
+      }
       Job job = entry.Resolve(0, state);
       for (std::int64_t r = 0; r < entry.replicas; ++r) {
         Job& copy = jobs.emplace_back(job);
@@ -386,10 +396,10 @@ Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& fil
 }
 
 Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
-                                      JobId first_id) {
+                                      JobId first_id, std::vector<BareMemory>* bare_memory) {
   Result<std::string> text = internal::ReadFile(path);
   if (!text.ok()) return text.status();
-  return ParseJobs(*text, path, state, first_id);
+  return ParseJobs(*text, path, state, first_id, bare_memory);
 }
 
 Result<std::vector<store::JobSpec>> ParseJobSpecs(

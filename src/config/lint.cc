@@ -3,13 +3,18 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "core/engine/stages.h"
 #include "core/engine/victim_policy.h"
 
 namespace arbiter::config {
@@ -37,6 +42,12 @@ std::string NameList(const std::vector<std::string>& names, std::size_t most = 6
 std::string Percent(std::int64_t part, std::int64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
+
+// A weight as a configuration writes it: "1000", "0.5", "11111.1".
+std::string Number(double x) { return fmt::format("{:g}", x); }
+
+// A bare memory number below this many MiB (1 GiB) is taken for a missing unit.
+constexpr std::int64_t kBareMemoryFloorMiB = 1024;
 
 // What the engine's preemption stage can do, from the configuration alone: the engine's own
 // rules (engine::VictimPolicy, which the victim search asks too) applied to every pair of leaf
@@ -76,6 +87,7 @@ class Analysis {
   }
 
   bool preemption() const { return preemption_; }
+  const engine::VictimPolicy& policy() const { return policy_; }
   bool any_preemptible_class() const { return any_preemptible_; }
   bool leaf(QueueId q) const { return state_.queue(q).children.empty(); }
   bool same_tree(QueueId a, QueueId b) const { return root_[a] == root_[b]; }
@@ -135,8 +147,9 @@ class Analysis {
 
 class Linter {
  public:
-  Linter(const ClusterConfig& config, const ClusterState& state, std::span<const Job> jobs)
-      : state_(state), jobs_(jobs), a_(config, state) {
+  Linter(const ClusterConfig& config, const ClusterState& state, std::span<const Job> jobs,
+         std::span<const BareMemory> job_memory)
+      : config_(config), state_(state), jobs_(jobs), job_memory_(job_memory), a_(config, state) {
     for (std::size_t i = 0; i < config.cluster.queues.size(); ++i)
       queue_index_[config.cluster.queues[i].name] = i;
     for (std::size_t i = 0; i < config.cluster.priority_classes.size(); ++i)
@@ -145,13 +158,18 @@ class Linter {
 
   std::vector<LintWarning> Run() {
     ClassProtection();
+    AgingWithoutMinRuntime();
+    AgingOvertakesEvictingClass();
     HighPriorityQueueWithoutQuota();
     NothingEvicts();
     GuaranteesExceedCapacity();
+    MemoryWithoutUnit(config_.bare_memory);
+    MemoryWithoutUnit(job_memory_);
     if (!jobs_.empty()) {
       TopClassMajority();
       JobsWithoutCheckpoints();
     }
+    ExampleTokens();
     return std::move(out_);
   }
 
@@ -197,6 +215,131 @@ class Linter {
                "the checkpoint interval of its jobs), or max_evictions with eviction_window, or "
                "eviction_cooldown",
                pc.name));
+    }
+  }
+
+  // ---- The order's aging ----
+
+  const OrderingWeights& ordering() const { return config_.engine.ordering; }
+  bool Aging() const { return ordering().age > 0 && ordering().max_age > 0; }
+  std::string AgingText() const {
+    return fmt::format("ordering.age_weight {} over ordering.max_age {}", Number(ordering().age),
+                       DurationText(ordering().max_age));
+  }
+
+  // Whether the engine's order puts a job of class `low` in queue q that has waited max_age ahead
+  // of a job of class `high` of the same queue that has just arrived.
+  bool AgedAhead(QueueId q, PriorityClassId low, PriorityClassId high) const {
+    std::vector<Job> two(2);
+    two[0].id = 1;
+    two[0].queue = q;
+    two[0].priority_class = low;
+    two[0].submit_time = 0;
+    two[1].id = 2;
+    two[1].queue = q;
+    two[1].priority_class = high;
+    two[1].submit_time = ordering().max_age;
+    return engine::OrderPending(state_, two, ordering().max_age, ordering()).front() == 0;
+  }
+  // What the order gives a job of class `high` over one of class `low` in queue q that waited as
+  // long.
+  double ClassLead(QueueId q, PriorityClassId low, PriorityClassId high) const {
+    Job job;
+    job.queue = q;
+    job.priority_class = high;
+    const double key_high = engine::OrderingKey(state_, job, 0, ordering());
+    job.priority_class = low;
+    return key_high - engine::OrderingKey(state_, job, 0, ordering());
+  }
+
+  // aging-without-min-runtime: with aging on, a preemptible class whose jobs something can evict,
+  // with no min_runtime but with max_evictions or eviction_cooldown (without any of the three,
+  // preemptible-class-without-protection says it).
+  void AgingWithoutMinRuntime() {
+    if (!a_.preemption() || !Aging()) return;
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      const PriorityClassSpec& pc = state_.priority_class(c);
+      if (!pc.preemptible || pc.min_runtime != 0) continue;
+      if (pc.max_evictions == 0 && pc.eviction_cooldown == 0) continue;
+      bool evictable = false;
+      for (QueueId v = 0; v < state_.queue_count() && !evictable; ++v) {
+        evictable = a_.leaf(v) && a_.spec(v).preemptable && a_.EvictableByRule(v, c);
+      }
+      if (!evictable) continue;
+      const std::string guards = pc.max_evictions == 0 ? "eviction_cooldown"
+                                 : pc.eviction_cooldown == 0
+                                     ? "max_evictions"
+                                     : "max_evictions and eviction_cooldown";
+      Warn(kLintAgingWithoutMinRuntime, ClassField(c),
+           fmt::format(
+               "priority class '{}' is preemptible with no min_runtime while aging is on ({}): "
+               "a job of the class that waited until aging brought it to the front can be evicted "
+               "as soon as it has started, before it has made any progress, and then waits "
+               "again; its {} act{} only once it has been evicted, so a started job has no "
+               "protected time to make progress; set min_runtime (e.g. the checkpoint interval "
+               "of its jobs)",
+               pc.name, AgingText(), guards, guards.find(" and ") == std::string::npos ? "s" : ""));
+    }
+  }
+
+  // aging-overtakes-evicting-class: with aging on, a class `low` whose jobs a class `high` may
+  // evict within some leaf queue (engine::VictimPolicy), where the engine's order puts a `low` job
+  // that has waited max_age ahead of a `high` job that has just arrived. With jobs, only the
+  // queues where jobs of both classes are. One warning per pair.
+  void AgingOvertakesEvictingClass() {
+    if (!a_.preemption() || !Aging()) return;
+    const engine::VictimPolicy& policy = a_.policy();
+    std::set<std::pair<QueueId, PriorityClassId>> used;  // (queue, class) of some job
+    for (const Job& j : jobs_) used.emplace(j.queue, j.priority_class);
+    auto may_have = [&](QueueId q, PriorityClassId c) {
+      return jobs_.empty() || used.count({q, c}) > 0;
+    };
+    std::map<std::pair<PriorityClassId, PriorityClassId>, std::vector<QueueId>> pairs;
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      if (!a_.leaf(q)) continue;
+      for (PriorityClassId high = 0; high < state_.priority_class_count(); ++high) {
+        if (!may_have(q, high)) continue;
+        const engine::VictimPolicy::Relations relations = policy.RelationsOf(q, high, false);
+        for (PriorityClassId low = 0; low < state_.priority_class_count(); ++low) {
+          if (low == high || !may_have(q, low) || policy.Protection(q, low) != nullptr) continue;
+          if (relations.Kind(q, low) != Eviction::Kind::kWithinQueue) continue;
+          if (AgedAhead(q, low, high)) pairs[{low, high}].push_back(q);
+        }
+      }
+    }
+    const OrderingWeights& w = ordering();
+    for (const auto& [pair, queues] : pairs) {
+      const auto [low, high] = pair;
+      const std::string& low_name = state_.priority_class(low).name;
+      const std::string& high_name = state_.priority_class(high).name;
+      const std::string where =
+          fmt::format("within queue{} {}", queues.size() == 1 ? "" : "s", QueueNames(queues));
+      const double lead = ClassLead(queues.front(), low, high);
+      if (lead <= 0) {
+        Warn(kLintAgingOvertakesEvictingClass, "scheduler.ordering",
+             fmt::format(
+                 "aging ({}) can order class '{}' ahead of class '{}', which may evict it ({}): "
+                 "the order gives '{}' no lead over '{}' (ordering.priority_class_weight {}, "
+                 "values {} and {}), so a {} job is ordered ahead of any {} job that has waited "
+                 "less; a {} job then waits for such a job instead of evicting it: set "
+                 "ordering.age_weight to 0, or give '{}' a lead (a positive "
+                 "ordering.priority_class_weight and class values above 0)",
+                 AgingText(), low_name, high_name, where, high_name, low_name,
+                 Number(w.priority_class), state_.priority_class(high).value,
+                 state_.priority_class(low).value, low_name, high_name, high_name, high_name));
+        continue;
+      }
+      const double wait = std::ceil(static_cast<double>(w.max_age) * lead / w.age);
+      const Millis after = std::min<Millis>(w.max_age, static_cast<Millis>(wait));
+      Warn(kLintAgingOvertakesEvictingClass, "scheduler.ordering",
+           fmt::format(
+               "aging ({}) can order class '{}' ahead of class '{}', which may evict it ({}): a "
+               "{} job that has waited {} or more is ordered ahead of a {} job that has just "
+               "arrived, so it can start first; a {} job then waits for such a job instead of "
+               "evicting it: lower ordering.age_weight below {} or raise "
+               "ordering.priority_class_weight above {}",
+               AgingText(), low_name, high_name, where, low_name, DurationText(after), high_name,
+               high_name, Number(lead), Number(w.priority_class * w.age / lead)));
     }
   }
 
@@ -307,6 +450,74 @@ class Linter {
     }
   }
 
+  // memory-without-unit: a memory field written as a bare number (MiB) below 1 GiB.
+  void MemoryWithoutUnit(std::span<const BareMemory> fields) {
+    for (const BareMemory& m : fields) {
+      if (m.mib <= 0 || m.mib >= kBareMemoryFloorMiB) continue;
+      std::string effect;
+      switch (m.kind) {
+        case BareMemory::Kind::kNode:
+          effect = fmt::format(
+              "the node offers its tasks {} MiB of host memory in all, so a task that asks for "
+              "more never lands on it",
+              m.text);
+          break;
+        case BareMemory::Kind::kDevice:
+          effect = fmt::format(
+              "each device has {} MiB, so a job whose gpu_memory asks for more never lands on "
+              "these GPUs, and few shared tasks fit on one",
+              m.text);
+          break;
+        case BareMemory::Kind::kTaskGpu:
+          effect = fmt::format(
+              "a whole device needs only {} MiB, so the job may land on GPUs too small for it, "
+              "and a shared task takes only {} MiB of its device, so more tasks share it than "
+              "its memory holds",
+              m.text, m.text);
+          break;
+        case BareMemory::Kind::kTask:
+          effect = fmt::format(
+              "each task reserves only {} MiB of its node's memory, so more tasks land on a node "
+              "than its memory holds",
+              m.text);
+          break;
+      }
+      Warn(kLintMemoryWithoutUnit, m.field,
+           fmt::format(
+               "{} is {} without a unit, which reads as {} MiB: {}; write the unit: {}Gi for {} "
+               "GiB ({}Mi if MiB is meant)",
+               m.field, m.text, m.text, effect, m.text, m.text, m.text));
+    }
+  }
+
+  // example-token: a token of server.tokens that is one of the shipped examples' (kExampleTokens).
+  void ExampleTokens() {
+    const std::vector<TokenSpec>& tokens = config_.server.tokens;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const std::string_view example = ExampleToken(tokens[i]);
+      if (example.empty()) continue;
+      const char* may = "";
+      switch (tokens[i].role) {
+        case TokenSpec::Role::kAdmin:
+          may = "everything: cancel, hold and change any job, cordon and drain nodes";
+          break;
+        case TokenSpec::Role::kUser:
+          may = "submit jobs to its queues and cancel its own";
+          break;
+        case TokenSpec::Role::kAgent:
+          may = "register a node as its agent and take the node's work";
+          break;
+      }
+      Warn(kLintExampleToken, fmt::format("server.tokens[{}]", i),
+           fmt::format(
+               "token '{}' ({}) is the example token '{}', published with the examples and the "
+               "docs: anyone who has read them can call the server as '{}' and do what its role "
+               "allows ({}); give it a secret of its own, as token_sha256 (from `arbiter token "
+               "new`) or token_file, and keep the examples' tokens for `arbiter server --dev`",
+               tokens[i].name, RoleName(tokens[i].role), example, tokens[i].name, may));
+    }
+  }
+
   // top-class-majority: more than half of the jobs' GPUs are in the highest priority class (when
   // the classes have at least two values and the jobs ask for GPUs).
   void TopClassMajority() {
@@ -370,8 +581,10 @@ class Linter {
     }
   }
 
+  const ClusterConfig& config_;
   const ClusterState& state_;
   std::span<const Job> jobs_;
+  std::span<const BareMemory> job_memory_;
   Analysis a_;
   std::map<std::string, std::size_t> queue_index_;
   std::map<std::string, std::size_t> class_index_;
@@ -381,8 +594,8 @@ class Linter {
 }  // namespace
 
 std::vector<LintWarning> Lint(const ClusterConfig& config, const ClusterState& state,
-                              std::span<const Job> jobs) {
-  return Linter(config, state, jobs).Run();
+                              std::span<const Job> jobs, std::span<const BareMemory> job_memory) {
+  return Linter(config, state, jobs, job_memory).Run();
 }
 
 }  // namespace arbiter::config

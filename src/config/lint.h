@@ -25,17 +25,28 @@ inline constexpr const char* kLintPreemptibleJobsWithoutCheckpoints =
 inline constexpr const char* kLintGuaranteesExceedCapacity = "guarantees-exceed-capacity";
 inline constexpr const char* kLintPreemptibleQueueNothingEvicts =
     "preemptible-queue-nothing-evicts";
+inline constexpr const char* kLintAgingOvertakesEvictingClass = "aging-overtakes-evicting-class";
+inline constexpr const char* kLintAgingWithoutMinRuntime = "aging-without-min-runtime";
+inline constexpr const char* kLintMemoryWithoutUnit = "memory-without-unit";
+inline constexpr const char* kLintExampleToken = "example-token";
+// Scenarios only (LintConfiguration, src/scenario/scenario.h).
+inline constexpr const char* kLintCheckpointIntervalIgnored = "checkpoint-interval-ignored";
 
 struct LintWarning {
-  std::string code;     // one of the kLint* codes
-  std::string field;    // e.g. "queues[2]", "priority_classes[1]", "queues", "jobs"
+  std::string code;  // one of the kLint* codes
+  // e.g. "queues[2]", "priority_classes[1]", "queues", "jobs", "scheduler.ordering",
+  // "nodes[0].memory", "jobs[3].gpu_memory", "server.tokens[1]", "workloads[2]"
+  std::string field;
   std::string message;  // what is wrong, why it hurts, what to do
 };
 
 // Checks a loaded configuration (`state` is ClusterState::Create(config.cluster)) and, when
-// `jobs` is not empty, the jobs of a jobs file loaded against `state`. Warnings come in a fixed
-// order: priority classes, queues, quota against capacity, then the jobs.
+// `jobs` is not empty, the jobs of a jobs file loaded against `state`; `job_memory` is the jobs
+// file's memory fields written as bare numbers (LoadJobsFile's `bare_memory`). Warnings come in a
+// fixed order: priority classes, the order's aging, queues, quota against capacity, the memory
+// fields (config.bare_memory, then job_memory), the jobs, then the server's tokens.
 std::vector<LintWarning> Lint(const ClusterConfig& config, const ClusterState& state,
-                              std::span<const Job> jobs = {});
+                              std::span<const Job> jobs = {},
+                              std::span<const BareMemory> job_memory = {});
 
 }  // namespace arbiter::config

@@ -14,6 +14,11 @@ ClusterConfig LoadClusterValue(const Value& root);
 
 // A job template of a simulator workload: a jobs-file entry without name, submit_time,
 // runtime_estimate and replicas (the generator gives those). Names resolve against `state`.
-Job LoadJobTemplate(const Value& item, const ClusterState& state);
+// `bare_memory`, when given, receives its memory fields written as bare numbers (for lint).
+Job LoadJobTemplate(const Value& item, const ClusterState& state,
+                    std::vector<BareMemory>* bare_memory = nullptr);
+
+// A memory size (Value::MiB), noted in `bare` (when given) if written as a bare number.
+std::int64_t MemoryMiB(const Value& v, BareMemory::Kind kind, std::vector<BareMemory>* bare);
 
 }  // namespace arbiter::config::internal

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -216,6 +217,27 @@ Result<Millis> ParseDuration(std::string_view text, std::string_view field) {
     total += *v;
   }
   return total;
+}
+
+std::string DurationText(Millis d) {
+  if (d < 0) return "-" + DurationText(-d);
+  if (d == 0) return "0s";
+  std::string out;
+  constexpr std::array<std::pair<std::string_view, Millis>, 5> kParts = {{
+      {"d", 24 * 3600 * kSecond},
+      {"h", 3600 * kSecond},
+      {"m", 60 * kSecond},
+      {"s", kSecond},
+      {"ms", 1},
+  }};
+  for (const auto& [suffix, unit] : kParts) {
+    if (d >= unit) {
+      out += std::to_string(d / unit);
+      out += suffix;
+      d %= unit;
+    }
+  }
+  return out;
 }
 
 }  // namespace arbiter::config

@@ -155,6 +155,12 @@ std::int64_t Value::MiB() const {
   return *r;
 }
 
+bool Value::BareNumber() const {
+  if (!node_.IsScalar()) return false;
+  const std::string& s = node_.Scalar();
+  return !s.empty() && std::isdigit(static_cast<unsigned char>(s.back())) != 0;
+}
+
 Millis Value::Duration() const {
   Result<Millis> r = ParseDuration(Scalar("a duration"), path_);
   if (!r.ok()) FailWith(r.status());

@@ -67,6 +67,8 @@ class Value {
   MilliGpu Gpus() const;
   MilliCpu Cpu() const;
   std::int64_t MiB() const;
+  // Whether this scalar is a bare number, written without a unit ("512", not "512Gi").
+  bool BareNumber() const;
   Millis Duration() const;
   // One of `names`, returning its index.
   std::size_t Choice(std::initializer_list<std::string_view> names) const;

@@ -203,7 +203,7 @@ class ScenarioLoader {
     if (!cluster.node().IsMap()) cluster.Fail("expected a mapping in the cluster file's format");
     // The cluster on its own first, so that its errors name `cluster`: a configuration's merged
     // cluster can then fail only in the configuration's own fields, and names the configuration.
-    internal::LoadClusterValue(cluster);
+    cluster_bare_memory_ = internal::LoadClusterValue(cluster).bare_memory;
 
     std::vector<Value> workloads;
     if (const Value* w = m.Find("workloads")) workloads = w->Items();
@@ -217,6 +217,7 @@ class ScenarioLoader {
       }
       names.push_back(name);
     }
+    out_.workloads = names;
 
     std::vector<Value> configs;
     if (const Value* c = m.Find("configurations")) configs = c->Items();
@@ -260,6 +261,8 @@ class ScenarioLoader {
     if (!state.ok()) (config ? *config : cluster).FailWith(state.status());
     sc.cluster = std::move(cc.cluster);
     sc.engine = std::move(cc.engine);
+    // The nodes come from `cluster` alone (a configuration cannot change them): their paths.
+    sc.bare_memory = cluster_bare_memory_;
 
     for (const auto& [key, value] : assign) {
       bool known = key == "*";
@@ -267,7 +270,7 @@ class ScenarioLoader {
       if (!known) value.Fail(fmt::format("assign: unknown workload '{}'", key));
       CheckAssign(value, *state);
     }
-    for (const Value& w : workloads) LoadWorkload(w, assign, *state, sc.workload);
+    for (const Value& w : workloads) LoadWorkload(w, assign, *state, sc);
 
     if (const Value* f = root.Find("failures")) {
       Map fm(*f, {"mtbf", "repair"});
@@ -322,8 +325,10 @@ class ScenarioLoader {
   // `required`: the workload is a generator or service, whose jobs all take the template's queue.
   // A trace's template may leave the queue out when the trace's `queues` map gives every job
   // one; `queue_given` says whether it did not.
+  // `bare_memory` receives the template's memory fields written as bare numbers.
   Job Template(const Value& w, const Map& wm, const std::map<std::string, Value>& assign,
-               const ClusterState& state, bool required, bool* queue_given = nullptr) {
+               const ClusterState& state, bool required, std::vector<BareMemory>* bare_memory,
+               bool* queue_given = nullptr) {
     const std::string name = wm.Get("name").String();
     std::vector<std::pair<std::string, YAML::Node>> overrides;
     auto it = assign.find(name);
@@ -360,11 +365,11 @@ class ScenarioLoader {
         if (state.queue(q).children.empty()) {
           YAML::Node any(state.queue(q).spec.name);
           return internal::LoadJobTemplate(merged.WithNode(Merge(merged.node(), {{"queue", any}})),
-                                           state);
+                                           state, bare_memory);
         }
       }
     }
-    return internal::LoadJobTemplate(merged, state);
+    return internal::LoadJobTemplate(merged, state, bare_memory);
   }
 
   static sim::WorkKind Kind(const Value& v) {
@@ -379,7 +384,9 @@ class ScenarioLoader {
   }
 
   void LoadWorkload(const Value& w, const std::map<std::string, Value>& assign,
-                    const ClusterState& state, sim::Workload& out) {
+                    const ClusterState& state, SimConfiguration& sc) {
+    sim::Workload& out = sc.workload;
+    std::vector<BareMemory>* bare = &sc.bare_memory;
     Map m(w, kWorkloadFields);
     const std::string name = m.Get("name").String();
     sim::WorkKind kind = sim::WorkKind::kBatch;
@@ -396,7 +403,7 @@ class ScenarioLoader {
       if (out_.options.horizon <= 0) m.Get("service").Fail("an inference service needs a horizon");
       sim::InferenceService s = LoadService(m.Get("service"));
       s.name = name;
-      s.replica = Template(w, m, assign, state, true);
+      s.replica = Template(w, m, assign, state, true, bare);
       if (s.replica.groups.size() != 1 || s.replica.groups[0].count != 1) {
         m.Get("job").Fail("a replica is one task: give tasks: 1 and no groups");
       }
@@ -410,7 +417,7 @@ class ScenarioLoader {
         if (m.Has(f)) m.Key(f).Fail("not a field of a trace workload (the trace gives it)");
       }
       bool queue_given = false;
-      Job base = Template(w, m, assign, state, false, &queue_given);
+      Job base = Template(w, m, assign, state, false, bare, &queue_given);
       LoadTrace(*t, name, kind, base, queue_given, Assigns(name, assign, "queue"),
                 Assigns(name, assign, "priority_class"), checkpoint_cost, estimate_factor, state,
                 out);
@@ -420,7 +427,7 @@ class ScenarioLoader {
     sim::Generator g;
     g.name = name;
     g.kind = kind;
-    g.job = Template(w, m, assign, state, true);
+    g.job = Template(w, m, assign, state, true, bare);
     g.arrivals = LoadArrivals(m.Get("arrivals"));
     g.work = LoadDist(m.Get("work"), true);
     if (const Value* v = m.Find("gpus")) {
@@ -594,6 +601,7 @@ class ScenarioLoader {
   std::string base_dir_;
   std::optional<std::uint64_t> seed_override_;
   std::map<std::string, std::shared_ptr<trace::Trace>> traces_;
+  std::vector<BareMemory> cluster_bare_memory_;  // of `cluster` alone, for every configuration
   Scenario out_;
 };
 

@@ -12,7 +12,10 @@
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
 #include "arbiter/sim.h"
+#include "arbiter/state.h"
 #include "arbiter/status.h"
+#include "config/config.h"
+#include "config/lint.h"
 
 namespace arbiter::config {
 
@@ -23,6 +26,9 @@ struct SimConfiguration {
   ClusterSpec cluster;
   EngineOptions engine;
   sim::Workload workload;
+  // The memory fields of the cluster's nodes and of the workloads' job templates written as bare
+  // numbers (for lint).
+  std::vector<BareMemory> bare_memory;
 };
 
 struct Scenario {
@@ -31,6 +37,7 @@ struct Scenario {
   std::uint64_t seed = 1;
   sim::SimOptions options;
   std::vector<SimConfiguration> configurations;
+  std::vector<std::string> workloads;  // the workloads' names, in file order
   // Trace rows skipped (with `skip_bad_rows: true`), each `FILE:LINE: problem`.
   std::vector<std::string> skipped_rows;
 };
@@ -42,5 +49,13 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
 Result<Scenario> ParseScenario(std::string_view yaml, const std::string& file_name,
                                const std::string& base_dir,
                                std::optional<std::uint64_t> seed = std::nullopt);
+
+// Lints one configuration of a scenario (docs/configuration.md, "Lint"; `state` is
+// ClusterState::Create(c.cluster)): Lint of its cluster, scheduler and the jobs of its workload as
+// the simulator runs them (an inference service counted with the replicas its base request rate
+// asks for; a job that runs as batch or inference work without checkpoint_interval, which the
+// simulator ignores there), then what only a workload tells (that ignored checkpoint_interval).
+std::vector<LintWarning> LintConfiguration(const Scenario& scenario, const SimConfiguration& c,
+                                           const ClusterState& state);
 
 }  // namespace arbiter::config

@@ -197,6 +197,16 @@ TEST(ConfigQuantity, CompoundDuration) {
   EXPECT_TRUE(HasSubstr(ParseDuration("-1d2h", "t").status().message(), "must not be negative"));
 }
 
+TEST(ConfigQuantity, DurationTextReadsBack) {
+  EXPECT_EQ(DurationText(0), "0s");
+  EXPECT_EQ(DurationText(604'800'000), "7d");
+  EXPECT_EQ(DurationText(90'000), "1m30s");
+  EXPECT_EQ(DurationText(1'500), "1s500ms");
+  EXPECT_EQ(DurationText(302'400'000), "3d12h");
+  for (Millis d : {Millis{1}, Millis{999}, Millis{61'001}, Millis{93'784'005}, Millis{604'800'000}})
+    EXPECT_EQ(Duration(DurationText(d)), d) << DurationText(d);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The example files.
 
