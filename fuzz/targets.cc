@@ -19,6 +19,7 @@
 #include "arbiter/trace.h"
 #include "config/config.h"
 #include "config/limits.h"
+#include "config/snapshot.h"
 #include "scenario/scenario.h"
 #include "server/agent_wire.h"
 #include "store/binary.h"
@@ -207,6 +208,19 @@ void FuzzQuota(const std::uint8_t* data, std::size_t size) {
   (void)ClusterState::Create(changed);
 }
 
+void FuzzSnapshotYaml(const std::uint8_t* data, std::size_t size) {
+  Result<config::LoadedSnapshot> loaded = config::ParseSnapshot(Text(data, size), "now.yaml");
+  if (!loaded.ok()) return;
+  FuzzCheck(loaded->state.CheckInvariants().ok(), "a snapshot's state keeps its invariants");
+  const std::string text = config::WriteSnapshot(loaded->snapshot);
+  Result<config::LoadedSnapshot> again = config::ParseSnapshot(text, "again.yaml");
+  FuzzCheck(again.ok(), "a snapshot written again loads");
+  FuzzCheck(config::WriteSnapshot(again->snapshot) == text, "a snapshot writes to one text");
+  FuzzCheck(again->state.running().size() == loaded->state.running().size() &&
+                again->pending.size() == loaded->pending.size(),
+            "a snapshot written again has the same jobs");
+}
+
 void FuzzClusterYaml(const std::uint8_t* data, std::size_t size) {
   Result<config::ClusterConfig> config = config::ParseCluster(Text(data, size), "cluster.yaml");
   if (!config.ok()) return;
@@ -343,6 +357,7 @@ FuzzFunction FindTarget(std::string_view name) {
       {"cluster_yaml", FuzzClusterYaml},
       {"jobs_yaml", FuzzJobsYaml},
       {"scenario_yaml", FuzzScenarioYaml},
+      {"snapshot_yaml", FuzzSnapshotYaml},
       {"trace_philly", FuzzTracePhilly},
       {"trace_tiresias", FuzzTraceTiresias},
       {"trace_openb", FuzzTraceOpenb},

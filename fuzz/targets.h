@@ -27,6 +27,9 @@ void FuzzClusterYaml(const std::uint8_t* data, std::size_t size);
 // A jobs file against a small cluster (config::ParseJobs), and as `submit -f` reads it
 // (config::ParseJobSpecs).
 void FuzzJobsYaml(const std::uint8_t* data, std::size_t size);
+// A cluster snapshot (config::ParseSnapshot, which builds its state); what loads writes again
+// (config::WriteSnapshot) to a text that loads to the same snapshot and writes the same text.
+void FuzzSnapshotYaml(const std::uint8_t* data, std::size_t size);
 // A simulator scenario (config::ParseScenario), trace files relative to a folder that does not
 // exist.
 void FuzzScenarioYaml(const std::uint8_t* data, std::size_t size);

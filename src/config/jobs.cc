@@ -213,8 +213,10 @@ store::AffinitySpec ReadAffinity(const Value& value, const std::string& path, Jo
   return a;
 }
 
-// Reads the fields of `m` into `entry.spec` (and `entry.replicas`).
-void ReadJob(const Map& m, JobEntry& entry) {
+// Reads the fields of `m` into `entry.spec` (and `entry.replicas`). `read_time`, when given, reads
+// `submit_time` (a snapshot's times); else it is a duration.
+void ReadJob(const Map& m, JobEntry& entry,
+             const std::function<Millis(const Value&)>& read_time = nullptr) {
   store::JobSpec& s = entry.spec;
   auto text = [&](std::string_view field, std::string& out) {
     if (const Value* v = m.Find(field)) {
@@ -232,7 +234,12 @@ void ReadJob(const Map& m, JobEntry& entry) {
   text("user", s.user);
   text("queue", s.queue);
   text("priority_class", s.priority_class);
-  duration("submit_time", s.submit_time);
+  if (const Value* v = m.Find("submit_time"); v != nullptr && read_time) {
+    s.submit_time = read_time(*v);
+    entry.Mark("submit_time_ms", *v);
+  } else {
+    duration("submit_time", s.submit_time);
+  }
   duration("runtime_estimate", s.runtime_estimate);
   duration("checkpoint_interval", s.checkpoint_interval);
   duration("restart_overhead", s.restart_overhead);
@@ -372,6 +379,23 @@ Job LoadJobTemplate(const Value& item, const ClusterState& state,
   return job;
 }
 }  // namespace internal
+
+Job internal::LoadJobEntry(const Value& item, std::span<const std::string_view> extra,
+                           const std::function<Millis(const Value&)>& read_time,
+                           const ClusterState& state, JobId id, store::JobSpec& spec) {
+  std::vector<std::string_view> fields;
+  for (std::string_view f : kJobFields) {
+    if (f != "replicas") fields.push_back(f);
+  }
+  fields.insert(fields.end(), extra.begin(), extra.end());
+  Map m(item, fields);
+  JobEntry entry(item);
+  ReadJob(m, entry, read_time);
+  entry.Validate();
+  Job job = entry.Resolve(id, state);
+  spec = std::move(entry.spec);
+  return job;
+}
 
 Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& file_name,
                                    const ClusterState& state, JobId first_id,

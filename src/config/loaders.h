@@ -2,8 +2,13 @@
 // simulator's scenarios embed a cluster and job templates).
 #pragma once
 
+#include <functional>
+#include <span>
+#include <string_view>
+
 #include "arbiter/model.h"
 #include "arbiter/state.h"
+#include "arbiter/store.h"
 #include "config/config.h"
 #include "config/reader.h"
 
@@ -20,5 +25,12 @@ Job LoadJobTemplate(const Value& item, const ClusterState& state,
 
 // A memory size (Value::MiB), noted in `bare` (when given) if written as a bare number.
 std::int64_t MemoryMiB(const Value& v, BareMemory::Kind kind, std::vector<BareMemory>* bare);
+
+// A job entry of another document (a snapshot's jobs): a jobs-file entry without `replicas`, whose
+// `submit_time` is read by `read_time`, with the fields `extra` allowed besides (the caller reads
+// them). Checked and resolved as a jobs file's job, with id `id`; `spec` gets the spec as read.
+Job LoadJobEntry(const Value& item, std::span<const std::string_view> extra,
+                 const std::function<Millis(const Value&)>& read_time, const ClusterState& state,
+                 JobId id, store::JobSpec& spec);
 
 }  // namespace arbiter::config::internal
