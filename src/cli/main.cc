@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
+#include "config/snapshot.h"
 #include "crypto/crypto.h"
 #include "server/server.h"
 #include "store/copy_store.h"
@@ -84,11 +86,25 @@ void PrintClusterSummary(const ClusterState& state) {
   fmt::print("\n");
 }
 
+// How the cycle's moments print: seconds from the epoch of the files (`t=90s`), or a snapshot's
+// calendar time.
+struct Clock {
+  bool calendar = false;
+  std::string At(Millis t) const {
+    return calendar ? config::FormatSnapshotTime(t, true)
+                    : fmt::format("t={}s", t / kMillisPerSecond);
+  }
+  std::string Column(Millis t) const {
+    return calendar ? config::FormatSnapshotTime(t, true)
+                    : fmt::format("{}s", t / kMillisPerSecond);
+  }
+};
+
 // `victims`: the names of the jobs the plan evicts, taken before it was applied.
 void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
-                   const std::map<JobId, std::string>& victims) {
-  fmt::print("cycle at t={}s: {} pending, {} placed, {} not placed\n\n",
-             plan.now / kMillisPerSecond, jobs.size(), plan.binds.size(), plan.unplaced.size());
+                   const std::map<JobId, std::string>& victims, const Clock& clock) {
+  fmt::print("cycle at {}: {} pending, {} placed, {} not placed\n\n", clock.At(plan.now),
+             jobs.size(), plan.binds.size(), plan.unplaced.size());
   if (!plan.binds.empty()) {
     fmt::print("PLACED (in scheduling order)\n");
     fmt::print("  {:<24} {:<12} {:<6} {:>6} {:<10} {}\n", "JOB", "QUEUE", "CLASS", "GPUS", "TYPE",
@@ -115,10 +131,9 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       for (const Job& j : jobs) {
         if (j.id == e.preemptor) preemptor = j.name;
       }
-      fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>7}s {:>10.2f}\n",
+      fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>8} {:>10.2f}\n",
                  victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
-                 EvictionKindName(e.kind), e.signal, e.stop_at / kMillisPerSecond,
-                 e.lost_gpu_hours);
+                 EvictionKindName(e.kind), e.signal, clock.Column(e.stop_at), e.lost_gpu_hours);
     }
     fmt::print("\n");
   }
@@ -203,13 +218,81 @@ std::optional<Loaded> LoadCluster(const std::string& path) {
   return loaded;
 }
 
+// A running job as it was before the cycle: what explain says of it.
+struct RunningBefore {
+  JobId id = 0;
+  Job job;
+  Millis start_time = 0;
+  Millis last_checkpoint = 0;
+  std::size_t evictions = 0;
+  std::string where;
+};
+
+std::vector<RunningBefore> RunningJobs(const ClusterState& state) {
+  std::vector<RunningBefore> out;
+  for (const auto& [id, r] : state.running()) {
+    RunningBefore b{id, r.job, r.start_time, r.last_checkpoint, state.EvictionTimes(id).size(), {}};
+    for (const TaskAllocation& t : r.allocation.tasks)
+      b.where += (b.where.empty() ? "" : " ") + state.Describe(t);
+    out.push_back(std::move(b));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RunningBefore& a, const RunningBefore& b) { return a.id < b.id; });
+  return out;
+}
+
 // Why one job is where it is after the cycle: its placement, its evictions and start, or its
-// reason (with its reservation) when it was not placed.
+// reason (with its reservation) when it was not placed; a job that was running: where, since
+// when, and whether the cycle evicts it. `name` is a job's name, or its id.
 int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
-                 const std::map<JobId, std::string>& victims, const std::string& name) {
+                 const std::map<JobId, std::string>& victims, const std::string& name,
+                 const std::vector<RunningBefore>& running, const Clock& clock) {
   const Job* job = nullptr;
   for (const Job& j : jobs) {
     if (j.name == name) job = &j;
+  }
+  const RunningBefore* was_running = nullptr;
+  for (const RunningBefore& r : running) {
+    if (!job && !was_running && r.job.name == name) was_running = &r;
+  }
+  if (!job && !was_running && !name.empty() &&
+      std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    for (const Job& j : jobs) {
+      if (std::to_string(j.id) == name) job = &j;
+    }
+    for (const RunningBefore& r : running) {
+      if (!job && std::to_string(r.id) == name) was_running = &r;
+    }
+  }
+  if (was_running) {
+    const RunningBefore& r = *was_running;
+    fmt::print("job {} (queue {}, class {}, {} GPUs) at {}:\n", r.job.name,
+               state.queue(r.job.queue).spec.name, state.priority_class(r.job.priority_class).name,
+               Gpus(r.job.total_gpu().value()), clock.At(plan.now));
+    fmt::print("  running since {} on {}\n", clock.At(r.start_time), r.where);
+    if (r.last_checkpoint > r.start_time)
+      fmt::print("  last checkpoint at {}\n", clock.At(r.last_checkpoint));
+    if (r.evictions > 0)
+      fmt::print("  evicted {} time{} before\n", r.evictions, r.evictions == 1 ? "" : "s");
+    if (r.job.runtime_estimate > 0) {
+      const Millis end = r.start_time + r.job.runtime_estimate;
+      fmt::print("  {} {} by its runtime estimate\n",
+                 end > plan.now ? "expected to end at" : "past its end at", clock.At(end));
+    }
+    for (const Eviction& e : plan.evictions) {
+      if (e.job != r.id) continue;
+      std::string preemptor = std::to_string(e.preemptor);
+      for (const Job& j : jobs) {
+        if (j.id == e.preemptor) preemptor = j.name;
+      }
+      fmt::print(
+          "  evicted by this cycle for {} ({}): {} now, stopped at {}, losing {:.2f} "
+          "GPU-hours\n",
+          preemptor, EvictionKindName(e.kind), e.signal, clock.At(e.stop_at), e.lost_gpu_hours);
+      return 0;
+    }
+    fmt::print("  this cycle leaves it running\n");
+    return 0;
   }
   if (!job) {
     std::string known;
@@ -218,9 +301,9 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
                jobs.size() > 20 ? ", ..." : "");
     return 1;
   }
-  fmt::print("job {} (queue {}, class {}, {} GPUs) at t={}s:\n", job->name,
+  fmt::print("job {} (queue {}, class {}, {} GPUs) at {}:\n", job->name,
              state.queue(job->queue).spec.name, state.priority_class(job->priority_class).name,
-             Gpus(job->total_gpu().value()), plan.now / kMillisPerSecond);
+             Gpus(job->total_gpu().value()), clock.At(plan.now));
   for (const Bind& b : plan.binds) {
     if (b.job != job->id) continue;
     std::string tasks;
@@ -232,17 +315,49 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
     for (const Eviction& e : plan.evictions) {
       if (e.preemptor != job->id) continue;
       auto v = victims.find(e.job);
-      fmt::print("  preempting {} ({}): {} now, stopped at t={}s, losing {:.2f} GPU-hours\n",
+      fmt::print("  preempting {} ({}): {} now, stopped at {}, losing {:.2f} GPU-hours\n",
                  v != victims.end() ? v->second : std::to_string(e.job), EvictionKindName(e.kind),
-                 e.signal, e.stop_at / kMillisPerSecond, e.lost_gpu_hours);
+                 e.signal, clock.At(e.stop_at), e.lost_gpu_hours);
     }
     if (b.start_after > plan.now)
-      fmt::print("  starts at t={}s, when its last victim has stopped\n",
-                 b.start_after / kMillisPerSecond);
+      fmt::print("  starts at {}, when its last victim has stopped\n", clock.At(b.start_after));
     return 0;
   }
   for (const Unplaced& u : plan.unplaced) {
     if (u.job == job->id) fmt::print("  pending: {}\n", u.reason.Describe());
+  }
+  return 0;
+}
+
+// One cycle over `state` and `jobs` at `now`, applied and checked; prints the plan, or explains
+// the job named `explain`.
+int RunCycle(const config::ClusterConfig& config, ClusterState& state, const std::vector<Job>& jobs,
+             Millis now, bool json, const std::string& explain, const Clock& clock) {
+  EngineOptions options = config.engine;
+  options.clock_micros = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  Engine engine(options);
+  const std::vector<RunningBefore> running = RunningJobs(state);
+  Plan plan = engine.Schedule(state, jobs, now);
+  std::map<JobId, std::string> victims;
+  for (const Eviction& e : plan.evictions) victims[e.job] = state.FindRunning(e.job)->job.name;
+  if (Status st = state.Apply(plan, jobs); !st.ok()) {
+    fmt::print(stderr, "internal error: the plan does not apply: {}\n", st.message());
+    return 3;
+  }
+  if (Status st = state.CheckInvariants(); !st.ok()) {
+    fmt::print(stderr, "internal error: {}\n", st.message());
+    return 3;
+  }
+  if (!explain.empty()) return PrintExplain(state, jobs, plan, victims, explain, running, clock);
+  if (json) {
+    PrintPlanJson(state, jobs, plan);
+  } else {
+    PrintClusterSummary(state);
+    PrintPlanText(state, jobs, plan, victims, clock);
   }
   return 0;
 }
@@ -268,32 +383,39 @@ int RunPlan(const std::string& cluster_path, const std::string& jobs_path,
   } else {
     for (const Job& j : *jobs) now = std::max(now, j.submit_time);
   }
-  EngineOptions options = loaded->config.engine;
-  options.clock_micros = [] {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  Engine engine(options);
-  Plan plan = engine.Schedule(state, *jobs, now);
-  std::map<JobId, std::string> victims;
-  for (const Eviction& e : plan.evictions) victims[e.job] = state.FindRunning(e.job)->job.name;
-  if (Status st = state.Apply(plan, *jobs); !st.ok()) {
-    fmt::print(stderr, "internal error: the plan does not apply: {}\n", st.message());
-    return 3;
+  return RunCycle(loaded->config, state, *jobs, now, json, explain, Clock{});
+}
+
+// `plan --snapshot` and `explain --snapshot`: one cycle on the state a snapshot was taken from,
+// at its taken_at, or at `now_text`: a time as the snapshot writes them, or `+DURATION` after
+// taken_at.
+int RunPlanSnapshot(const std::string& path, const std::string& now_text, bool json,
+                    const std::string& explain = "") {
+  Result<config::LoadedSnapshot> loaded = config::LoadSnapshotFile(path);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "error: {}\n", loaded.status().message());
+    return 1;
   }
-  if (Status st = state.CheckInvariants(); !st.ok()) {
-    fmt::print(stderr, "internal error: {}\n", st.message());
-    return 3;
+  const config::Snapshot& snapshot = loaded->snapshot;
+  Millis now = snapshot.taken_at;
+  if (!now_text.empty()) {
+    Result<Millis> parsed =
+        now_text.front() == '+'
+            ? config::ParseDuration(std::string_view(now_text).substr(1), "--now")
+            : config::ParseSnapshotTime(now_text, "--now");
+    if (!parsed.ok()) {
+      fmt::print(stderr, "error: {}\n", parsed.status().message());
+      return 2;
+    }
+    now = now_text.front() == '+' ? snapshot.taken_at + *parsed : *parsed;
   }
-  if (!explain.empty()) return PrintExplain(state, *jobs, plan, victims, explain);
-  if (json) {
-    PrintPlanJson(state, *jobs, plan);
-  } else {
-    PrintClusterSummary(state);
-    PrintPlanText(state, *jobs, plan, victims);
+  if (now < snapshot.taken_at) {
+    fmt::print(stderr, "error: --now: before the snapshot was taken ({})\n",
+               config::FormatSnapshotTime(snapshot.taken_at, snapshot.calendar));
+    return 2;
   }
-  return 0;
+  return RunCycle(snapshot.config, loaded->state, loaded->pending, now, json, explain,
+                  Clock{snapshot.calendar});
 }
 
 // Loads the files (exit 1 when one is invalid), prints a summary and the lint warnings
@@ -331,19 +453,26 @@ int main(int argc, char** argv) {
   CLI::App app{"arbiter: a GPU-cluster job scheduler"};
   app.require_subcommand(1);
 
-  std::string cluster, jobs, now;
+  std::string cluster, jobs, now, plan_snapshot;
   bool json = false;
   CLI::App* plan = app.add_subcommand(
       "plan", "Run one scheduling cycle over a cluster and its pending jobs; print the plan");
-  plan->add_option("--config", cluster, "Cluster configuration (YAML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  plan->add_option("--jobs", jobs, "Pending jobs (YAML)")->required()->check(CLI::ExistingFile);
+  CLI::Option* plan_config = plan->add_option("--config", cluster, "Cluster configuration (YAML)")
+                                 ->check(CLI::ExistingFile);
+  CLI::Option* plan_jobs =
+      plan->add_option("--jobs", jobs, "Pending jobs (YAML)")->check(CLI::ExistingFile);
+  plan->add_option("--snapshot", plan_snapshot,
+                   "A cluster snapshot (arbiter snapshot; docs/snapshot.md) instead of --config "
+                   "and --jobs")
+      ->check(CLI::ExistingFile)
+      ->excludes(plan_config)
+      ->excludes(plan_jobs);
   plan->add_option("--now", now,
-                   "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+                   "Time of the cycle (e.g. 90s, 2h); default: the latest submit time (with "
+                   "--snapshot: its taken_at; a time as it writes them, or +DURATION after it)");
   plan->add_flag("--json", json, "Print the plan as JSON");
 
-  std::string explain_cluster, explain_jobs, explain_now, explain_job;
+  std::string explain_cluster, explain_jobs, explain_now, explain_job, explain_snapshot;
   arbiter::cli::ExplainSimArgs explain_sim;
   std::uint64_t explain_seed = 0;
   CLI::App* explain = app.add_subcommand(
@@ -359,13 +488,23 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   CLI::Option* explain_jobs_option =
       explain->add_option("--jobs", explain_jobs, "Pending jobs (YAML)")->check(CLI::ExistingFile);
+  CLI::Option* explain_snapshot_option =
+      explain
+          ->add_option("--snapshot", explain_snapshot,
+                       "A cluster snapshot (arbiter snapshot; docs/snapshot.md): JOB is a pending "
+                       "or running job's name (or id) there")
+          ->check(CLI::ExistingFile)
+          ->excludes(explain_config)
+          ->excludes(explain_jobs_option);
   explain->add_option("--now", explain_now,
-                      "Time of the cycle (e.g. 90s, 2h); default: the latest submit time");
+                      "Time of the cycle (e.g. 90s, 2h); default: the latest submit time (with "
+                      "--snapshot: its taken_at, a time as it writes them, or +DURATION after it)");
   CLI::Option* explain_scenario =
       explain->add_option("--scenario", explain_sim.scenario, "Simulator scenario (YAML)")
           ->check(CLI::ExistingFile)
           ->excludes(explain_config)
-          ->excludes(explain_jobs_option);
+          ->excludes(explain_jobs_option)
+          ->excludes(explain_snapshot_option);
   explain->add_option("--at", explain_sim.at, "With --scenario: the moment (e.g. 1d10h)");
   explain->add_option("--run", explain_sim.run,
                       "With --scenario: the configuration (default: the first)");
@@ -594,7 +733,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (std::optional<int> status = arbiter::cli::RunClientCommand(client)) return *status;
-  if (*plan) return arbiter::cli::RunPlan(cluster, jobs, now, json);
+  if (*plan) {
+    if (!plan_snapshot.empty()) return arbiter::cli::RunPlanSnapshot(plan_snapshot, now, json);
+    if (cluster.empty() || jobs.empty()) {
+      fmt::print(stderr, "error: plan needs --config and --jobs, or --snapshot\n");
+      return 2;
+    }
+    return arbiter::cli::RunPlan(cluster, jobs, now, json);
+  }
   if (*lint) {
     if (!lint_scenario.empty()) {
       if (!lint_jobs.empty()) {
@@ -620,14 +766,17 @@ int main(int argc, char** argv) {
       explain_sim.job = explain_job;
       return arbiter::cli::RunExplainSim(explain_sim);
     }
+    if (!explain_snapshot.empty()) {
+      return arbiter::cli::RunPlanSnapshot(explain_snapshot, explain_now, false, explain_job);
+    }
     if (explain_cluster.empty() && explain_jobs.empty()) {
       // A job of the running server, by id.
       return arbiter::cli::RunExplainServer(client, explain_job);
     }
     if (explain_cluster.empty() || explain_jobs.empty()) {
       fmt::print(stderr,
-                 "error: explain needs --config and --jobs, --scenario and --at, or "
-                 "neither (a job of the server, by id)\n");
+                 "error: explain needs --config and --jobs, --snapshot, --scenario and --at, "
+                 "or none of them (a job of the server, by id)\n");
       return 2;
     }
     return arbiter::cli::RunPlan(explain_cluster, explain_jobs, explain_now, false, explain_job);
