@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,8 @@ struct ClientOptions {
   // job ids, node, reason
   std::vector<std::string> ids;
   std::string node, reason;
+  // snapshot
+  std::string output;
 };
 
 namespace {
@@ -721,6 +724,52 @@ int Logs(const ClientOptions& o) {
   return 0;
 }
 
+// `arbiter snapshot [-o FILE]`: the whole cluster at this moment, as the server sees it (admin;
+// docs/snapshot.md), to FILE or standard output.
+int Snapshot(const ClientOptions& o) {
+  const Connection c = Connect(o);
+  HttpRequest request;
+  request.method = "GET";
+  request.path = "/v1/admin/snapshot";
+  request.connect_timeout = std::chrono::seconds(5);
+  request.read_timeout = std::chrono::seconds(120);
+  const HttpAnswer res = Send(c, std::move(request));
+  if (res.status == 0) {
+    fmt::print(stderr, "error: {}\n", Unreachable(c, res.error));
+    return 1;
+  }
+  if (res.status != 200) {
+    Result<Json> json = store::ParseJson(res.body);
+    std::string message = res.body;
+    if (json.ok() && json->contains("error") && (*json)["error"].is_object())
+      message = (*json)["error"].value("message", "");
+    fmt::print(stderr, "error: {} (HTTP {})\n", limits::Printable(message), res.status);
+    return 1;
+  }
+  if (o.output.empty() || o.output == "-") {
+    std::fwrite(res.body.data(), 1, res.body.size(), stdout);
+    return 0;
+  }
+  // Written beside the file and renamed over it: a reader never sees half a snapshot.
+  const std::string partial = o.output + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(res.body.data(), static_cast<std::streamsize>(res.body.size()));
+    out.close();
+    if (!out) {
+      fmt::print(stderr, "error: -o: cannot write {}: {}\n", partial, std::strerror(errno));
+      return 1;
+    }
+  }
+  if (std::rename(partial.c_str(), o.output.c_str()) != 0) {
+    fmt::print(stderr, "error: -o: cannot write {}: {}\n", o.output, std::strerror(errno));
+    std::remove(partial.c_str());
+    return 1;
+  }
+  fmt::print(stderr, "snapshot written to {} ({} bytes)\n", o.output, res.body.size());
+  return 0;
+}
+
 void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
   cmd->add_option("--server", o.server,
                   "Server address, or several separated by commas (servers sharing one store: "
@@ -744,7 +793,7 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
 
 bool IsClientCommand(std::string_view name) {
   for (std::string_view command : {"submit", "jobs", "job", "cancel", "hold", "release", "logs",
-                                   "queues", "nodes", "cordon", "uncordon", "drain"}) {
+                                   "queues", "nodes", "cordon", "uncordon", "drain", "snapshot"}) {
     if (name == command) return true;
   }
   return false;
@@ -836,6 +885,15 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     CLI::App* cmd = add(name, help, run);
     cmd->add_option("NODE", o.node, "Node name")->required();
     cmd->add_option("--reason", o.reason, "Why (recorded with the event)");
+  }
+  if (wanted("snapshot")) {
+    CLI::App* snapshot = app.add_subcommand(
+        "snapshot",
+        "Write the whole cluster as the server sees it now: nodes, running and pending jobs, "
+        "queue usage (admin; docs/snapshot.md)");
+    AddConnection(snapshot, o, false);
+    snapshot->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
+    out.commands.emplace_back(snapshot, &Snapshot);
   }
   if (explain != nullptr) AddConnection(explain, o, true);
   return out;

@@ -129,6 +129,11 @@ class Core {
   // Where a task's log is: the node, its agent's log server and the path there.
   Answer LogSource(JobId id, std::uint32_t rank);
 
+  // ---- Snapshots ----
+  // The whole cluster at this moment under one lock (admin; docs/snapshot.md): its YAML text, as
+  // a JSON string.
+  Answer Snapshot(const Caller& caller);
+
   // ---- Events and metrics ----
   // The events after `cursor`, at most `limit`, serialized (shared with every other reader):
   // from the feed's window, else from the store.

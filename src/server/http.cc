@@ -552,6 +552,17 @@ class Api {
            return c.SetNodeState(who, req.matches[0], state, reason);
          });
 
+    // The whole cluster as YAML (docs/snapshot.md), for `arbiter snapshot`.
+    Async("GET", "/v1/admin/snapshot",
+          [](Core& c, const Caller& who, HttpRequest&, const HttpExchangePtr& ex) {
+            Answer answer = c.Snapshot(who);
+            if (!answer.ok()) return Send(ex, answer);
+            HttpResponse r;
+            r.content_type = "application/yaml; charset=utf-8";
+            r.body = answer.body.get<std::string>();
+            ex->Respond(std::move(r));
+          });
+
     // Node agents (docs/api.md, "Node agents").
     Sync(
         "POST", "/v1/nodes/*/register",
