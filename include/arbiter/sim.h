@@ -33,6 +33,21 @@ struct SimJob {
   std::string workload;        // the generator or trace it came from
   Millis work = 0;             // running time to complete, without checkpoints and restarts
   Millis checkpoint_cost = 0;  // time one checkpoint takes, without progress
+  // When it was evicted before the simulation started (a scenario that starts from a snapshot),
+  // oldest first: the engine's guards (eviction budget, cooldown) count them.
+  std::vector<Millis> evictions;
+};
+
+// A job already running when the simulation starts (a scenario that starts from a snapshot). It
+// is bound at time 0 on `allocation` through ClusterState::Bind, as started at `start_time` (at or
+// before 0), and it continues from there: `job.work` is all of its work, the part done before 0
+// included; its progress since its last checkpoint (`last_checkpoint`, else its start) is lost if
+// it is evicted.
+struct InitialRun {
+  SimJob job;
+  Allocation allocation;
+  Millis start_time = 0;
+  std::optional<Millis> last_checkpoint;
 };
 
 // Request rate of an inference service in requests per second:
@@ -78,6 +93,11 @@ struct Workload {
   std::vector<SimJob> jobs;  // in any order; each starts pending at job.submit_time
   std::vector<InferenceService> services;
   std::vector<NodeOutage> outages;
+  // Running at time 0, before any event (a scenario that starts from a snapshot).
+  std::vector<InitialRun> initial_running;
+  // Each queue's decayed recent usage at time 0, by QueueId (the fair share's history); empty:
+  // none.
+  std::vector<double> initial_usage;
 };
 
 struct SimOptions {

@@ -19,8 +19,10 @@
 #include "arbiter/state.h"
 #include "arbiter/trace.h"
 #include "arbiter/workload.h"
+#include "arbiter/store.h"
 #include "config/loaders.h"
 #include "config/reader.h"
+#include "config/snapshot.h"
 
 namespace arbiter::config {
 namespace {
@@ -180,7 +182,7 @@ class ScenarioLoader {
 
   Scenario Load(const Value& root) {
     Map m(root, {"name", "description", "seed", "horizon", "cycle", "sample_interval", "cluster",
-                 "failures", "outages", "workloads", "configurations"});
+                 "start", "failures", "outages", "workloads", "configurations"});
     out_.name = m.Get("name").NonEmptyString();
     if (const Value* v = m.Find("description")) out_.description = v->String();
     if (const Value* v = m.Find("seed"))
@@ -199,7 +201,8 @@ class ScenarioLoader {
       out_.options.sample_interval = v->Duration();
       if (out_.options.sample_interval <= 0) v->Fail("must be above 0");
     }
-    const Value& cluster = m.Get("cluster");
+    if (const Value* start = m.Find("start")) LoadStart(*start, m);
+    const Value cluster = snapshot_ ? *snapshot_cluster_ : m.Get("cluster");
     if (!cluster.node().IsMap()) cluster.Fail("expected a mapping in the cluster file's format");
     // The cluster on its own first, so that its errors name `cluster`: a configuration's merged
     // cluster can then fail only in the configuration's own fields, and names the configuration.
@@ -207,7 +210,9 @@ class ScenarioLoader {
 
     std::vector<Value> workloads;
     if (const Value* w = m.Find("workloads")) workloads = w->Items();
-    if (workloads.empty()) root.Fail("missing required field 'workloads' (list at least one)");
+    if (workloads.empty() && !snapshot_) {
+      root.Fail("missing required field 'workloads' (list at least one)");
+    }
     std::vector<std::string> names;
     for (const Value& w : workloads) {
       Map wm(w, kWorkloadFields);
@@ -238,6 +243,83 @@ class ScenarioLoader {
   }
 
  private:
+  // `start: {snapshot: FILE}`: the run starts from a cluster snapshot (docs/snapshot.md), whose
+  // cluster is the scenario's.
+  void LoadStart(const Value& start, const Map& root) {
+    Map m(start, {"snapshot"});
+    const Value& file = m.Get("snapshot");
+    if (root.Has("cluster")) {
+      root.Key("cluster").Fail("the cluster is the snapshot's (start.snapshot): leave it out");
+    }
+    std::filesystem::path path(file.NonEmptyString());
+    if (path.is_relative()) path = std::filesystem::path(base_dir_) / path;
+    snapshot_file_ = path.string();
+    Result<std::string> text = internal::ReadFile(snapshot_file_);
+    if (!text.ok()) file.Fail(text.status().message());
+    Result<LoadedSnapshot> loaded = ParseSnapshot(*text, snapshot_file_);
+    if (!loaded.ok()) file.Fail(loaded.status().message());
+    snapshot_.emplace(std::move(loaded->snapshot));
+    // The snapshot's cluster sections, read again by each configuration (which may replace its
+    // queues, classes and scheduler) with their positions in the snapshot's file.
+    const YAML::Node document = YAML::Load(*text);
+    YAML::Node cluster(YAML::NodeType::Map);
+    for (const char* key : {"topology", "scheduler", "priority_classes", "queues", "nodes"}) {
+      if (document[key]) cluster[key] = document[key];
+    }
+    snapshot_cluster_.emplace(&snapshot_file_, cluster, "", YAML::Mark());
+    snapshot_at_.emplace(file);
+  }
+
+  // The snapshot's jobs in a configuration: its running jobs run at time 0 where they ran, its
+  // pending jobs (held ones left out) and the jobs being evicted are pending at 0, every time
+  // made relative to when it was taken (submit times before 0 keep the jobs' ages). Work: the
+  // runtime estimate (else the scheduler's backfill.default_runtime); a running job past it has
+  // backfill.overrun_grace left, as the engine assumes.
+  void AddSnapshotJobs(const Value& at, const ClusterState& state, const EngineOptions& engine,
+                       sim::Workload& out) {
+    const Snapshot& snap = *snapshot_;
+    const Millis t0 = snap.taken_at;
+    auto job_of = [&](const SnapshotJob& j, const char* section) {
+      Result<Job> job = store::ToJob(0, j.spec, state);
+      if (!job.ok()) {
+        at.Fail(fmt::format("{} job '{}' (id {}) of the snapshot: {}", section, j.spec.name, j.id,
+                            job.status().message()));
+      }
+      sim::SimJob sj;
+      sj.job = std::move(job).value();
+      sj.job.submit_time -= t0;
+      sj.kind = sj.job.checkpoint_interval > 0 ? sim::WorkKind::kTraining : sim::WorkKind::kBatch;
+      sj.workload = "snapshot";
+      sj.work =
+          sj.job.runtime_estimate > 0 ? sj.job.runtime_estimate : engine.backfill.default_runtime;
+      for (Millis e : j.evictions) sj.evictions.push_back(e - t0);
+      return sj;
+    };
+    for (const SnapshotJob& j : snap.running) {
+      sim::InitialRun run;
+      run.job = job_of(j, "running");
+      Result<Allocation> allocation = store::ToAllocation(j.allocation, state);
+      if (!allocation.ok()) {
+        at.Fail(fmt::format("running job '{}' (id {}) of the snapshot: {}", j.spec.name, j.id,
+                            allocation.status().message()));
+      }
+      run.allocation = std::move(allocation).value();
+      run.start_time = j.start_time - t0;
+      if (j.last_checkpoint >= 0) run.last_checkpoint = j.last_checkpoint - t0;
+      const Millis elapsed = std::max<Millis>(0, -run.start_time);
+      if (run.job.work <= elapsed) run.job.work = elapsed + engine.backfill.overrun_grace;
+      out.initial_running.push_back(std::move(run));
+    }
+    for (const SnapshotJob& j : snap.pending) {
+      if (!j.held) out.jobs.push_back(job_of(j, "pending"));
+    }
+    for (const SnapshotJob& j : snap.stopping) out.jobs.push_back(job_of(j, "stopping"));
+    out.initial_usage.assign(state.queue_count(), 0.0);
+    for (const auto& [queue, usage] : snap.queue_usage) {
+      if (std::optional<QueueId> q = state.FindQueue(queue)) out.initial_usage[*q] = usage;
+    }
+  }
+
   void LoadConfiguration(const Value& cluster, const Value* config,
                          const std::vector<Value>& workloads, const Map& root) {
     SimConfiguration sc;
@@ -257,6 +339,15 @@ class ScenarioLoader {
     }
     const Value merged = (config ? *config : cluster).WithNode(Merge(cluster.node(), overrides));
     ClusterConfig cc = internal::LoadClusterValue(merged);
+    if (snapshot_) {
+      // Nodes cordoned, drained or lost when the snapshot was taken take no new work in the run.
+      for (const SnapshotNode& n : snapshot_->node_states) {
+        if (n.state == SnapshotNode::State::kSchedulable && n.healthy) continue;
+        for (NodeSpec& spec : cc.cluster.nodes) {
+          if (spec.name == n.node) spec.cordoned = true;
+        }
+      }
+    }
     Result<ClusterState> state = ClusterState::Create(cc.cluster);
     if (!state.ok()) (config ? *config : cluster).FailWith(state.status());
     sc.cluster = std::move(cc.cluster);
@@ -271,6 +362,8 @@ class ScenarioLoader {
       CheckAssign(value, *state);
     }
     for (const Value& w : workloads) LoadWorkload(w, assign, *state, sc);
+    if (snapshot_)
+      AddSnapshotJobs(config ? *config : *snapshot_at_, *state, sc.engine, sc.workload);
 
     if (const Value* f = root.Find("failures")) {
       Map fm(*f, {"mtbf", "repair"});
@@ -600,6 +693,12 @@ class ScenarioLoader {
 
   std::string base_dir_;
   std::optional<std::uint64_t> seed_override_;
+  // start.snapshot: the snapshot, its file's name (the positions of its cluster's values refer to
+  // it), its cluster sections, and the scenario's field that names it.
+  std::optional<Snapshot> snapshot_;
+  std::string snapshot_file_;
+  std::optional<Value> snapshot_cluster_;
+  std::optional<Value> snapshot_at_;
   std::map<std::string, std::shared_ptr<trace::Trace>> traces_;
   std::vector<BareMemory> cluster_bare_memory_;  // of `cluster` alone, for every configuration
   Scenario out_;

@@ -187,6 +187,7 @@ class Simulation {
   void MakePending(std::uint32_t r, Millis now);
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
+  Status StartInitialRun(const InitialRun& initial);
   void CompactPending();
   // The node's GPUs in milli-GPU.
   double NodeMilli(NodeId n) const {
@@ -316,6 +317,55 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
       Push(first, EventKind::kCheckpoint, r, run.generation);
     }
   }
+}
+
+// A job running at time 0 (Workload::initial_running): bound through the state's Bind as started
+// at its start time; its progress runs from its last checkpoint (its start without one), when the
+// progress before it was saved.
+Status Simulation::StartInitialRun(const InitialRun& initial) {
+  const std::uint32_t r = AddRun(&initial.job, -1);
+  struct Run& run = runs_[r];
+  Job job = initial.job.job;
+  job.id = run.id;
+  if (!initial.job.evictions.empty()) state_.RestoreEvictions(run.id, initial.job.evictions);
+  if (Status st = state_.Bind(std::move(job), initial.allocation, initial.start_time); !st.ok())
+    return Status::InvalidArgument("running job " + initial.job.job.name + ": " + st.message());
+  const bool checkpoints =
+      initial.job.kind == WorkKind::kTraining && initial.job.job.checkpoint_interval > 0;
+  Millis resumed = initial.start_time;
+  if (initial.last_checkpoint && *initial.last_checkpoint > initial.start_time) {
+    if (Status st = state_.RecordCheckpoint(run.id, *initial.last_checkpoint); !st.ok()) return st;
+    if (checkpoints) resumed = std::min<Millis>(*initial.last_checkpoint, 0);
+  }
+  run.phase = Phase::kRunning;
+  ++run.generation;
+  ++running_;
+  run.ran_before = true;
+  run.first_start = initial.start_time;
+  run.longest_pending = std::max<Millis>(0, initial.start_time - initial.job.job.submit_time);
+  run.bound_at = 0;
+  run.run_start = std::max<Millis>(0, initial.start_time);  // a preemptor may wait for its victims
+  run.saved =
+      std::clamp<Millis>(resumed - initial.start_time, 0, std::max<Millis>(0, run.spec->work - 1));
+  run.progress_start = resumed;
+  const double milli = run.gpus * kMilliPerGpu;
+  allocated_.Add(0, milli);
+  queue_allocated_[run.queue].Add(0, milli);
+  if (run.progress_start <= 0) {
+    busy_.Add(0, milli);
+    run.busy = true;
+  } else {
+    Push(run.progress_start, EventKind::kBusy, r, run.generation);
+  }
+  const Millis finish = FinishTime(run);
+  Push(std::max<Millis>(0, finish), EventKind::kFinish, r, run.generation);
+  if (checkpoints && run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
+    const Millis period = run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
+    Millis next = run.progress_start + period;
+    if (next <= 0) next += (-next / period + 1) * period;
+    if (next < finish) Push(next, EventKind::kCheckpoint, r, run.generation);
+  }
+  return Status::Ok();
 }
 
 // Gives back a run's devices in the accounting (the state is changed by the caller).
@@ -602,9 +652,15 @@ Status Simulation::Start() {
     }
     const std::uint32_t r = AddRun(&job, -1);
     ++future_;
+    if (!job.evictions.empty()) state_.RestoreEvictions(runs_[r].id, job.evictions);
     arrivals_.push_back(
         Event{std::max<Millis>(0, job.job.submit_time), EventKind::kArrival, seq_++, r, 0});
   }
+  for (const InitialRun& initial : workload_.initial_running) {
+    if (Status st = StartInitialRun(initial); !st.ok()) return st;
+  }
+  for (QueueId q = 0; q < workload_.initial_usage.size() && q < queues; ++q)
+    state_.RestoreRecentUsage(q, workload_.initial_usage[q], 0);
   // Every event has its own sequence number: the order is total. Workloads usually list their
   // jobs by submit time, and their arrivals are then in order already.
   auto earlier = [](const Event& a, const Event& b) { return b > a; };
