@@ -18,7 +18,7 @@ namespace arbiter::cli {
 std::string FormatGpus(std::int64_t milli);
 
 // The commands that talk to a running server (src/cli/client.cc): submit, jobs, job, cancel,
-// hold, release, queues, nodes, cordon, uncordon, drain; and explain by job id.
+// hold, release, queues, nodes, cordon, uncordon, drain, snapshot; and explain by job id.
 struct ClientOptions;
 struct ClientCommands {
   std::shared_ptr<ClientOptions> options;

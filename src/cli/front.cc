@@ -1,7 +1,7 @@
 // The arbiter command's front. The commands that talk to the server over plain HTTP (submit, jobs,
-// job, cancel, hold, release, logs, queues, nodes, cordon, uncordon, drain) run here, in a program
-// that loads no shared library but the C library and initialises only what the command uses:
-// its start costs a fraction of a millisecond, where the whole program (`arbiter-full`: the
+// job, cancel, hold, release, logs, queues, nodes, cordon, uncordon, drain, snapshot) run here, in
+// a program that loads no shared library but the C library and initialises only what the command
+// uses: its start costs a fraction of a millisecond, where the whole program (`arbiter-full`: the
 // server, the agent, the simulator; OpenSSL, cpp-httplib, SQLite, yaml-cpp, fmt, libstdc++)
 // spent several in the dynamic loader and the libraries' initialisers. Every other command, and a
 // client command for an https server, runs the whole program, installed next to this one, with
