@@ -56,7 +56,9 @@ Answer Core::Snapshot(const Caller& caller) {
     snapshot.stopping.push_back(std::move(j));
   }
   // What the operators said of their nodes: cordoned or drained, and why.
-  for (const auto& [name, admin] : nodes_admin_) {
+  for (const auto& entry : nodes_admin_) {
+    const std::string& name = entry.first;
+    const store::NodeAdmin& admin = entry.second;
     auto it = std::find_if(snapshot.node_states.begin(), snapshot.node_states.end(),
                            [&](const config::SnapshotNode& n) { return n.node == name; });
     if (it == snapshot.node_states.end()) {
