@@ -100,9 +100,12 @@ struct Reason {
   std::string detail;                     // names the queue, level or field concerned
   // When the job holds a backfill reservation: the time it is expected to start (-1: none).
   Millis reserved_start = -1;
+  // When the binding constraint is expected to lift, if known (-1: unknown): the start of the
+  // reservation that holds the devices back, or the end of the guard that protects the victims.
+  Millis lifts_at = -1;
 
-  // E.g. "filter: 0/128 nodes fit: 96 insufficient GPU, 32 untolerated taint".
-  std::string Describe() const;
+  // E.g. "filter: 0/128 nodes fit: 96 insufficient GPU, 32 untolerated taint"; times as `style`.
+  std::string Describe(TimeStyle style = TimeStyle::kElapsed) const;
 };
 
 struct Bind {

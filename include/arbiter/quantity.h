@@ -4,6 +4,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
 
 namespace arbiter {
 
@@ -56,5 +57,16 @@ inline constexpr MilliGpu kWholeGpu{kMilliPerGpu};
 // in the server). The engine never reads a clock: time is always passed in.
 using Millis = std::int64_t;
 inline constexpr Millis kMillisPerSecond = 1000;
+
+// How a moment prints, everywhere it is printed: the simulator's moments as the time elapsed since
+// its start (`1d 02h03m04s`), the server's as UTC calendar time (`2026-12-02T08:40:00Z`). One
+// format per driver, never raw epoch seconds.
+enum class TimeStyle : std::uint8_t { kElapsed, kCalendar };
+// A duration: `4s`, `3m04s`, `2h03m04s`, `1d 02h03m04s` (milliseconds, when there are any, as
+// `4.250s`); negative durations start with `-`.
+std::string FormatDuration(Millis d);
+// A moment: FormatDuration(t) when elapsed; ISO 8601 UTC (with milliseconds when there are any)
+// when calendar.
+std::string FormatTime(Millis t, TimeStyle style);
 
 }  // namespace arbiter

@@ -414,8 +414,9 @@ class Cycle {
     std::int64_t budget = options_.preemption.max_gpus_per_cycle;
     int attempts = 0;
     std::unordered_set<JobId> evicted;
-    // Shapes of a queue and class that found no victims, with what protected them.
-    std::unordered_map<std::string, std::string> hopeless;
+    // Shapes of a queue and class that found no victims, with what protected them and when the
+    // first protection lifts.
+    std::unordered_map<std::string, std::pair<std::string, Millis>> hopeless;
     auto add_detail = [](Reason& reason, const std::string& more) {
       if (!more.empty()) reason.detail += (reason.detail.empty() ? "" : "; ") + more;
     };
@@ -432,7 +433,8 @@ class Cycle {
         key += std::to_string(job.queue) + '/' +
                std::to_string(state_.priority_class(job.priority_class).value);
         if (auto it = hopeless.find(key); it != hopeless.end()) {
-          add_detail(entry.reason, it->second);
+          add_detail(entry.reason, it->second.first);
+          entry.reason.lifts_at = it->second.second;
           continue;
         }
       }
@@ -470,7 +472,8 @@ class Cycle {
       if (!resolved[u]) {
         const std::string why = refusals.Describe();
         add_detail(entry.reason, why);
-        if (!key.empty()) hopeless.emplace(std::move(key), why);
+        entry.reason.lifts_at = refusals.lifts_at;
+        if (!key.empty()) hopeless.emplace(std::move(key), std::make_pair(why, refusals.lifts_at));
       }
     }
     // Preempting jobs are placed: they leave the unplaced list and drop their reservations.

@@ -560,8 +560,6 @@ std::string PreemptionRefusals::Describe() const {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   for (const auto& [guard, jobs] : guards) add(std::to_string(jobs) + " protected by " + guard);
-  if (lifts_at >= 0)
-    add("the first protection lifts at t=" + std::to_string(lifts_at / kMillisPerSecond) + "s");
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");
   return out.empty() ? "" : "no preemption: " + out;

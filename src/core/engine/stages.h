@@ -318,7 +318,8 @@ struct PreemptionRefusals {
   Millis lifts_at = -1;               // earliest time one of those protections lifts
   bool benefit = false;               // a set was refused by the minimum benefit
   bool cap = false;                   // the cycle's eviction cap was reached
-  std::string Describe() const;       // "" when nothing was refused
+  // "" when nothing was refused; `lifts_at` is the Reason's, not in the text.
+  std::string Describe() const;
 };
 
 struct PreemptionResult {

@@ -68,7 +68,7 @@ const char* StageName(Stage stage) {
   return "unknown";
 }
 
-std::string Reason::Describe() const {
+std::string Reason::Describe(TimeStyle style) const {
   std::string out = StageName(stage);
   out += ": ";
   if (stage == Stage::kFilter || stage == Stage::kPlace) {
@@ -91,8 +91,9 @@ std::string Reason::Describe() const {
     out += CauseName(cause);
   }
   if (!detail.empty()) out += " (" + detail + ")";
+  if (lifts_at >= 0) out += "; expected to lift at " + FormatTime(lifts_at, style);
   if (reserved_start >= 0)
-    out += "; reserved, expected to start at t=" + std::to_string(reserved_start / 1000) + "s";
+    out += "; reserved, expected to start at " + FormatTime(reserved_start, style);
   if (verdict == Verdict::kNever) out += " [can never fit]";
   return out;
 }
