@@ -178,6 +178,11 @@ TEST_F(HaTest, ServersStartedTogetherElectExactlyOneAndStandbysSendToIt) {
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 307);
     EXPECT_EQ(res->get_header_value("Location"), leader_url + "/v1/jobs?state=pending");
+    // The snapshot too: a standby has no state of its own to write.
+    res = client.Get("/v1/admin/snapshot", {{"Authorization", std::string("Bearer ") + kAdmin}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 307);
+    EXPECT_EQ(res->get_header_value("Location"), leader_url + "/v1/admin/snapshot");
   }
   // Work submitted through a standby runs on the leader.
   std::vector<int> ports;
