@@ -42,7 +42,8 @@ struct SimJob {
 // is bound at time 0 on `allocation` through ClusterState::Bind, as started at `start_time` (at or
 // before 0), and it continues from there: `job.work` is all of its work, the part done before 0
 // included; its progress since its last checkpoint (`last_checkpoint`, else its start) is lost if
-// it is evicted.
+// it is evicted. Its record's first start is its start time, before 0: it counts in no wait
+// statistic (it waited before the run).
 struct InitialRun {
   SimJob job;
   Allocation allocation;

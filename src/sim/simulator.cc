@@ -297,7 +297,7 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
     setup = run.spec->job.restart_overhead;
   }
   run.progress_start = run.run_start + setup;
-  if (run.first_start < 0) run.first_start = run.run_start;
+  if (!run.ran_before) run.first_start = run.run_start;  // (a run at time 0 started before it)
   run.ran_before = true;
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, milli);
@@ -362,7 +362,7 @@ Status Simulation::StartInitialRun(const InitialRun& initial) {
   if (checkpoints && run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
     const Millis period = run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
     Millis next = run.progress_start + period;
-    if (next <= 0) next += (-next / period + 1) * period;
+    if (next < 0) next += (-next + period - 1) / period * period;  // the first due from 0 on
     if (next < finish) Push(next, EventKind::kCheckpoint, r, run.generation);
   }
   return Status::Ok();

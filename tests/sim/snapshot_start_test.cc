@@ -132,6 +132,29 @@ TEST_F(SnapshotStart, RunningJobsKeepTheirDevicesAndEndWhenTheirEstimatesSay) {
   EXPECT_EQ(run->overall.evictions, 0);
 }
 
+TEST_F(SnapshotStart, ARunningJobEvictedAndRestartedKeepsItsFirstStartAndItsCheckpoint) {
+  // c is of a higher class than a, in a's queue: it evicts a at the first cycle.
+  std::string text = kSnapshot;
+  text.replace(text.find("  - {name: low, value: 10}"), 26,
+               "  - {name: low, value: 10}\n  - {name: high, value: 100}");
+  text.replace(text.find("name: c, queue: main, priority_class: low"), 41,
+               "name: c, queue: main, priority_class: high");
+  std::ofstream(dir_ / "now.yaml") << text;
+  Result<Scenario> scenario = Load("name: from-now\nstart: {snapshot: now.yaml}\n");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  const SimConfiguration& c = scenario->configurations.at(0);
+  Result<sim::RunResult> run =
+      sim::Simulate(c.cluster, c.engine, c.workload, scenario->options, c.name);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  std::map<std::string, sim::JobRecord> jobs;
+  for (const sim::JobRecord& r : run->jobs) jobs[r.name] = r;
+  EXPECT_EQ(jobs.at("c").first_start, 30 * kMillisPerSecond);  // after a's grace period
+  EXPECT_EQ(jobs.at("a").evictions, 1);
+  EXPECT_EQ(jobs.at("a").first_start, -60 * kMinute);
+  // a saved its hour of work on the signal, and restarts on g-1 when b ends, at 10m.
+  EXPECT_EQ(jobs.at("a").end, 70 * kMinute);
+}
+
 TEST_F(SnapshotStart, ConfigurationsMayReplaceTheQueuesAndErrorsNameTheSnapshotsJob) {
   Result<Scenario> scenario = Load(R"(name: from-now
 start: {snapshot: now.yaml}
