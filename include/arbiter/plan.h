@@ -76,8 +76,11 @@ enum class Cause : std::uint8_t {
   kQuotaCohort,  // the queue would borrow, and its cohort has no unused quota to lend
   kQueueOrder,   // an earlier job of its strict-FIFO queue is blocked
   kInvalid,      // the job itself is malformed
+  // The devices it would fit on are held for an earlier blocked job's backfill reservation, which
+  // starts at the Reason's lifts_at; a job that ends before then by its estimate may use them.
+  kReserved,
 };
-inline constexpr int kCauseCount = static_cast<int>(Cause::kInvalid) + 1;
+inline constexpr int kCauseCount = static_cast<int>(Cause::kReserved) + 1;
 
 const char* CauseName(Cause cause);
 const char* StageName(Stage stage);

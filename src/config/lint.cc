@@ -58,7 +58,9 @@ constexpr std::int64_t kBareMemoryFloorMiB = 1024;
 class Analysis {
  public:
   Analysis(const ClusterConfig& config, const ClusterState& state)
-      : preemption_(config.engine.preemption.enabled), state_(state), policy_(state) {
+      : preemption_(config.engine.preemption.enabled),
+        state_(state),
+        policy_(state, config.engine.ordering) {
     const std::size_t n = state.queue_count();
     for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
       any_preemptible_ = any_preemptible_ || state.priority_class(c).preemptible;

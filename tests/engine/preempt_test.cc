@@ -90,10 +90,9 @@ TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
   EXPECT_TRUE(early.evictions.empty());
   // The reason names the guard and when it lifts.
   ASSERT_NE(FindUnplaced(early, 2), nullptr);
-  EXPECT_NE(
-      FindUnplaced(early, 2)->reason.Describe().find(
-          "no preemption: 1 protected by minimum runtime, the first protection lifts at t=1800s"),
-      std::string::npos)
+  EXPECT_NE(FindUnplaced(early, 2)->reason.Describe().find(
+                "no preemption: 1 protected by minimum runtime); expected to lift at 30m00s"),
+            std::string::npos)
       << FindUnplaced(early, 2)->reason.Describe();
   Plan later = RunCycle(state, {high}, 30 * kMinute);
   EXPECT_EQ(later.evictions.size(), 1u);

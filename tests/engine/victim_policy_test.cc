@@ -47,7 +47,7 @@ ClusterState PolicyCluster() {
 
 TEST(VictimPolicy, RelationFollowsQueueClassAndTree) {
   const ClusterState state = PolicyCluster();
-  const VictimPolicy policy(state);
+  const VictimPolicy policy(state, OrderingWeights{});
   const QueueId serve = *state.FindQueue("serve"), train = *state.FindQueue("train"),
                 batch = *state.FindQueue("batch"), other = *state.FindQueue("other");
   const PriorityClassId low = 0, high = 1;
@@ -74,7 +74,7 @@ TEST(VictimPolicy, RelationFollowsQueueClassAndTree) {
 
 TEST(VictimPolicy, GuardsSayWhichProtectionRefusesAndWhenItLifts) {
   ClusterState state = PolicyCluster();
-  const VictimPolicy policy(state);
+  const VictimPolicy policy(state, OrderingWeights{});
   const QueueId train = *state.FindQueue("train"), other = *state.FindQueue("other");
   EXPECT_STREQ(policy.Protection(train, 2), "priority class not preemptible");
   EXPECT_STREQ(policy.Protection(other, 0), "queue not preemptable");
@@ -102,7 +102,7 @@ TEST(VictimPolicy, GuardsSayWhichProtectionRefusesAndWhenItLifts) {
 
 TEST(VictimPolicy, CostIsLostWorkWeightedByClass) {
   ClusterState state = PolicyCluster();
-  const VictimPolicy policy(state);
+  const VictimPolicy policy(state, OrderingWeights{});
   const Millis s = kMillisPerSecond;
   // 2 GPUs for 100 s since the last checkpoint, plus 20 s of restart: 240 GPU-seconds.
   EXPECT_EQ(VictimPolicy::LostWork(2000, 0, 20 * s, 100 * s), 240 * s);

@@ -199,8 +199,8 @@ class Cycle {
   }
 
   // One job through the per-job stages: validate, admit (queue order, GPU types, quota), place
-  // across its GPU types, else explain. Returns false when the job only fits by borrowing and
-  // borrowing is not yet allowed.
+  // across its GPU types, else explain. Returns false when the job fits (or, not placed on the
+  // types its guarantee allows, may fit) only by borrowing and borrowing is not yet allowed.
   bool ScheduleJob(std::uint32_t index, bool allow_borrow) {
     // A job deferred from the first pass was validated there.
     if (!allow_borrow && !ValidateStep(index)) return true;
@@ -208,7 +208,9 @@ class Cycle {
     if (admission.deferred) return false;
     if (admission.allowed.empty()) return true;  // refused, and said why
     if (PlaceStep(index, admission.allowed)) return true;
-    ExplainStep(index, admission.allowed);
+    // Other types it may take by borrowing: the second pass tries them all.
+    if (!allow_borrow && admission.borrow_needed) return false;
+    ExplainStep(index, admission);
     return true;
   }
 
@@ -230,8 +232,13 @@ class Cycle {
 
   // The GPU types a job may be placed on this cycle, or why none.
   struct Admission {
-    TypeList allowed;       // empty: refused (the reason is recorded) or deferred
-    bool deferred = false;  // it fits only by borrowing, which waits for the second pass
+    TypeList allowed;            // empty: refused (the reason is recorded) or deferred
+    bool deferred = false;       // it fits only by borrowing, which waits for the second pass
+    bool borrow_needed = false;  // some type quota allows only by borrowing (first pass)
+    // Types quota refuses for now (not by a static limit), and the first such refusal: a job
+    // that can never be placed on the allowed types may still run on these once quota frees.
+    TypeList quota_waits;
+    engine::QuotaCheck wait_refusal;
   };
 
   // admit: its strict-FIFO queue's head is not blocked, some node has a GPU type it accepts, and
@@ -266,6 +273,10 @@ class Cycle {
         engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
         if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
+          if (!QuotaNeverFits(state_, job.queue, t, milli)) {
+            if (out.quota_waits.empty()) out.wait_refusal = check;
+            out.quota_waits.push_back(t);
+          }
         } else if (check.borrows && !allow_borrow) {
           borrow_needed = true;
         } else {
@@ -273,14 +284,15 @@ class Cycle {
         }
       }
     });
+    out.borrow_needed = borrow_needed;
     if (!out.allowed.empty()) return out;
     if (borrow_needed) {
       out.deferred = true;
       return out;
     }
-    const bool never = std::all_of(types.begin(), types.end(), [&](GpuTypeId t) {
-      return QuotaNeverFits(state_, job.queue, t, milli);
-    });
+    // Never only when no type can ever take it: by a static quota limit or by the cluster.
+    const bool never = std::none_of(out.quota_waits.begin(), out.quota_waits.end(),
+                                    [&](GpuTypeId t) { return EverFits(job, t); });
     NotPlaced(index, Reason{Stage::kQuota,
                             never ? Verdict::kNever : Verdict::kWait,
                             first_refusal.cause,
@@ -349,24 +361,84 @@ class Cycle {
   }
 
   // explain: why the job was not placed, once per shape (and quota-allowed types) per cycle.
-  void ExplainStep(std::uint32_t index, const TypeList& allowed) {
+  void ExplainStep(std::uint32_t index, const Admission& admission) {
+    const TypeList& allowed = admission.allowed;
     const Job& job = pending_[index];
     const bool cacheable = job.affinity.empty();
+    const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
+                                          now_ + job.runtime_estimate <= holds_.earliest_start();
     if (cacheable) {
       key_.clear();
       AppendShapeKey(key_, job, kNone, false);
       for (GpuTypeId t : allowed) key_ += static_cast<char>(t);
+      key_ += ends_before_reservations ? 'S' : 'L';
       if (auto it = explained_.find(key_); it != explained_.end()) {
-        NotPlaced(index, it->second);
+        NotPlaced(index, WaitForQuota(job, admission, it->second));
         return;
       }
     }
     JobFilter filter =
         engine::MakeJobFilter(state_, job, allowed.front(), !HasPreferences(job), placed_);
-    Reason reason = timer_.Run(Stage::kExplain,
-                               [&] { return engine::ExplainPlacement(state_, filter, allowed); });
+    const Reason reason = timer_.Run(Stage::kExplain, [&] {
+      Reason r = engine::ExplainPlacement(state_, filter, allowed);
+      if (r.verdict == Verdict::kWait && !holds_.empty() && !ends_before_reservations)
+        HeldByReservation(job, allowed, r);
+      return r;
+    });
     if (cacheable) explained_.emplace(key_, reason);
-    NotPlaced(index, std::move(reason));
+    NotPlaced(index, WaitForQuota(job, admission, reason));
+  }
+
+  // A job that can never be placed on the types quota allows now, but that some type quota
+  // refuses for now could take, waits for quota: the reason says which limit. (Per job: the
+  // explanation is shared by the shape, the quota is its queue's.)
+  Reason WaitForQuota(const Job& job, const Admission& admission, const Reason& placement) {
+    if (placement.verdict == Verdict::kNever) {
+      for (GpuTypeId t : admission.quota_waits) {
+        if (!EverFits(job, t)) continue;
+        return Reason{Stage::kQuota,
+                      Verdict::kWait,
+                      admission.wait_refusal.cause,
+                      0,
+                      {},
+                      admission.wait_refusal.detail};
+      }
+    }
+    return placement;
+  }
+
+  // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
+  // cycle: the answer reads only the configuration).
+  bool EverFits(const Job& job, GpuTypeId t) {
+    std::string key;
+    AppendShapeKey(key, job, t, false);
+    for (const AffinityTerm& term : job.affinity) key += term.required ? 'R' : 'P';
+    auto [it, added] = ever_fits_.emplace(std::move(key), false);
+    if (added) it->second = engine::EverFitOn(state_, job, t).fits();
+    return it->second;
+  }
+
+  // A job that would fit but for the devices held for the cycle's backfill reservations is told
+  // so, with the reservation's owner and start, rather than "insufficient GPU" while GPUs are free.
+  void HeldByReservation(const Job& job, const TypeList& allowed, Reason& reason) {
+    holds_.Release(cycle_);
+    bool fits = false;
+    for (GpuTypeId t : allowed) {
+      if (fits) break;
+      JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
+      Transaction trial(cycle_);
+      fits = engine::PlaceJob(trial, filter, options_).has_value();
+    }
+    holds_.Apply(cycle_);
+    if (!fits) return;
+    const Reservation& first = *std::min_element(
+        holds_.reservations().begin(), holds_.reservations().end(),
+        [](const Reservation& a, const Reservation& b) { return a.start < b.start; });
+    const Job& owner = pending_[first.pending_index];
+    reason.stage = Stage::kBackfill;
+    reason.cause = Cause::kReserved;
+    reason.detail = "held for job " + (owner.name.empty() ? std::to_string(owner.id) : owner.name);
+    reason.lifts_at = first.start;
   }
 
   // Whether the job has preferences that a strict placement holds as requirements.
@@ -410,7 +482,7 @@ class Cycle {
   // preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
   // scratch state, and nothing is evicted unless the preemptor is placed in this plan.
   void PreemptStep() {
-    const engine::VictimPolicy policy(state_);
+    const engine::VictimPolicy policy(state_, options_.ordering);
     std::int64_t budget = options_.preemption.max_gpus_per_cycle;
     int attempts = 0;
     std::unordered_set<JobId> evicted;
@@ -434,7 +506,7 @@ class Cycle {
                std::to_string(state_.priority_class(job.priority_class).value);
         if (auto it = hopeless.find(key); it != hopeless.end()) {
           add_detail(entry.reason, it->second.first);
-          entry.reason.lifts_at = it->second.second;
+          SetLifts(entry.reason, it->second.second);
           continue;
         }
       }
@@ -472,7 +544,7 @@ class Cycle {
       if (!resolved[u]) {
         const std::string why = refusals.Describe();
         add_detail(entry.reason, why);
-        entry.reason.lifts_at = refusals.lifts_at;
+        SetLifts(entry.reason, refusals.lifts_at);
         if (!key.empty()) hopeless.emplace(std::move(key), std::make_pair(why, refusals.lifts_at));
       }
     }
@@ -484,6 +556,12 @@ class Cycle {
     std::erase_if(plan_.reservations,
                   [&](const Reservation& r) { return preempted.count(r.job) > 0; });
     std::erase_if(plan_.unplaced, [&](const Unplaced& u) { return preempted.count(u.job) > 0; });
+  }
+
+  // When the guards that kept a job's victims lifts, unless the reason already says when the
+  // reservation that holds its devices starts.
+  static void SetLifts(Reason& reason, Millis lifts_at) {
+    if (lifts_at >= 0 && reason.cause != Cause::kReserved) reason.lifts_at = lifts_at;
   }
 
   // The cycle's tentative work: what it places, evicts and holds, undone when the cycle ends.
@@ -499,6 +577,7 @@ class Cycle {
   std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
+  std::unordered_map<std::string, bool> ever_fits_;    // per shape and type: EverFits
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)

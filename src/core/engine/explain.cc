@@ -21,6 +21,54 @@ const TaskRequest& LargestTask(const Job& job) {
 
 }  // namespace
 
+EverFit EverFitOn(const ClusterState& state, const Job& job, GpuTypeId t) {
+  const TaskRequest& task = LargestTask(job);
+  const Topology& topo = state.topology();
+  const bool required = job.topology.mode == ConstraintMode::kRequired;
+  const int level = required ? job.topology.level : -1;
+  EverFit out;
+  out.type = t;
+  for (const TaskGroup& g : job.groups)
+    out.devices +=
+        g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
+  // Capacity per key: global device index of the node's first device + group (NVLink level), node
+  // id (node level), domain id (operator levels), or 0 (the whole cluster).
+  std::size_t slots = 1;
+  if (level == topo.nvlink_level()) slots = state.device_count();
+  if (level == topo.node_level()) slots = state.node_count();
+  if (level >= 0 && level < topo.node_level()) slots = state.domain_count();
+  std::vector<std::int64_t> capacity(slots, 0);
+  // A node without devices of `t` never hosts the task on `t`: with a type, only its nodes (in
+  // id order, like the scan of every node for a task without GPUs).
+  std::vector<NodeId> all_nodes;
+  if (t == kNone) {
+    all_nodes.resize(state.node_count());
+    for (NodeId n = 0; n < all_nodes.size(); ++n) all_nodes[n] = n;
+  }
+  const std::vector<NodeId>& scan = t == kNone ? all_nodes : state.NodesOfType(t);
+  for (std::size_t i = 0; i < scan.size() && !out.fits(); ++i) {
+    const NodeId n = scan[i];
+    if (FilterNodeEver(state, n, task, job, t)) continue;
+    out.ever = true;
+    const NodeState& node = state.node(n);
+    if (level == topo.nvlink_level()) {
+      for (const DeviceState& d : node.devices) {
+        if (d.type == t)
+          out.largest = std::max(out.largest, ++capacity[node.first_device + d.nvlink_group]);
+      }
+    } else {
+      std::size_t key = 0;
+      if (level == topo.node_level()) key = n;
+      if (level >= 0 && level < topo.node_level())
+        key = node.domains[static_cast<std::size_t>(level)];
+      std::int64_t of_type = 0;
+      for (const DeviceState& d : node.devices) of_type += d.type == t;
+      out.largest = std::max(out.largest, capacity[key] += of_type);
+    }
+  }
+  return out;
+}
+
 Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
                         std::span<const GpuTypeId> types) {
   const Job& job = *filter.job;
@@ -144,65 +192,24 @@ Reason ExplainPlacement(const ClusterState& state, const JobFilter& filter,
   std::stable_sort(reason.node_counts.begin(), reason.node_counts.end(),
                    [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
 
-  // Could the job ever fit? For each type: the GPUs on nodes that could ever host its largest task,
-  // per domain of the level the gang must stay in (node ids at the node level, (node, group) at
-  // the NVLink level, one key for the whole cluster).
+  // Could the job ever fit? For each type, until one has a domain that holds the gang (then the
+  // verdict is kWait and the largest domain is not reported).
   const bool required = job.topology.mode == ConstraintMode::kRequired;
   const int level = required ? job.topology.level : -1;
-  std::int64_t devices = 0;
-  for (const TaskGroup& g : job.groups)
-    devices += g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
   bool ever = false, big_enough = false;
-  std::int64_t largest_domain = 0;
+  std::int64_t largest_domain = 0, devices = 0;
   GpuTypeId largest_type = types.empty() ? kNone : types.front();
-  // Capacity per key: global device index of the node's first device + group (NVLink level), node
-  // id (node level), domain id (operator levels), or 0 (the whole cluster).
-  std::size_t slots = 1;
-  if (level == topo.nvlink_level()) slots = state.device_count();
-  if (level == topo.node_level()) slots = state.node_count();
-  if (level >= 0 && level < topo.node_level()) slots = state.domain_count();
-  std::vector<std::int64_t> capacity;
-  std::vector<NodeId> all_nodes;
-  if (std::find(types.begin(), types.end(), kNone) != types.end()) {
-    all_nodes.resize(state.node_count());
-    for (NodeId n = 0; n < all_nodes.size(); ++n) all_nodes[n] = n;
-  }
   for (GpuTypeId t : types) {
-    // Once one type has a domain that holds the gang, the verdict is kWait and the largest domain
-    // is not reported: the rest of the scan cannot change the reason.
-    if (big_enough) break;
-    capacity.assign(slots, 0);
-    bool ever_t = false;
-    std::int64_t largest = 0;
-    // A node without devices of `t` never hosts the task on `t`: with a type, only its nodes (in
-    // id order, like the scan of every node for a task without GPUs).
-    const std::vector<NodeId>& scan = t == kNone ? all_nodes : state.NodesOfType(t);
-    for (std::size_t i = 0; i < scan.size() && !big_enough; ++i) {
-      const NodeId n = scan[i];
-      if (FilterNodeEver(state, n, task, job, t)) continue;
-      ever_t = true;
-      const NodeState& node = state.node(n);
-      if (level == topo.nvlink_level()) {
-        for (const DeviceState& d : node.devices) {
-          if (d.type == t)
-            largest = std::max(largest, ++capacity[node.first_device + d.nvlink_group]);
-        }
-      } else {
-        std::size_t key = 0;
-        if (level == topo.node_level()) key = n;
-        if (level >= 0 && level < topo.node_level())
-          key = node.domains[static_cast<std::size_t>(level)];
-        std::int64_t of_type = 0;
-        for (const DeviceState& d : node.devices) of_type += d.type == t;
-        largest = std::max(largest, capacity[key] += of_type);
-      }
-      big_enough = t == kNone || largest >= devices;
-    }
-    ever = ever || ever_t;
-    if (!ever_t) continue;
-    if (largest > largest_domain) {
-      largest_domain = largest;
+    const EverFit fit = EverFitOn(state, job, t);
+    devices = fit.devices;
+    ever = ever || fit.ever;
+    if (fit.ever && fit.largest > largest_domain) {
+      largest_domain = fit.largest;
       largest_type = t;
+    }
+    if (fit.fits()) {
+      big_enough = true;
+      break;
     }
   }
 

@@ -27,63 +27,57 @@ double TargetShare(const ClusterState& state, QueueId q) {
   return share;
 }
 
-// The job-independent parts of the key, computed once per cycle.
-struct OrderingContext {
-  double max_class = 1;
-  double max_queue_priority = 1;
-  std::vector<double> fair_share;  // per queue
-};
+}  // namespace
 
-OrderingContext MakeContext(const ClusterState& state) {
-  OrderingContext ctx;
+OrderingKeys::OrderingKeys(const ClusterState& state, const OrderingWeights& weights)
+    : state_(state), weights_(weights) {
   for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
-    ctx.max_class = std::max<double>(ctx.max_class, state.priority_class(c).value);
+    max_class_ = std::max<double>(max_class_, state.priority_class(c).value);
   for (QueueId q = 0; q < state.queue_count(); ++q)
-    ctx.max_queue_priority = std::max<double>(ctx.max_queue_priority, state.queue(q).spec.priority);
+    max_queue_priority_ = std::max<double>(max_queue_priority_, state.queue(q).spec.priority);
   double total_usage = 0;
   for (QueueId q = 0; q < state.queue_count(); ++q) {
     if (state.queue(q).parent == kNone) total_usage += state.recent_usage(q);
   }
-  ctx.fair_share.assign(state.queue_count(), 1.0);
+  fair_share_.assign(state.queue_count(), 1.0);
   if (total_usage > 0) {
     for (QueueId q = 0; q < state.queue_count(); ++q) {
-      ctx.fair_share[q] = std::exp2(-(state.recent_usage(q) / total_usage) / TargetShare(state, q));
+      fair_share_[q] = std::exp2(-(state.recent_usage(q) / total_usage) / TargetShare(state, q));
     }
   }
-  return ctx;
 }
 
-double Key(const ClusterState& state, const OrderingContext& ctx, const Job& job, Millis now,
-           const OrderingWeights& w) {
-  const double class_factor =
-      Clamp01(state.priority_class(job.priority_class).value / ctx.max_class);
-  const double queue_factor =
-      Clamp01(state.queue(job.queue).spec.priority / ctx.max_queue_priority);
+double OrderingKeys::Key(const Job& job, Millis at) const {
+  if (job.queue >= state_.queue_count() || job.priority_class >= state_.priority_class_count())
+    return 0.0;  // (refused by validation)
+  const OrderingWeights& w = weights_;
+  const double class_factor = Clamp01(state_.priority_class(job.priority_class).value / max_class_);
+  const double queue_factor = Clamp01(state_.queue(job.queue).spec.priority / max_queue_priority_);
   const double age_factor =
       w.max_age > 0
-          ? Clamp01(static_cast<double>(now - job.submit_time) / static_cast<double>(w.max_age))
+          ? Clamp01(static_cast<double>(at - job.submit_time) / static_cast<double>(w.max_age))
           : 0.0;
   return w.priority_class * class_factor + w.queue_priority * queue_factor +
-         w.fair_share * ctx.fair_share[job.queue] + w.age * age_factor;
+         w.fair_share * fair_share_[job.queue] + w.age * age_factor;
 }
 
-}  // namespace
+bool OrderingKeys::Before(const Job& a, const Job& b, Millis at) const {
+  const double ka = Key(a, at), kb = Key(b, at);
+  if (ka != kb) return ka > kb;
+  if (a.submit_time != b.submit_time) return a.submit_time < b.submit_time;
+  return a.id < b.id;
+}
 
 double OrderingKey(const ClusterState& state, const Job& job, Millis now,
                    const OrderingWeights& w) {
-  return Key(state, MakeContext(state), job, now, w);
+  return OrderingKeys(state, w).Key(job, now);
 }
 
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w) {
-  const OrderingContext ctx = MakeContext(state);
+  const OrderingKeys ordering(state, w);
   std::vector<double> keys(pending.size());
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    const Job& job = pending[i];
-    const bool known =
-        job.queue < state.queue_count() && job.priority_class < state.priority_class_count();
-    keys[i] = known ? Key(state, ctx, job, now, w) : 0.0;
-  }
+  for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {

@@ -101,13 +101,7 @@ class Search {
     }
   }
 
-  std::optional<PreemptionResult> Run() {
-    std::optional<PreemptionResult> result = Find();
-    if (refusals_) {
-      for (const auto& [guard, n] : guard_counts_) refusals_->guards[guard] += n;
-    }
-    return result;
-  }
+  std::optional<PreemptionResult> Run() { return Find(); }
 
  private:
   std::optional<PreemptionResult> Find() {
@@ -184,15 +178,24 @@ class Search {
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
-        !RunsOnBorrowedQuota(state_, *r))
+        !RunsOnBorrowedQuota(state_, *r)) {
+      Refused(kWithinGuarantee, -1, r->job.id);
       return std::nullopt;
+    }
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
     if (const char* guard = policy_.Guard(*r, now_, &until)) {
-      if (refusals_ && refused_.insert(r).second) Refused(guard, until);
+      Refused(guard, until, r->job.id);
       return std::nullopt;
     }
-    if (*kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) return std::nullopt;
+    if (*kind != Eviction::Kind::kReclaim && policy_.StartedAhead(job_, *r)) {
+      Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
+      return std::nullopt;
+    }
+    if (*kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) {
+      Refused(kWithinGuarantee, -1, r->job.id);
+      return std::nullopt;
+    }
     Victim v = policy_.CostOf(*r, now_);
     v.kind = *kind;
     return v;
@@ -218,15 +221,16 @@ class Search {
     const char* protection = policy_.Protection(res.queue, res.priority_class);
     if (*kind == Eviction::Kind::kQueuePriority) {
       // The guarantee check needs the running job; take the full path.
-      if (protection) return std::nullopt;
+      if (protection) {
+        Refused(protection, -1, res.job->job.id);
+        return std::nullopt;
+      }
       std::optional<Victim> v = Evaluate(res.job);
       if (!v) return std::nullopt;
       return v->cost;
     }
     if (protection) {  // never evicted: no need to look further
-      // A job with all its GPUs on this node is met once; others are deduplicated.
-      if (refusals_ && (res.held == res.gpus || refused_.insert(res.job).second))
-        Refused(protection, -1);
+      Refused(protection, -1, res.job->job.id);
       return std::nullopt;
     }
     if (!policy_.Unguarded(res.queue, res.priority_class) || res.evicted_before ||
@@ -239,6 +243,10 @@ class Search {
     if (*kind == Eviction::Kind::kReclaim &&
         (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
       return std::nullopt;
+    if (*kind != Eviction::Kind::kReclaim && policy_.StartedAhead(job_, *res.job)) {
+      Refused(VictimPolicy::kStartedAhead, -1, res.job->job.id);
+      return std::nullopt;
+    }
     return policy_.Cost(VictimPolicy::LostWork(res.gpus, res.since, res.restart_overhead, now_),
                         res.priority_class);
   }
@@ -277,18 +285,14 @@ class Search {
   }
   static constexpr std::int64_t kUnknownSlack = INT64_MIN;
 
-  // Counts a victim a guard protected (flushed into refusals_ when the search ends).
-  void Refused(const char* guard, Millis until) {
-    auto it = std::find_if(guard_counts_.begin(), guard_counts_.end(),
-                           [&](const auto& g) { return g.first == guard; });
-    if (it == guard_counts_.end()) {
-      guard_counts_.emplace_back(guard, 1);
-    } else {
-      ++it->second;
-    }
+  // Counts a job a guard protected from this preemptor (once, however often it is met).
+  void Refused(const char* guard, Millis until, JobId job) {
+    if (!refusals_) return;
+    refusals_->guards[guard].insert(job);
     if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
       refusals_->lifts_at = until;
   }
+  static constexpr const char* kWithinGuarantee = "their queue's guarantee";
 
   // Whether a victim that may only be taken above its queue's guarantee still is, with the
   // victims chosen so far gone.
@@ -546,8 +550,6 @@ class Search {
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
-  std::unordered_set<const RunningJob*> refused_;  // counted once in the refusals
-  std::vector<std::pair<const char*, int>> guard_counts_;
   std::uint64_t victim_queues_ = 0;
   // Bound's scratch: cost per milli-GPU, milli held.
   std::vector<std::pair<double, std::int64_t>> per_gpu_;
@@ -559,7 +561,8 @@ class Search {
 std::string PreemptionRefusals::Describe() const {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
-  for (const auto& [guard, jobs] : guards) add(std::to_string(jobs) + " protected by " + guard);
+  for (const auto& [guard, jobs] : guards)
+    add(std::to_string(jobs.size()) + " protected by " + guard);
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");
   return out.empty() ? "" : "no preemption: " + out;

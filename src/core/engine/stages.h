@@ -22,6 +22,7 @@
 #include "arbiter/engine.h"
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
+#include "core/engine/ordering.h"
 #include "core/engine/victim_policy.h"
 
 namespace arbiter::engine {
@@ -299,6 +300,18 @@ class NodeScorer {
 
 // ---- explain ----
 
+// Whether a job could ever be placed on GPU type t (kNone: a job without GPUs) under the current
+// configuration, whatever runs: some node that could ever host its largest task, and a domain of
+// the level its gang must stay in with enough devices of the type.
+struct EverFit {
+  GpuTypeId type = kNone;
+  bool ever = false;         // some node could ever host its largest task
+  std::int64_t largest = 0;  // devices of the type in the largest such domain
+  std::int64_t devices = 0;  // devices the gang needs
+  bool fits() const { return ever && (type == kNone || largest >= devices); }
+};
+EverFit EverFitOn(const ClusterState& state, const Job& job, GpuTypeId t);
+
 // Why the job cannot be placed now on any of `types` (the GPU types quota allows; {kNone} for a
 // job without GPUs): per node, the first failing cause for the job's largest task, or the
 // gang/topology cause when nodes fit its tasks one by one; Verdict::kNever when no node could ever
@@ -314,10 +327,12 @@ namespace arbiter::engine {
 
 // What kept a preemption search from finding victims, for the job's reason.
 struct PreemptionRefusals {
-  std::map<std::string, int> guards;  // guard -> jobs it protected that could otherwise be victims
-  Millis lifts_at = -1;               // earliest time one of those protections lifts
-  bool benefit = false;               // a set was refused by the minimum benefit
-  bool cap = false;                   // the cycle's eviction cap was reached
+  // Guard -> the jobs it protected that could otherwise be victims (each job once, however many
+  // scopes, nodes or GPU types the searches visited it in).
+  std::map<std::string, std::unordered_set<JobId>> guards;
+  Millis lifts_at = -1;  // earliest time one of those protections lifts
+  bool benefit = false;  // a set was refused by the minimum benefit
+  bool cap = false;      // the cycle's eviction cap was reached
   // "" when nothing was refused; `lifts_at` is the Reason's, not in the text.
   std::string Describe() const;
 };
@@ -368,6 +383,7 @@ class ReservationHolds {
   void Add(const Reservation& r);
   bool empty() const { return reservations_.empty(); }
   Millis earliest_start() const { return earliest_; }
+  const std::vector<Reservation>& reservations() const { return reservations_; }
   // Holds what is free of the reserved resources now, in `tx`.
   void Apply(Transaction& tx);
   // Gives it back.

@@ -10,7 +10,8 @@ constexpr const char* kQueueNotPreemptable = "queue not preemptable";
 
 }  // namespace
 
-VictimPolicy::VictimPolicy(const ClusterState& state) : state_(state) {
+VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ordering)
+    : state_(state), ordering_(state, ordering) {
   const std::size_t queues = state.queue_count();
   root_.resize(queues);
   may_reclaim_.resize(queues);

@@ -10,6 +10,7 @@
 
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
+#include "core/engine/ordering.h"
 
 namespace arbiter::engine {
 
@@ -23,8 +24,9 @@ struct Victim {
 
 class VictimPolicy {
  public:
-  // Reads the state's queues and priority classes (which never change), not its running jobs.
-  explicit VictimPolicy(const ClusterState& state);
+  // Reads the state's queues and priority classes (which never change), not its running jobs,
+  // and the cycle's ordering (its weights, and the queues' fair share as of the state).
+  VictimPolicy(const ClusterState& state, const OrderingWeights& ordering);
 
   // ---- Who may evict whom ----
   // The kind of eviction a job of queue `by` and class `by_class` may make of work of queue `of` in
@@ -74,6 +76,17 @@ class VictimPolicy {
   // some limited resource (borrowing_limit not 0, and max, when given, above nominal).
   bool MayEverBorrow(QueueId q) const { return may_borrow_[q]; }
 
+  // Whether the order put `victim` ahead of `preemptor` when the victim started: the two jobs'
+  // ordering keys as of the victim's start (their ages then; a job submitted later has age 0),
+  // with today's classes, queue priorities and fair share. A job the order let start ahead of
+  // another is never evicted by it: aging and fair share decide who goes first, and preemption by
+  // class or queue priority does not undo that decision (reclaim of borrowed quota does: the
+  // cycle admits work within its guarantee before any borrowing, whatever the keys).
+  bool StartedAhead(const Job& preemptor, const RunningJob& victim) const {
+    return ordering_.Before(victim.job, preemptor, victim.start_time);
+  }
+  static constexpr const char* kStartedAhead = "the order, which started them ahead of it";
+
   // ---- Protection ----
   // The protection that keeps every job of (queue, class) from eviction, whoever asks ("priority
   // class not preemptible", "queue not preemptable"), or nullptr.
@@ -101,6 +114,7 @@ class VictimPolicy {
 
  private:
   const ClusterState& state_;
+  OrderingKeys ordering_;
   std::vector<QueueId> root_;                   // per queue
   std::vector<bool> may_reclaim_, may_borrow_;  // per queue
   std::vector<std::int32_t> class_value_;       // per class

@@ -42,6 +42,8 @@ const char* CauseName(Cause cause) {
       return "behind a blocked job of its strict-FIFO queue";
     case Cause::kInvalid:
       return "invalid job";
+    case Cause::kReserved:
+      return "GPUs reserved for a blocked job";
   }
   return "unknown";
 }
@@ -91,7 +93,12 @@ std::string Reason::Describe(TimeStyle style) const {
     out += CauseName(cause);
   }
   if (!detail.empty()) out += " (" + detail + ")";
-  if (lifts_at >= 0) out += "; expected to lift at " + FormatTime(lifts_at, style);
+  if (lifts_at >= 0 && cause == Cause::kReserved) {
+    out += "; reserved from " + FormatTime(lifts_at, style) +
+           ": only a job whose runtime estimate ends it before then may use them";
+  } else if (lifts_at >= 0) {
+    out += "; expected to lift at " + FormatTime(lifts_at, style);
+  }
   if (reserved_start >= 0)
     out += "; reserved, expected to start at " + FormatTime(reserved_start, style);
   if (verdict == Verdict::kNever) out += " [can never fit]";

@@ -1,0 +1,35 @@
+// The multifactor ordering key, written once: the cycle's order (order.cc) and the rule of who may
+// evict whom (victim_policy.h) both read it, so that they never contradict each other.
+#pragma once
+
+#include <vector>
+
+#include "arbiter/engine.h"
+#include "arbiter/state.h"
+
+namespace arbiter::engine {
+
+// Keys of jobs against one state: the job-independent parts (largest class value, largest queue
+// priority, every queue's fair-share factor from its decayed usage) are computed once.
+class OrderingKeys {
+ public:
+  OrderingKeys(const ClusterState& state, const OrderingWeights& weights);
+
+  // The key of `job` as of `at`: weighted class value, queue priority, fair share (as of the
+  // state) and age (`at` - submit time, over max_age, in [0, 1]: a job not yet submitted at `at`
+  // has age 0). Larger is scheduled first.
+  double Key(const Job& job, Millis at) const;
+  // Whether the order puts `a` before `b` as of `at`: key descending, then submit time, then id.
+  bool Before(const Job& a, const Job& b, Millis at) const;
+  // Whether aging can change the order at all (an age weight and a max_age).
+  bool ages() const { return weights_.age > 0 && weights_.max_age > 0; }
+
+ private:
+  const ClusterState& state_;
+  OrderingWeights weights_;
+  double max_class_ = 1;
+  double max_queue_priority_ = 1;
+  std::vector<double> fair_share_;  // per queue
+};
+
+}  // namespace arbiter::engine
