@@ -494,10 +494,21 @@ class Cycle {
     };
     std::vector<bool> resolved(plan_.unplaced.size(), false);
     for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
-      if (attempts >= options_.preemption.max_attempts_per_cycle || budget == 0) break;
       Unplaced& entry = plan_.unplaced[u];
       if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate)
         continue;
+      // The cycle's guards, once used up, are named in every reason they cut short.
+      if (budget == 0) {
+        add_detail(entry.reason, "no preemption: the cycle's eviction cap (preemption." +
+                                     std::string("max_gpus_per_cycle) is used up"));
+        continue;
+      }
+      if (attempts >= options_.preemption.max_attempts_per_cycle) {
+        add_detail(entry.reason,
+                   "no preemption: the cycle's searches (preemption.max_attempts_per_cycle) are "
+                   "used up");
+        continue;
+      }
       const Job& job = pending_[entry.pending_index];
       std::string key;
       if (job.affinity.empty()) {
