@@ -871,7 +871,8 @@ class ServerImpl : public Server {
   }
 
   // The configuration's tokens: refused written in the file itself outside --dev; warned about
-  // when there are none, and for user tokens that may use any priority class.
+  // when there are none, for the examples' tokens (outside --dev), and for user tokens that may
+  // use any priority class.
   static Status CheckTokens(const config::ClusterConfig& config, const ServerArgs& args) {
     if (config.server.tokens.empty()) {
       fmt::print(stderr, "warning: {}: no server.tokens; every API call will be refused (401)\n",
@@ -886,6 +887,13 @@ class ServerImpl : public Server {
                         "token new) or token_file",
                         args.config, i, t.name),
             "--config");
+      }
+      if (const std::string_view example = config::ExampleToken(t); !example.empty() && !args.dev) {
+        fmt::print(stderr,
+                   "warning: {}: server.tokens[{}] ({}) is the example token '{}', published "
+                   "with the examples: anyone who has read them can call the server as {}; give "
+                   "it a secret of its own (arbiter token new)\n",
+                   args.config, i, t.name, example, t.name);
       }
       if (t.role == config::TokenSpec::Role::kUser && t.priority_classes.empty()) {
         fmt::print(stderr,
