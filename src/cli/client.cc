@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/http.h"
 #include "config/config.h"
+#include "config/history.h"
 #include "config/limits.h"
 #include "config/reader.h"
 #include "net/follow.h"
@@ -724,19 +725,17 @@ int Logs(const ClientOptions& o) {
   return 0;
 }
 
-// `arbiter snapshot [-o FILE]`: the whole cluster at this moment, as the server sees it (admin;
-// docs/snapshot.md), to FILE or standard output.
-int Snapshot(const ClientOptions& o) {
-  const Connection c = Connect(o);
+// GET `path` as an admin; the body, or empty with the error printed.
+std::optional<std::string> AdminGet(const Connection& c, const std::string& path) {
   HttpRequest request;
   request.method = "GET";
-  request.path = "/v1/admin/snapshot";
+  request.path = path;
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(120);
   const HttpAnswer res = Send(c, std::move(request));
   if (res.status == 0) {
     fmt::print(stderr, "error: {}\n", Unreachable(c, res.error));
-    return 1;
+    return std::nullopt;
   }
   if (res.status != 200) {
     Result<Json> json = store::ParseJson(res.body);
@@ -744,29 +743,91 @@ int Snapshot(const ClientOptions& o) {
     if (json.ok() && json->contains("error") && (*json)["error"].is_object())
       message = (*json)["error"].value("message", "");
     fmt::print(stderr, "error: {} (HTTP {})\n", limits::Printable(message), res.status);
-    return 1;
+    return std::nullopt;
   }
-  if (o.output.empty() || o.output == "-") {
-    std::fwrite(res.body.data(), 1, res.body.size(), stdout);
-    return 0;
-  }
-  // Written beside the file and renamed over it: a reader never sees half a snapshot.
-  const std::string partial = o.output + ".partial";
+  return res.body;
+}
+
+// Writes `text` to `path` beside it and renames it over: a reader never sees half a file.
+bool WriteWhole(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(res.body.data(), static_cast<std::streamsize>(res.body.size()));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out) {
       fmt::print(stderr, "error: -o: cannot write {}: {}\n", partial, std::strerror(errno));
-      return 1;
+      return false;
     }
   }
-  if (std::rename(partial.c_str(), o.output.c_str()) != 0) {
-    fmt::print(stderr, "error: -o: cannot write {}: {}\n", o.output, std::strerror(errno));
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    fmt::print(stderr, "error: -o: cannot write {}: {}\n", path, std::strerror(errno));
     std::remove(partial.c_str());
+    return false;
+  }
+  return true;
+}
+
+// `arbiter snapshot [-o FILE]`: the whole cluster at this moment, as the server sees it (admin;
+// docs/snapshot.md), to FILE or standard output.
+int Snapshot(const ClientOptions& o) {
+  const Connection c = Connect(o);
+  const std::optional<std::string> body = AdminGet(c, "/v1/admin/snapshot");
+  if (!body) return 1;
+  if (o.output.empty() || o.output == "-") {
+    std::fwrite(body->data(), 1, body->size(), stdout);
+    return 0;
+  }
+  if (!WriteWhole(o.output, *body)) return 1;
+  fmt::print(stderr, "snapshot written to {} ({} bytes)\n", o.output, body->size());
+  return 0;
+}
+
+// `arbiter history [-o FILE]`: the server's snapshot and every job it lists, with their times
+// (admin; docs/whatif.md), for `arbiter whatif --history FILE`.
+int History(const ClientOptions& o) {
+  const Connection c = Connect(o);
+  const std::optional<std::string> snapshot = AdminGet(c, "/v1/admin/snapshot");
+  if (!snapshot) return 1;
+  const std::optional<std::string> jobs = AdminGet(c, "/v1/jobs?limit=10000");
+  if (!jobs) return 1;
+  Result<config::LoadedSnapshot> loaded = config::ParseSnapshot(*snapshot, "snapshot");
+  if (!loaded.ok()) {
+    fmt::print(stderr, "error: {}\n", loaded.status().message());
     return 1;
   }
-  fmt::print(stderr, "snapshot written to {} ({} bytes)\n", o.output, res.body.size());
+  Result<Json> answer = store::ParseJson(*jobs);
+  const Json* list =
+      answer.ok() && answer->is_object() && answer->contains("jobs") ? &(*answer)["jobs"] : nullptr;
+  if (list == nullptr || !list->is_array()) {
+    fmt::print(stderr, "error: GET /v1/jobs: expected a list of jobs\n");
+    return 1;
+  }
+  config::History history;
+  history.taken_at = loaded->snapshot.taken_at;
+  history.snapshot_text = *snapshot;
+  for (const Json& j : *list) {
+    store::StoredJob job;
+    job.id = j.value("id", JobId{0});
+    Result<store::JobSpec> spec = store::JobSpecFromJson(j.value("spec", Json::object()), "spec");
+    Result<store::JobStatus> status =
+        store::JobStatusFromJson(j.value("status", Json::object()), "status");
+    if (!spec.ok() || !status.ok()) {
+      fmt::print(stderr, "error: GET /v1/jobs: job {}: {}\n", job.id,
+                 (spec.ok() ? status.status() : spec.status()).message());
+      return 1;
+    }
+    job.spec = std::move(spec).value();
+    job.status = std::move(status).value();
+    history.jobs.push_back(std::move(job));
+  }
+  const std::string text = config::WriteHistory(history);
+  if (o.output.empty() || o.output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  if (!WriteWhole(o.output, text)) return 1;
+  fmt::print(stderr, "history written to {} ({} jobs)\n", o.output, history.jobs.size());
   return 0;
 }
 
@@ -792,8 +853,9 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
 }  // namespace
 
 bool IsClientCommand(std::string_view name) {
-  for (std::string_view command : {"submit", "jobs", "job", "cancel", "hold", "release", "logs",
-                                   "queues", "nodes", "cordon", "uncordon", "drain", "snapshot"}) {
+  for (std::string_view command :
+       {"submit", "jobs", "job", "cancel", "hold", "release", "logs", "queues", "nodes", "cordon",
+        "uncordon", "drain", "snapshot", "history"}) {
     if (name == command) return true;
   }
   return false;
@@ -894,6 +956,15 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     AddConnection(snapshot, o, false);
     snapshot->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
     out.commands.emplace_back(snapshot, &Snapshot);
+  }
+  if (wanted("history")) {
+    CLI::App* history = app.add_subcommand(
+        "history",
+        "Write the server's snapshot and every job it lists with their times, for arbiter "
+        "whatif --history (admin; docs/whatif.md)");
+    AddConnection(history, o, false);
+    history->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
+    out.commands.emplace_back(history, &History);
   }
   if (explain != nullptr) AddConnection(explain, o, true);
   return out;

@@ -48,6 +48,46 @@ struct SimArgs {
   bool quiet = false;  // no progress bar
 };
 
+// `arbiter whatif` (docs/whatif.md): a history file (`arbiter history -o FILE`) replayed under the
+// configuration it ran under (`config`: a cluster file that replaces it, its server section
+// giving the cycle timing) and under `proposed` (a cluster file whose queues, classes and
+// scheduler options replace the current ones; the nodes stay).
+struct WhatifArgs {
+  std::string history;
+  std::string config;
+  std::string proposed;  // empty: only the fidelity of the current configuration
+  std::string since;     // ISO 8601 UTC; empty: the first submit of the history
+  std::string until;     // ISO 8601 UTC; empty: when the history was taken
+  std::string html;
+};
+}  // namespace arbiter::cli
+#include "arbiter/sim.h"
+#include "config/history.h"
+namespace arbiter::cli {
+// How the replay of the current configuration compares with what happened: per job that started
+// in both, its recorded first start and its simulated one (relative to the window's start).
+struct Fidelity {
+  struct Start {
+    JobId id = 0;
+    Millis recorded = 0;
+    Millis simulated = 0;
+  };
+  std::vector<Start> starts;
+  std::size_t not_started = 0;  // started in the record, not in the replay
+  double mean_error_s = 0;
+  double p99_error_s = 0;
+  double max_error_s = 0;
+};
+struct WhatifResult {
+  Millis since = 0;
+  Millis until = 0;
+  std::vector<config::Replay> replays;  // current, then proposed
+  std::vector<sim::RunResult> runs;     // current, then proposed
+  Fidelity fidelity;
+};
+Result<WhatifResult> Whatif(const WhatifArgs& args);
+int RunWhatif(const WhatifArgs& args);
+
 struct ExplainSimArgs {
   std::string job;
   std::string scenario;

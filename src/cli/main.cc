@@ -544,6 +544,28 @@ int main(int argc, char** argv) {
   sim->add_option("--csv", sim_args.csv, "Write time series and per-job CSV files into DIR");
   sim->add_flag("--quiet", sim_args.quiet, "No progress bar");
 
+  arbiter::cli::WhatifArgs whatif_args;
+  CLI::App* whatif = app.add_subcommand(
+      "whatif",
+      "Replay recorded history (arbiter history -o FILE) under the current and a proposed "
+      "configuration; per-queue deltas and the replay's fidelity (docs/whatif.md)");
+  whatif->add_option("--history", whatif_args.history, "History file (arbiter history -o FILE)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  whatif
+      ->add_option("--proposed", whatif_args.proposed,
+                   "Cluster file whose queues, classes and scheduler replace the current ones")
+      ->check(CLI::ExistingFile);
+  whatif
+      ->add_option("--config", whatif_args.config,
+                   "The server's cluster file: replaces the recorded configuration, and its "
+                   "server section gives the cycle timing")
+      ->check(CLI::ExistingFile);
+  whatif->add_option("--since", whatif_args.since,
+                     "Replay jobs submitted from this time (ISO 8601 UTC)");
+  whatif->add_option("--until", whatif_args.until, "... up to this time (ISO 8601 UTC)");
+  whatif->add_option("--html", whatif_args.html, "Write the HTML report of both runs to FILE");
+
   arbiter::cli::FillArgs fill_args;
   CLI::App* fill = app.add_subcommand(
       "fill", "Fill an openb cluster with pods that never leave; compare placement policies");
@@ -688,6 +710,7 @@ int main(int argc, char** argv) {
     return arbiter::cli::RunSim(sim_args);
   }
   if (*fill) return arbiter::cli::RunFill(fill_args);
+  if (*whatif) return arbiter::cli::RunWhatif(whatif_args);
   if (*server) return arbiter::server::RunServer(server_args);
   if (*agent) return arbiter::agent::RunAgent(agent_args);
   if (*checkpoint) return arbiter::agent::RunCheckpoint();
