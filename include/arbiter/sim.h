@@ -110,10 +110,12 @@ struct SimOptions {
   Millis sample_interval = 5 * 60 * kMillisPerSecond;  // time series resolution
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
-  // Called with every cycle's plan and the pending jobs it was made for (indices of the plan's
-  // binds and unplaced entries point into `pending`), before the plan is applied: the property
-  // tests and `arbiter explain --scenario` read the decisions the run really made.
-  std::function<void(const Plan& plan, std::span<const Job> pending)> on_cycle;
+  // Called with every cycle's plan (made at `plan.now`), the pending jobs it was made for
+  // (indices of the plan's binds and unplaced entries point into `pending`) and the state it was
+  // made on, before the plan is applied: the property tests and `arbiter explain --scenario` read
+  // the decisions the run really made. A cycle with no job pending makes no plan and is not seen.
+  std::function<void(const Plan& plan, std::span<const Job> pending, const ClusterState& state)>
+      on_cycle;
 };
 
 // Quantiles and means of a set of durations, in seconds.
@@ -210,7 +212,8 @@ struct RunResult {
   std::int64_t cycles = 0;
 };
 
-// What one job of a simulation is doing at a moment (`arbiter explain --scenario`).
+// What one job of a simulation is doing at a moment (`arbiter explain --scenario`): its state
+// after every event at `at`, and for a job pending then, what the run's next cycle decides for it.
 struct JobStatusAt {
   enum class State : std::uint8_t {
     kNotSubmitted,
@@ -226,20 +229,30 @@ struct JobStatusAt {
   JobRecord record;   // as of `at`
   Millis since = -1;  // when it entered this state
   // Not submitted: its submit time; starting: when its victims are stopped; running: its expected
-  // end (by its work); draining: when it stops; pending and placed by the cycle at `at`: its start.
+  // end (by its work); draining: when it stops; pending and placed by the cycle at `cycle_at`: its
+  // start (that cycle's time, or when its last victim has stopped).
   Millis until = -1;
   Millis work = 0;                   // running time it needs in all
   Millis progress = -1;              // running: work done
   Millis checkpointed = -1;          // running: work its last checkpoint kept
-  std::vector<std::string> nodes;    // starting, running, or placed now: "node[devices]" per task
-  std::vector<std::string> victims;  // starting, or placed now: the jobs evicted for it
+  std::vector<std::string> nodes;    // starting, running, or placed: "node[devices]" per task
+  std::vector<std::string> victims;  // starting, or placed: the jobs evicted for it
   std::string preemptor;             // draining: the job it was evicted for
-  bool placed_now = false;           // pending: the cycle at `at` places it
-  std::optional<Reason> reason;      // pending and not placed: the engine's reason at `at`
+  // Pending: the time of the first cycle the run makes at or after `at` (the cycle at `at` itself
+  // when one ran then), with the run's own cycle times, eviction budget and caps; -1 when none
+  // runs before the horizon or before the job stops pending otherwise (`stopped_at`).
+  Millis cycle_at = -1;
+  // Pending: when the job stopped pending before that cycle (an inference replica its autoscaler
+  // stopped); -1 otherwise.
+  Millis stopped_at = -1;
+  bool placed = false;           // pending: the cycle at `cycle_at` places it
+  std::optional<Reason> reason;  // pending and not placed: that cycle's reason
 };
 
-// Runs the simulation up to `at` (the events at `at` included), then reports on the job named
-// `job`; a pending job's reason comes from one more cycle at `at` (not applied).
+// Runs the simulation up to `at` (the events at `at`, its cycle included), then reports on the
+// job named `job`; for a job pending then, the run goes on to its first cycle at or after `at`
+// (its cycle at `at`, when it ran one) and reports that cycle's decision for the job. Fails when
+// `at` is past the horizon.
 Result<JobStatusAt> Inspect(const ClusterSpec& cluster, const EngineOptions& engine,
                             const Workload& workload, const SimOptions& options,
                             const std::string& job, Millis at);

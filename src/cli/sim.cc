@@ -26,7 +26,9 @@
 namespace arbiter::cli {
 namespace {
 
-std::string Clock(Millis t) {
+// The progress bar's own short clock, to the minute (everything else prints times with
+// FormatTime).
+std::string BarClock(Millis t) {
   const Millis minutes = t / (60 * kMillisPerSecond);
   return fmt::format("{}d {:02}h{:02}", minutes / 1440, minutes / 60 % 24, minutes % 60);
 }
@@ -48,9 +50,9 @@ class Progress {
       const double f = std::min(1.0, static_cast<double>(least) / static_cast<double>(horizon_));
       const int filled = static_cast<int>(f * 30);
       fmt::print(stderr, "\r  simulating [{}{}] {:3.0f}%  {} of {}", std::string(filled, '#'),
-                 std::string(30 - filled, '.'), f * 100, Clock(least), Clock(horizon_));
+                 std::string(30 - filled, '.'), f * 100, BarClock(least), BarClock(horizon_));
     } else {
-      fmt::print(stderr, "\r  simulating: {} simulated", Clock(least));
+      fmt::print(stderr, "\r  simulating: {} simulated", BarClock(least));
     }
     std::fflush(stderr);
   }
@@ -84,9 +86,8 @@ bool WriteText(const std::string& path, const std::string& text) {
 
 namespace {
 
-std::string Hours(Millis d) {
-  return fmt::format("{:.1f} h", static_cast<double>(d) / (3600.0 * kMillisPerSecond));
-}
+// A moment of the simulation, and a duration, as every simulator output prints them.
+std::string Clock(Millis t) { return FormatTime(t, TimeStyle::kElapsed); }
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -164,8 +165,8 @@ int RunExplainSim(const ExplainSimArgs& args) {
              sim::WorkKindName(r.kind), r.workload, r.queue, r.priority_class, r.gpus,
              r.gpus == 1 ? "" : "s", scenario->name, chosen->name, Clock(s.at));
   if (s.state != sim::JobStatusAt::State::kNotSubmitted) {
-    fmt::print("  submitted {}", Clock(r.submit));
-    if (r.first_start >= 0) fmt::print(", first started {}", Clock(r.first_start));
+    fmt::print("  submitted at {}", Clock(r.submit));
+    if (r.first_start >= 0) fmt::print(", first started at {}", Clock(r.first_start));
     fmt::print(", evicted {} times, {} failures, {:.2f} GPU-hours lost so far\n", r.evictions,
                r.failures, r.gpu_hours_lost);
   }
@@ -175,14 +176,23 @@ int RunExplainSim(const ExplainSimArgs& args) {
       fmt::print("  not submitted yet: arrives at {}\n", Clock(s.until));
       break;
     case State::kPending:
-      fmt::print("  pending since {} ({})\n", Clock(s.since), Hours(s.at - s.since));
-      if (s.placed_now) {
-        fmt::print("  the cycle at {} places it: {}\n", Clock(s.at), Join(s.nodes));
+      fmt::print("  pending since {} (for {})\n", Clock(s.since), FormatDuration(s.at - s.since));
+      if (s.cycle_at < 0 && s.stopped_at >= 0) {
+        fmt::print("  stopped by its autoscaler at {}, before the next cycle\n",
+                   Clock(s.stopped_at));
+      } else if (s.cycle_at < 0 && scenario->options.horizon > 0) {
+        fmt::print("  no cycle runs from {} to the horizon ({}): still pending then\n", Clock(s.at),
+                   Clock(scenario->options.horizon));
+      } else if (s.cycle_at < 0) {
+        fmt::print("  no cycle runs after {}: the run ends with it pending\n", Clock(s.at));
+      } else if (s.placed) {
+        fmt::print("  the cycle at {} places it: {}\n", Clock(s.cycle_at), Join(s.nodes));
         if (!s.victims.empty()) {
           fmt::print("  preempting: signals {}; starts at {}\n", Join(s.victims), Clock(s.until));
         }
       } else if (s.reason) {
-        fmt::print("  why: {}\n", s.reason->Describe());
+        fmt::print("  why at the cycle at {}: {}\n", Clock(s.cycle_at),
+                   s.reason->Describe(TimeStyle::kElapsed));
       }
       break;
     case State::kStarting:
@@ -194,7 +204,8 @@ int RunExplainSim(const ExplainSimArgs& args) {
       fmt::print("  running since {} on {}\n", Clock(s.since), Join(s.nodes));
       if (s.progress >= 0) {
         fmt::print("  progress {} of {}, {} kept by its last checkpoint; expected to end at {}\n",
-                   Hours(s.progress), Hours(s.work), Hours(s.checkpointed), Clock(s.until));
+                   FormatDuration(s.progress), FormatDuration(s.work),
+                   FormatDuration(s.checkpointed), Clock(s.until));
       }
       break;
     case State::kDraining:
@@ -202,7 +213,8 @@ int RunExplainSim(const ExplainSimArgs& args) {
                  Clock(s.since), s.preemptor.empty() ? "another job" : s.preemptor, Clock(s.until));
       break;
     case State::kCompleted:
-      fmt::print("  completed at {} (JCT {})\n", Clock(s.since), Hours(s.since - r.submit));
+      fmt::print("  completed at {} (JCT {})\n", Clock(s.since),
+                 FormatDuration(s.since - r.submit));
       break;
     case State::kStopped:
       fmt::print("  stopped by its autoscaler at {}\n", Clock(s.since));

@@ -171,8 +171,10 @@ class Simulation {
   Result<JobStatusAt> Inspect(const std::string& job, Millis at);
 
  private:
-  Status Start();                     // the events of the workload
-  Result<Millis> Loop(Millis until);  // runs events up to `until`; returns the time reached
+  Status Start();  // the events of the workload
+  // Runs events up to `until` (or until `stop_`, or until the run `watch_` stops pending);
+  // returns the time reached.
+  Result<Millis> Loop(Millis until);
   JobRecord Record(const struct Run& r) const;
   void Push(Millis t, EventKind kind, std::uint32_t subject = 0, std::uint32_t generation = 0) {
     events_.push(Event{t, kind, seq_++, subject, generation});
@@ -228,6 +230,10 @@ class Simulation {
   Millis next_cycle_ = kNever;
   Millis last_sample_ = 0;
   bool changed_ = false;  // something happened since the last cycle
+  // Inspect: the loop stops after the event that set `stop_`, or once the run `watch_` (an index
+  // of runs_) is no longer pending.
+  bool stop_ = false;
+  std::uint32_t watch_ = std::numeric_limits<std::uint32_t>::max();
 
   Integral allocated_;  // milli-GPU held
   Integral busy_;       // milli-GPU held by runs past their restart or startup
@@ -526,7 +532,7 @@ Status Simulation::Cycle(Millis now) {
   if (pending_.empty()) return Status::Ok();
   state_.AccrueUsage(now);
   Plan plan = engine_.Schedule(state_, pending_, now);
-  if (options_.on_cycle) options_.on_cycle(plan, pending_);
+  if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
     struct Run& run = runs_[r];
@@ -791,6 +797,7 @@ Result<Millis> Simulation::Loop(Millis until) {
     // still pending then can never start.
     if (options_.horizon <= 0 && !Busy() && services_.empty() && next_cycle_ == kNever) break;
     if (options_.horizon <= 0 && !Busy() && !changed_ && e.kind == EventKind::kCycle) break;
+    if (stop_ || (watch_ < runs_.size() && runs_[watch_].phase != Phase::kPending)) break;
   }
   return now;
 }
@@ -825,6 +832,45 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     if (workload_.jobs[index].job.name == job) break;
   }
   if (Status st = Start(); !st.ok()) return st;
+  // The run's decisions for the job: its last cycle at `at` (within the loop up to `at`), else its
+  // first cycle after `at` (the loop goes on to it). A replica has no run yet: it is known by its
+  // name until the loop up to `at` has made it.
+  JobId target = index < workload_.jobs.size() ? runs_[index].id : 0;
+  struct Decision {
+    Millis at = -1;
+    bool placed = false;
+    Millis start = -1;
+    std::vector<std::string> nodes;
+    std::vector<std::string> victims;
+    std::optional<Reason> reason;
+  };
+  std::optional<Decision> decision;
+  const auto hook = options_.on_cycle;
+  options_.on_cycle = [&](const Plan& plan, std::span<const Job> pending,
+                          const ClusterState& state) {
+    if (hook) hook(plan, pending, state);
+    if (plan.now < at || (decision && decision->at > at)) return;
+    std::size_t i = 0;
+    while (i < pending.size() && (target != 0 ? pending[i].id != target : pending[i].name != job))
+      ++i;
+    if (i == pending.size()) return;
+    Decision d;
+    d.at = plan.now;
+    for (const Unplaced& u : plan.unplaced) {
+      if (u.pending_index == i) d.reason = u.reason;
+    }
+    for (const Bind& b : plan.binds) {
+      if (b.pending_index != i) continue;
+      d.placed = true;
+      d.nodes = DescribeAllocation(state, b.allocation);
+      d.start = std::max(plan.now, b.start_after);
+      for (const Eviction& e : plan.evictions) {
+        if (e.preemptor == pending[i].id) d.victims.push_back(runs_[RunOf(e.job)].spec->job.name);
+      }
+    }
+    decision = std::move(d);
+    if (plan.now > at) stop_ = true;
+  };
   Result<Millis> reached = Loop(at);
   if (!reached.ok()) return reached.status();
   // Replicas are created as the run goes; look the name up among all runs.
@@ -832,8 +878,10 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     index = 0;
     while (index < runs_.size() && runs_[index].spec->job.name != job) ++index;
     if (index == runs_.size()) {
-      return Status::NotFound("no job named '" + job + "' by " + std::to_string(at / 1000) + " s");
+      return Status::NotFound("no job named '" + job + "' by " +
+                              FormatTime(at, TimeStyle::kElapsed));
     }
+    target = runs_[index].id;
   }
   const struct Run& r = runs_[index];
   JobStatusAt out;
@@ -847,19 +895,21 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     case Phase::kPending: {
       out.state = JobStatusAt::State::kPending;
       out.since = r.pending_since;
-      state_.AccrueUsage(at);
-      const Plan plan = engine_.Schedule(state_, pending_, at);
-      for (const Unplaced& u : plan.unplaced) {
-        if (pending_runs_[u.pending_index] == index) out.reason = u.reason;
+      if (!decision) {
+        watch_ = index;
+        reached = Loop(options_.horizon > 0 ? options_.horizon : kNever);
+        watch_ = std::numeric_limits<std::uint32_t>::max();
+        if (!reached.ok()) return reached.status();
       }
-      for (const Bind& b : plan.binds) {
-        if (pending_runs_[b.pending_index] != index) continue;
-        out.placed_now = true;
-        out.nodes = DescribeAllocation(state_, b.allocation);
-        out.until = std::max(at, b.start_after);
-        for (const Eviction& e : plan.evictions) {
-          if (e.preemptor == r.id) out.victims.push_back(runs_[RunOf(e.job)].spec->job.name);
-        }
+      if (decision) {
+        out.cycle_at = decision->at;
+        out.placed = decision->placed;
+        out.reason = std::move(decision->reason);
+        out.nodes = std::move(decision->nodes);
+        out.victims = std::move(decision->victims);
+        if (decision->placed) out.until = decision->start;
+      } else if (runs_[index].phase == Phase::kStopped) {
+        out.stopped_at = runs_[index].end;  // runs_ may have grown: `r` is stale here
       }
       break;
     }
@@ -898,7 +948,7 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
       out.since = r.end;
       break;
   }
-  out.work = r.spec->work;
+  out.work = runs_[index].spec->work;
   return out;
 }
 
@@ -1114,9 +1164,12 @@ Result<JobStatusAt> Inspect(const ClusterSpec& cluster, const EngineOptions& eng
                             const std::string& job, Millis at) {
   Result<ClusterState> state = ClusterState::Create(cluster);
   if (!state.ok()) return state.status();
-  SimOptions until = options;
-  until.horizon = at;
-  Simulation sim(std::move(*state), engine, workload, until);
+  if (options.horizon > 0 && at > options.horizon) {
+    return Status::InvalidArgument(FormatTime(at, TimeStyle::kElapsed) + " is past the horizon (" +
+                                       FormatTime(options.horizon, TimeStyle::kElapsed) + ")",
+                                   "at");
+  }
+  Simulation sim(std::move(*state), engine, workload, options);
   return sim.Inspect(job, at);
 }
 

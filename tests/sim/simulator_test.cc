@@ -188,7 +188,10 @@ TEST(SimInspect, StopsAtTheMomentWithLaterArrivalsStillToCome) {
   EXPECT_EQ(waiting.since, 10 * kMinute);
   ASSERT_TRUE(waiting.reason.has_value());
   EXPECT_EQ(waiting.reason->cause, Cause::kInsufficientGpu);
-  EXPECT_FALSE(waiting.placed_now);
+  EXPECT_FALSE(waiting.placed);
+  // The run's own cycle at 30 min (one every 30 s from b's arrival at 10 min) gives the reason.
+  EXPECT_EQ(waiting.cycle_at, 30 * kMinute);
+  EXPECT_EQ(inspect("b", 30 * kMinute + 1).cycle_at, 30 * kMinute + 30 * kSecond);
   const JobStatusAt late = inspect("late", 30 * kMinute);
   EXPECT_EQ(late.state, JobStatusAt::State::kNotSubmitted);
   EXPECT_EQ(late.until, 2 * kHour);
@@ -198,6 +201,68 @@ TEST(SimInspect, StopsAtTheMomentWithLaterArrivalsStillToCome) {
   EXPECT_EQ(started.since, kHour);
   EXPECT_EQ(started.until, 2 * kHour);
   EXPECT_EQ(inspect("a", kHour).state, JobStatusAt::State::kCompleted);
+}
+
+// The per-cycle eviction cap makes the second preemptor wait for the next cycle: Inspect says
+// so at the cycle's own time, and names the next cycle (its time, its victim, its start) just
+// after it, as the run does.
+TEST(SimInspect, ReportsTheRunsOwnCycleWithItsEvictionBudget) {
+  ClusterSpec spec = OneNode(8);
+  spec.priority_classes[kP1].grace_period = 10 * kSecond;
+  EngineOptions engine;
+  engine.preemption.max_gpus_per_cycle = 4 * kMilliPerGpu;
+  Workload w;
+  w.jobs.push_back(MakeJob("low-a", WorkKind::kBatch, 4, 0, 10 * kHour));
+  w.jobs.push_back(MakeJob("low-b", WorkKind::kBatch, 4, 0, 10 * kHour));
+  w.jobs.push_back(MakeJob("high-a", WorkKind::kBatch, 4, kHour, kHour, kP0));
+  w.jobs.push_back(MakeJob("high-b", WorkKind::kBatch, 4, kHour, kHour, kP0));
+  SimOptions options;
+  options.horizon = 3 * kHour;
+  auto inspect = [&](const std::string& job, Millis at) {
+    Result<JobStatusAt> r = Inspect(spec, engine, w, options, job, at);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : JobStatusAt{};
+  };
+  // The cycle at 1 h evicts one of the low jobs for high-a and has no budget left for high-b.
+  const JobStatusAt capped = inspect("high-b", kHour);
+  EXPECT_EQ(capped.state, JobStatusAt::State::kPending);
+  EXPECT_EQ(capped.cycle_at, kHour);
+  EXPECT_FALSE(capped.placed);
+  EXPECT_TRUE(capped.reason.has_value());
+  const JobStatusAt a = inspect("high-a", kHour);
+  EXPECT_EQ(a.state, JobStatusAt::State::kStarting);
+  ASSERT_EQ(a.victims.size(), 1u);
+  const std::string other = a.victims[0] == "low-a" ? "low-b" : "low-a";
+  // Just after 1 h: the next cycle runs when that victim stops and is pending again (1h00m10s),
+  // evicts the other low job, and high-b starts 10 s later.
+  const JobStatusAt next = inspect("high-b", kHour + 1);
+  EXPECT_EQ(next.state, JobStatusAt::State::kPending);
+  EXPECT_EQ(next.cycle_at, kHour + 10 * kSecond);
+  EXPECT_TRUE(next.placed);
+  EXPECT_EQ(next.victims, std::vector<std::string>{other});
+  EXPECT_EQ(next.until, kHour + 20 * kSecond);
+  EXPECT_EQ(next.nodes.size(), 1u);
+  // The run agrees.
+  const RunResult run = RunSim(spec, w, options, engine);
+  EXPECT_EQ(Record(run, "high-a").first_start, kHour + 10 * kSecond);
+  EXPECT_EQ(Record(run, "high-b").first_start, kHour + 20 * kSecond);
+}
+
+// No cycle after the moment before the horizon: Inspect says so rather than making one up.
+TEST(SimInspect, NoCycleBeforeTheHorizon) {
+  Workload w;
+  w.jobs.push_back(MakeJob("a", WorkKind::kBatch, 8, 0, 10 * kHour));
+  w.jobs.push_back(MakeJob("b", WorkKind::kBatch, 8, kHour, kHour));
+  SimOptions options;
+  options.horizon = kHour + 10 * kSecond;
+  Result<JobStatusAt> r = Inspect(OneNode(8), EngineOptions{}, w, options, "b", kHour + kSecond);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->state, JobStatusAt::State::kPending);
+  EXPECT_EQ(r->cycle_at, -1);
+  EXPECT_FALSE(r->placed);
+  EXPECT_FALSE(r->reason.has_value());
+  // Past the horizon: refused.
+  EXPECT_FALSE(Inspect(OneNode(8), EngineOptions{}, w, options, "b", 2 * kHour).ok());
 }
 
 void ExpectSameMetrics(const GroupMetrics& a, const GroupMetrics& b) {
