@@ -308,12 +308,30 @@ Millis NowMillis() {
       .count();
 }
 
+// A job's age for the listing's narrow column: its largest unit only (`42s`, `5m`, `3h`, `2d`).
 std::string Age(Millis since) {
   const Millis s = std::max<Millis>(0, (NowMillis() - since) / 1000);
   if (s < 120) return fmt::format("{}s", s);
   if (s < 7200) return fmt::format("{}m", s / 60);
   if (s < 172800) return fmt::format("{}h", s / 3600);
   return fmt::format("{}d", s / 86400);
+}
+
+// A moment of the server's (Unix milliseconds) as every output prints it: ISO 8601 UTC.
+std::string When(Millis t) { return FormatTime(t, TimeStyle::kCalendar); }
+
+// The job's time `key` (`start_time_ms`, ...) if it has one.
+std::optional<Millis> TimeOf(const Json& object, const char* key) {
+  if (!object.contains(key) || !object[key].is_number_integer()) return std::nullopt;
+  return object[key].get<Millis>();
+}
+
+// "2026-05-01T10:00:00Z (3m20s ago)", "... (in 1h00m00s)": a moment and how far from now.
+std::string WhenFromNow(Millis t) {
+  const Millis now = NowMillis() / kMillisPerSecond * kMillisPerSecond;
+  const Millis rounded = t / kMillisPerSecond * kMillisPerSecond;
+  if (rounded <= now) return fmt::format("{} ({} ago)", When(t), FormatDuration(now - rounded));
+  return fmt::format("{} (in {})", When(t), FormatDuration(rounded - now));
 }
 
 // ---- submit ----
@@ -550,6 +568,41 @@ std::optional<std::string> OneId(const ClientOptions& o) {
   return o.ids[0];
 }
 
+// What the server says of a job's times, one line each: submitted, started, last checkpoint,
+// evictions, stopping, reserved start, expected end by its runtime estimate, ended.
+void PrintTimes(const Json& j) {
+  const Json& spec = j["spec"];
+  const Json& status = j["status"];
+  const std::string state = status.value("state", "");
+  if (std::optional<Millis> t = TimeOf(spec, "submit_time_ms"))
+    fmt::print("  submitted at {}\n", WhenFromNow(*t));
+  const std::optional<Millis> start = TimeOf(status, "start_time_ms");
+  const std::optional<Millis> first = TimeOf(status, "first_start_time_ms");
+  if (first && (!start || *first != *start)) fmt::print("  first started at {}\n", When(*first));
+  if (start)
+    fmt::print("  {} at {}\n", first && *first != *start ? "started again" : "started",
+               WhenFromNow(*start));
+  if (std::optional<Millis> t = TimeOf(status, "last_checkpoint_ms"); t && start && *t > *start)
+    fmt::print("  last checkpoint at {}\n", When(*t));
+  if (status.contains("evictions_ms") && status["evictions_ms"].is_array() &&
+      !status["evictions_ms"].empty()) {
+    const Json& evictions = status["evictions_ms"];
+    fmt::print("  evicted {} time{}, last at {}\n", evictions.size(),
+               evictions.size() == 1 ? "" : "s", When(evictions.back().get<Millis>()));
+  }
+  if (std::optional<Millis> t = TimeOf(status, "stop_at_ms"))
+    fmt::print("  stopping by {}\n", WhenFromNow(*t));
+  if (std::optional<Millis> t = TimeOf(j, "reserved_start_ms"))
+    fmt::print("  reserved: expected to start at {}\n", WhenFromNow(*t));
+  const std::optional<Millis> estimate = TimeOf(spec, "runtime_estimate_ms");
+  if (state == "running" && start && estimate && *estimate > 0) {
+    fmt::print("  expected to end at {} by its runtime estimate ({})\n",
+               WhenFromNow(*start + *estimate), FormatDuration(*estimate));
+  }
+  if (std::optional<Millis> t = TimeOf(status, "end_time_ms"))
+    fmt::print("  ended at {}\n", WhenFromNow(*t));
+}
+
 int JobDetail(const ClientOptions& o) {
   std::optional<Json> answer = Call(o, "GET", "/v1/jobs/" + *OneId(o));
   if (!answer) return 1;
@@ -563,12 +616,10 @@ int JobDetail(const ClientOptions& o) {
   fmt::print("job {} ({})\n", j["id"].get<std::uint64_t>(), spec.value("name", ""));
   fmt::print("  user {}, queue {}, class {}, {} GPUs\n", spec.value("user", ""),
              spec.value("queue", ""), status.value("priority_class", ""), JobGpus(j));
-  fmt::print("  state {}, submitted {} ago\n", status.value("state", ""),
-             Age(spec.value("submit_time_ms", Millis{0})));
+  fmt::print("  state {}\n", status.value("state", ""));
+  PrintTimes(j);
   if (j.contains("tasks")) fmt::print("  on {}\n", Where(j));
   if (j.contains("reason")) fmt::print("  reason: {}\n", j["reason"].get<std::string>());
-  if (status.contains("evictions_ms"))
-    fmt::print("  evicted {} times\n", status["evictions_ms"].size());
   if (status.contains("message")) fmt::print("  {}\n", status["message"].get<std::string>());
   return 0;
 }
@@ -578,11 +629,15 @@ int Explain(const ClientOptions& o) {
   if (!answer) return 1;
   const Json& j = *answer;
   if (o.json) {
-    fmt::print("{}\n", Json{{"id", j["id"]},
-                            {"state", j["status"].value("state", "")},
-                            {"reason", j.value("reason", "")},
-                            {"tasks", j.value("tasks", Json::array())}}
-                           .dump());
+    Json out{{"id", j["id"]},
+             {"state", j["status"].value("state", "")},
+             {"reason", j.value("reason", "")},
+             {"tasks", j.value("tasks", Json::array())}};
+    if (std::optional<Millis> t = TimeOf(j, "reserved_start_ms")) {
+      out["reserved_start_ms"] = *t;
+      out["reserved_start"] = When(*t);
+    }
+    fmt::print("{}\n", out.dump());
     return 0;
   }
   const Json& spec = j["spec"];
@@ -600,6 +655,7 @@ int Explain(const ClientOptions& o) {
         "  {}{}\n", state,
         j["status"].contains("message") ? ": " + j["status"]["message"].get<std::string>() : "");
   }
+  PrintTimes(j);
   return 0;
 }
 

@@ -86,18 +86,12 @@ void PrintClusterSummary(const ClusterState& state) {
   fmt::print("\n");
 }
 
-// How the cycle's moments print: seconds from the epoch of the files (`t=90s`), or a snapshot's
-// calendar time.
+// How the cycle's moments print (FormatTime): the time since the epoch of the files
+// (`1m30s`), or a snapshot's calendar time (`2026-05-01T10:00:00Z`).
 struct Clock {
   bool calendar = false;
-  std::string At(Millis t) const {
-    return calendar ? config::FormatSnapshotTime(t, true)
-                    : fmt::format("t={}s", t / kMillisPerSecond);
-  }
-  std::string Column(Millis t) const {
-    return calendar ? config::FormatSnapshotTime(t, true)
-                    : fmt::format("{}s", t / kMillisPerSecond);
-  }
+  TimeStyle style() const { return calendar ? TimeStyle::kCalendar : TimeStyle::kElapsed; }
+  std::string At(Millis t) const { return FormatTime(t, style()); }
 };
 
 // `victims`: the names of the jobs the plan evicts, taken before it was applied.
@@ -133,7 +127,7 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       }
       fmt::print("  {:<24} {:<10} {:<12} {:<9} {:>8} {:>10.2f}\n",
                  victim != victims.end() ? victim->second : std::to_string(e.job), preemptor,
-                 EvictionKindName(e.kind), e.signal, clock.Column(e.stop_at), e.lost_gpu_hours);
+                 EvictionKindName(e.kind), e.signal, clock.At(e.stop_at), e.lost_gpu_hours);
     }
     fmt::print("\n");
   }
@@ -144,7 +138,7 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
       const Job& job = jobs[u.pending_index];
       fmt::print("  {:<24} {:<12} {:<6} {:>6} {}\n", job.name, state.queue(job.queue).spec.name,
                  state.priority_class(job.priority_class).name, Gpus(job.total_gpu().value()),
-                 u.reason.Describe());
+                 u.reason.Describe(clock.style()));
     }
     fmt::print("\n");
   }
@@ -155,7 +149,8 @@ void PrintPlanText(const ClusterState& state, const std::vector<Job>& jobs, cons
   fmt::print("stages: {}\n", stages);
 }
 
-void PrintPlanJson(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan) {
+void PrintPlanJson(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
+                   const Clock& clock) {
   fmt::print("{{\"now_ms\": {}, \"binds\": [", plan.now);
   for (std::size_t i = 0; i < plan.binds.size(); ++i) {
     const Bind& b = plan.binds[i];
@@ -191,7 +186,7 @@ void PrintPlanJson(const ClusterState& state, const std::vector<Job>& jobs, cons
         i ? "," : "", u.job, JsonString(jobs[u.pending_index].name),
         JsonString(StageName(u.reason.stage)), JsonString(CauseName(u.reason.cause)),
         JsonString(u.reason.verdict == Verdict::kNever ? "never" : "wait"), u.reason.nodes_total,
-        counts, JsonString(u.reason.detail), JsonString(u.reason.Describe()));
+        counts, JsonString(u.reason.detail), JsonString(u.reason.Describe(clock.style())));
   }
   fmt::print("\n]}}\n");
 }
@@ -324,7 +319,7 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
     return 0;
   }
   for (const Unplaced& u : plan.unplaced) {
-    if (u.job == job->id) fmt::print("  pending: {}\n", u.reason.Describe());
+    if (u.job == job->id) fmt::print("  pending: {}\n", u.reason.Describe(clock.style()));
   }
   return 0;
 }
@@ -354,7 +349,7 @@ int RunCycle(const config::ClusterConfig& config, ClusterState& state, const std
   }
   if (!explain.empty()) return PrintExplain(state, jobs, plan, victims, explain, running, clock);
   if (json) {
-    PrintPlanJson(state, jobs, plan);
+    PrintPlanJson(state, jobs, plan, clock);
   } else {
     PrintClusterSummary(state);
     PrintPlanText(state, jobs, plan, victims, clock);
@@ -411,7 +406,7 @@ int RunPlanSnapshot(const std::string& path, const std::string& now_text, bool j
   }
   if (now < snapshot.taken_at) {
     fmt::print(stderr, "error: --now: before the snapshot was taken ({})\n",
-               config::FormatSnapshotTime(snapshot.taken_at, snapshot.calendar));
+               Clock{snapshot.calendar}.At(snapshot.taken_at));
     return 2;
   }
   return RunCycle(snapshot.config, loaded->state, loaded->pending, now, json, explain,

@@ -536,8 +536,8 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
   for (const std::string& name : lost) {
     AgentNode& a = agent_nodes_[name];
     a.lost = true;
-    fmt::print(stderr, "node {}: lost (no word from its agent for {} ms)\n", name,
-               now - a.last_seen);
+    fmt::print(stderr, "node {}: lost (no word from its agent for {})\n", name,
+               FormatDuration(now - a.last_seen));
     const std::optional<NodeId> n = state_->FindNode(name);
     std::set<JobId> jobs;
     if (n) {

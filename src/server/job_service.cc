@@ -92,7 +92,7 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
     for (const Unplaced& u : probe.unplaced) {
       if (u.reason.verdict != Verdict::kNever) continue;
       const char* field = u.reason.stage == Stage::kQuota ? "queue" : "groups";
-      return Status::InvalidArgument(u.reason.Describe(), field);
+      return Status::InvalidArgument(u.reason.Describe(TimeStyle::kCalendar), field);
     }
   }
   {
@@ -176,7 +176,10 @@ Json Core::JobJson(const Entry& entry) const {
                                                   : entry.reason;
     out["reason"] = reason;
     out["verdict"] = entry.never ? "never" : "wait";
-    if (entry.reserved_start >= 0) out["reserved_start_ms"] = entry.reserved_start;
+    if (entry.reserved_start >= 0) {
+      out["reserved_start_ms"] = entry.reserved_start;
+      out["reserved_start"] = FormatTime(entry.reserved_start, TimeStyle::kCalendar);
+    }
   }
   if (state == JobState::kRunning) {
     Json tasks = Json::array();
@@ -186,7 +189,8 @@ Json Core::JobJson(const Entry& entry) const {
     }
     out["tasks"] = std::move(tasks);
     if (auto it = draining_.find(entry.stored.id); it != draining_.end()) {
-      out["reason"] = fmt::format("evicted: stopping by {}", it->second);
+      out["reason"] =
+          fmt::format("evicted: stopping by {}", FormatTime(it->second, TimeStyle::kCalendar));
     }
   }
   return out;

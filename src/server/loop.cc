@@ -93,7 +93,8 @@ void Core::CycleLocked(Millis now) {
   }
   if (!events.empty()) {
     if (Status st = AppendLocked(std::move(events)); !st.ok()) {
-      fmt::print(stderr, "error: cycle at {}: the store refused the plan: {}\n", now, st.message());
+      fmt::print(stderr, "error: cycle at {}: the store refused the plan: {}\n",
+                 FormatTime(now, TimeStyle::kCalendar), st.message());
       return;
     }
     if (Status st = state_->Apply(plan, pending); !st.ok()) {
@@ -113,7 +114,7 @@ void Core::CycleLocked(Millis now) {
   }
   for (const Unplaced& u : plan.unplaced) {
     Entry& entry = jobs_.at(u.job);
-    entry.reason = u.reason.Describe();
+    entry.reason = u.reason.Describe(TimeStyle::kCalendar);
     entry.never = u.reason.verdict == Verdict::kNever;
     entry.reserved_start = u.reason.reserved_start;
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 
 #include "server/server_process.h"
@@ -235,6 +236,31 @@ TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
   EXPECT_NE(explain.output.find("pending: filter: 0/2 nodes fit: 2 insufficient GPU"),
             std::string::npos)
       << explain.output;
+  // Times print in ISO 8601 UTC, in the reason as in the command's own lines, never as epoch
+  // numbers.
+  const std::string iso = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{3})?Z";
+  EXPECT_TRUE(std::regex_search(explain.output, std::regex("submitted at " + iso + " \\(")))
+      << explain.output;
+  EXPECT_FALSE(std::regex_search(explain.output, std::regex("[0-9]{9}"))) << explain.output;
+  const Json pending = GetJob(waiting);
+  if (pending.contains("reserved_start_ms")) {
+    EXPECT_TRUE(std::regex_match(pending["reserved_start"].get<std::string>(), std::regex(iso)))
+        << pending.dump();
+    EXPECT_NE(pending["reason"].get<std::string>().find(
+                  "expected to start at " + pending["reserved_start"].get<std::string>()),
+              std::string::npos)
+        << pending.dump();
+  }
+  CommandResult running = RunCli(server_->address(), kAlice, "job " + std::to_string(big));
+  EXPECT_EQ(running.status, 0);
+  EXPECT_TRUE(std::regex_search(running.output, std::regex("  started at " + iso + " \\(")))
+      << running.output;
+  EXPECT_TRUE(
+      std::regex_search(running.output, std::regex("expected to end at " + iso +
+                                                   " \\(in [0-9hms]+\\) by its runtime estimate "
+                                                   "\\(1h00m00s\\)")))
+      << running.output;
+  EXPECT_FALSE(std::regex_search(running.output, std::regex("[0-9]{9}"))) << running.output;
   // Bob may not touch Alice's job; Alice may not give it a class her token does not list, and
   // may hold it.
   EXPECT_EQ(Call(port(), kBob, "POST", "/v1/jobs/" + std::to_string(waiting) + "/cancel").status,
