@@ -420,8 +420,10 @@ int RunLint(const std::string& cluster_path, const std::string& jobs_path, bool 
   if (!loaded) return 1;
   PrintClusterSummary(*loaded->state);
   std::vector<Job> jobs;
+  std::vector<config::BareMemory> job_memory;
   if (!jobs_path.empty()) {
-    Result<std::vector<Job>> loaded_jobs = config::LoadJobsFile(jobs_path, *loaded->state);
+    Result<std::vector<Job>> loaded_jobs =
+        config::LoadJobsFile(jobs_path, *loaded->state, 1, &job_memory);
     if (!loaded_jobs.ok()) {
       fmt::print(stderr, "error: {}\n", loaded_jobs.status().message());
       return 1;
@@ -430,7 +432,7 @@ int RunLint(const std::string& cluster_path, const std::string& jobs_path, bool 
     fmt::print("jobs: {} in {}\n", jobs.size(), jobs_path);
   }
   const std::vector<config::LintWarning> warnings =
-      config::Lint(loaded->config, *loaded->state, jobs);
+      config::Lint(loaded->config, *loaded->state, jobs, job_memory);
   for (const config::LintWarning& w : warnings)
     fmt::print("warning: {}: {} [{}]\n", w.field, w.message, w.code);
   if (warnings.empty()) {
