@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,8 @@ struct Fidelity {
   double mean_error_s = 0;
   double p99_error_s = 0;
   double max_error_s = 0;
+  // The waits (first start - submit) of those jobs, recorded and replayed, by queue and "(all)".
+  std::map<std::string, std::vector<double>> recorded_wait_s, replayed_wait_s;
 };
 struct WhatifResult {
   Millis since = 0;

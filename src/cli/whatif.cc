@@ -159,6 +159,13 @@ Result<WhatifResult> Whatif(const WhatifArgs& args) {
       ++out.fidelity.not_started;
       continue;
     }
+    const Millis submit = replay.workload.jobs[index].job.submit_time;
+    for (const std::string& q : {rec.queue, std::string("(all)")}) {
+      out.fidelity.recorded_wait_s[q].push_back(static_cast<double>(rj.recorded_start - submit) /
+                                                kMillisPerSecond);
+      out.fidelity.replayed_wait_s[q].push_back(static_cast<double>(rec.first_start - submit) /
+                                                kMillisPerSecond);
+    }
     const double e = static_cast<double>(rec.first_start - rj.recorded_start) / kMillisPerSecond;
     errors.push_back(std::abs(e));
     out.fidelity.starts.push_back({rj.id, rj.recorded_start, rec.first_start});
@@ -206,6 +213,25 @@ int RunWhatif(const WhatifArgs& args) {
     if (worst[i].simulated == worst[i].recorded) break;
     fmt::print("  job {}: started at +{} in the record, +{} in the replay\n", worst[i].id,
                FormatDuration(worst[i].recorded), FormatDuration(worst[i].simulated));
+  }
+  fmt::print("{:<16} {:>6} {:>16} {:>16} {:>16} {:>16}\n", "queue", "jobs", "wait mean record",
+             "wait mean replay", "wait p99 record", "wait p99 replay");
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  auto p99 = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const auto k = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(v.size())));
+    return v[std::max<std::size_t>(k, 1) - 1];
+  };
+  for (const auto& [q, recorded] : f.recorded_wait_s) {
+    const std::vector<double>& replayed = f.replayed_wait_s.at(q);
+    fmt::print("{:<16} {:>6} {:>16} {:>16} {:>16} {:>16}\n", q, recorded.size(),
+               Seconds(mean(recorded)), Seconds(mean(replayed)), Seconds(p99(recorded)),
+               Seconds(p99(replayed)));
   }
   fmt::print("\n");
 

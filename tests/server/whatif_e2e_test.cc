@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
@@ -97,6 +98,7 @@ TEST(WhatifE2e, ReplayingAServersHistoryUnderItsConfigurationReproducesItsStarts
   const std::regex fidelity(
       R"((\d+) jobs started in both; start-time error mean ([0-9.]+) s, p99 ([0-9.]+) s, max ([0-9.]+) s)");
   ASSERT_TRUE(std::regex_search(replay.output, m, fidelity)) << replay.output;
+  std::printf("whatif %s\n", m[0].str().c_str());  // the measurement docs/whatif.md quotes
   EXPECT_EQ(m[1].str(), "10");
   EXPECT_EQ(replay.output.find("started only in the record"), std::string::npos) << replay.output;
   // The bound of docs/whatif.md for a workload whose decisions are far apart: a start differs
