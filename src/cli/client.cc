@@ -28,9 +28,9 @@
 #include "arbiter/quantity.h"
 #include "arbiter/store.h"
 #include "cli/commands.h"
+#include "cli/history.h"
 #include "cli/http.h"
 #include "config/config.h"
-#include "config/history.h"
 #include "config/limits.h"
 #include "config/reader.h"
 #include "net/follow.h"
@@ -841,7 +841,7 @@ int Snapshot(const ClientOptions& o) {
 
 // `arbiter history [-o FILE]`: the server's snapshot and every job it lists, with their times
 // (admin; docs/whatif.md), for `arbiter whatif --history FILE`.
-int History(const ClientOptions& o) {
+int HistoryCommand(const ClientOptions& o) {
   const Connection c = Connect(o);
   const std::optional<std::string> snapshot = AdminGet(c, "/v1/admin/snapshot");
   if (!snapshot) return 1;
@@ -859,7 +859,7 @@ int History(const ClientOptions& o) {
     fmt::print(stderr, "error: GET /v1/jobs: expected a list of jobs\n");
     return 1;
   }
-  config::History history;
+  History history;
   history.taken_at = loaded->snapshot.taken_at;
   history.snapshot_text = *snapshot;
   for (const Json& j : *list) {
@@ -877,7 +877,7 @@ int History(const ClientOptions& o) {
     job.status = std::move(status).value();
     history.jobs.push_back(std::move(job));
   }
-  const std::string text = config::WriteHistory(history);
+  const std::string text = WriteHistory(history);
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
@@ -1020,7 +1020,7 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
         "whatif --history (admin; docs/whatif.md)");
     AddConnection(history, o, false);
     history->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
-    out.commands.emplace_back(history, &History);
+    out.commands.emplace_back(history, &HistoryCommand);
   }
   if (explain != nullptr) AddConnection(explain, o, true);
   return out;

@@ -63,7 +63,7 @@ struct WhatifArgs {
 };
 }  // namespace arbiter::cli
 #include "arbiter/sim.h"
-#include "config/history.h"
+#include "cli/history.h"
 namespace arbiter::cli {
 // How the replay of the current configuration compares with what happened: per job that started
 // in both, its recorded first start and its simulated one (relative to the window's start).
@@ -84,8 +84,8 @@ struct Fidelity {
 struct WhatifResult {
   Millis since = 0;
   Millis until = 0;
-  std::vector<config::Replay> replays;  // current, then proposed
-  std::vector<sim::RunResult> runs;     // current, then proposed
+  std::vector<Replay> replays;       // current, then proposed
+  std::vector<sim::RunResult> runs;  // current, then proposed
   Fidelity fidelity;
 };
 Result<WhatifResult> Whatif(const WhatifArgs& args);

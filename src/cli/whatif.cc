@@ -17,8 +17,8 @@
 #include "arbiter/sim.h"
 #include "arbiter/state.h"
 #include "cli/commands.h"
+#include "cli/history.h"
 #include "config/config.h"
-#include "config/history.h"
 #include "config/reader.h"
 #include "report/report.h"
 
@@ -83,9 +83,9 @@ std::string DeltaSeconds(double a, double b) {
 }  // namespace
 
 Result<WhatifResult> Whatif(const WhatifArgs& args) {
-  Result<config::History> history = config::LoadHistoryFile(args.history);
+  Result<History> history = LoadHistoryFile(args.history);
   if (!history.ok()) return history.status();
-  config::ReplayWindow window = config::WholeHistory(*history);
+  ReplayWindow window = WholeHistory(*history);
   if (!args.since.empty()) {
     std::optional<Millis> t = config::ParseUtcTime(args.since);
     if (!t) return Status::InvalidArgument("expected an ISO 8601 UTC time", "--since");
@@ -127,7 +127,7 @@ Result<WhatifResult> Whatif(const WhatifArgs& args) {
   for (const Configured& c : runs) {
     Result<ClusterState> state = ClusterState::Create(c.cluster);
     if (!state.ok()) return Status::InvalidArgument(c.name + ": " + state.status().message());
-    Result<config::Replay> replay = config::BuildReplay(*history, window, *state, c.engine);
+    Result<Replay> replay = BuildReplay(*history, window, *state, c.engine);
     if (!replay.ok()) return Status::InvalidArgument(c.name + ": " + replay.status().message());
     out.replays.push_back(std::move(replay).value());
   }
@@ -148,12 +148,12 @@ Result<WhatifResult> Whatif(const WhatifArgs& args) {
   }
 
   // Fidelity: the replay of the recorded configuration against what happened.
-  const config::Replay& replay = out.replays.front();
+  const Replay& replay = out.replays.front();
   std::vector<double> errors;
   for (const sim::JobRecord& rec : out.runs.front().jobs) {
     const std::size_t index = rec.id - 1;
     if (index >= replay.jobs.size()) continue;
-    const config::ReplayJob& rj = replay.jobs[index];
+    const ReplayJob& rj = replay.jobs[index];
     if (rj.recorded_start < 0) continue;
     if (rec.first_start < 0) {
       ++out.fidelity.not_started;
@@ -190,9 +190,9 @@ int RunWhatif(const WhatifArgs& args) {
     return 1;
   }
   const WhatifResult& r = *result;
-  const config::Replay& replay = r.replays.front();
+  const Replay& replay = r.replays.front();
   std::size_t observed = 0;
-  for (const config::ReplayJob& j : replay.jobs) observed += j.observed ? 1 : 0;
+  for (const ReplayJob& j : replay.jobs) observed += j.observed ? 1 : 0;
   fmt::print(
       "window {} to {} ({}): {} jobs replayed, {} with their observed running time, {} "
       "left out (held, or ended without running)\n",

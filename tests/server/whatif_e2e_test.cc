@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
 
-#include "config/history.h"
 #include "server/server_process.h"
 
 namespace arbiter::testing {
@@ -79,10 +79,13 @@ TEST(WhatifE2e, ReplayingAServersHistoryUnderItsConfigurationReproducesItsStarts
   const std::string history = (dir.path() / "history.json").string();
   CommandResult taken = RunCli(server.address(), kAdmin, "history -o " + history);
   ASSERT_EQ(taken.status, 0) << taken.output;
-  Result<config::History> loaded = config::LoadHistoryFile(history);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  EXPECT_EQ(loaded->jobs.size(), 10u);
-  EXPECT_EQ(loaded->snapshot.config.cluster.nodes.size(), 2u);
+  {
+    std::ifstream in(history);
+    const Json file = Json::parse(in, nullptr, false);
+    EXPECT_EQ(file.value("history_version", 0), 1);
+    EXPECT_EQ(file["jobs"].size(), 10u);
+    EXPECT_NE(file.value("snapshot", "").find("snapshot_version: 1"), std::string::npos);
+  }
 
   const std::string proposed = dir.Write("proposed.yaml", kProposed);
   const std::string html = (dir.path() / "whatif.html").string();

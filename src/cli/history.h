@@ -21,14 +21,14 @@
 #include "arbiter/store.h"
 #include "config/snapshot.h"
 
-namespace arbiter::config {
+namespace arbiter::cli {
 
 inline constexpr int kHistoryVersion = 1;
 
 struct History {
   Millis taken_at = 0;        // when it was written (Unix ms)
   std::string snapshot_text;  // the snapshot's YAML (docs/snapshot.md), as the server wrote it
-  Snapshot snapshot;          // read
+  config::Snapshot snapshot;  // read
   std::vector<store::StoredJob> jobs;  // by id
 };
 
@@ -66,4 +66,4 @@ struct Replay {
 Result<Replay> BuildReplay(const History& history, const ReplayWindow& window,
                            const ClusterState& state, const EngineOptions& engine);
 
-}  // namespace arbiter::config
+}  // namespace arbiter::cli

@@ -1,5 +1,5 @@
 // Recorded history for `arbiter whatif` (docs/whatif.md).
-#include "config/history.h"
+#include "cli/history.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "config/reader.h"
 #include "store/codec.h"
 
-namespace arbiter::config {
+namespace arbiter::cli {
 
 std::string WriteHistory(const History& history) {
   nlohmann::json jobs = nlohmann::json::array();
@@ -42,7 +42,8 @@ Result<History> ParseHistory(std::string_view text, const std::string& file_name
     return fail("snapshot: expected the snapshot's YAML text");
   }
   out.snapshot_text = d["snapshot"].get<std::string>();
-  Result<LoadedSnapshot> loaded = ParseSnapshot(out.snapshot_text, file_name + ": snapshot");
+  Result<config::LoadedSnapshot> loaded =
+      config::ParseSnapshot(out.snapshot_text, file_name + ": snapshot");
   if (!loaded.ok()) return loaded.status();
   out.snapshot = std::move(loaded->snapshot);
   if (!d.contains("jobs") || !d["jobs"].is_array()) return fail("jobs: expected a list");
@@ -69,7 +70,7 @@ Result<History> ParseHistory(std::string_view text, const std::string& file_name
 }
 
 Result<History> LoadHistoryFile(const std::string& path) {
-  Result<std::string> text = internal::ReadFile(path);
+  Result<std::string> text = config::internal::ReadFile(path);
   if (!text.ok()) return text.status();
   return ParseHistory(*text, path);
 }
@@ -135,4 +136,4 @@ Result<Replay> BuildReplay(const History& history, const ReplayWindow& window,
   return out;
 }
 
-}  // namespace arbiter::config
+}  // namespace arbiter::cli
