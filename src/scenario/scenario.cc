@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "arbiter/state.h"
+#include "arbiter/store.h"
 #include "arbiter/trace.h"
 #include "arbiter/workload.h"
-#include "arbiter/store.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 #include "config/snapshot.h"
