@@ -47,18 +47,23 @@ OrderingKeys::OrderingKeys(const ClusterState& state, const OrderingWeights& wei
   }
 }
 
+double OrderingKeys::Base(QueueId queue, PriorityClassId cls) const {
+  const OrderingWeights& w = weights_;
+  const double class_factor = Clamp01(state_.priority_class(cls).value / max_class_);
+  const double queue_factor = Clamp01(state_.queue(queue).spec.priority / max_queue_priority_);
+  return w.priority_class * class_factor + w.queue_priority * queue_factor +
+         w.fair_share * fair_share_[queue];
+}
+
 double OrderingKeys::Key(const Job& job, Millis at) const {
   if (job.queue >= state_.queue_count() || job.priority_class >= state_.priority_class_count())
     return 0.0;  // (refused by validation)
   const OrderingWeights& w = weights_;
-  const double class_factor = Clamp01(state_.priority_class(job.priority_class).value / max_class_);
-  const double queue_factor = Clamp01(state_.queue(job.queue).spec.priority / max_queue_priority_);
   const double age_factor =
       w.max_age > 0
           ? Clamp01(static_cast<double>(at - job.submit_time) / static_cast<double>(w.max_age))
           : 0.0;
-  return w.priority_class * class_factor + w.queue_priority * queue_factor +
-         w.fair_share * fair_share_[job.queue] + w.age * age_factor;
+  return Base(job.queue, job.priority_class) + w.age * age_factor;
 }
 
 bool OrderingKeys::Before(const Job& a, const Job& b, Millis at) const {

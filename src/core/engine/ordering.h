@@ -2,6 +2,7 @@
 // evict whom (victim_policy.h) both read it, so that they never contradict each other.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "arbiter/engine.h"
@@ -23,6 +24,15 @@ class OrderingKeys {
   bool Before(const Job& a, const Job& b, Millis at) const;
   // Whether aging can change the order at all (an age weight and a max_age).
   bool ages() const { return weights_.age > 0 && weights_.max_age > 0; }
+  // The key of a job of (queue, class) without its age: a job's key lies within the age weight of
+  // it, so a job whose base exceeds another's by more than the age weight is always first.
+  double Base(QueueId queue, PriorityClassId cls) const;
+  // Whether every job of (queue a, class a) is before every job of (queue b, class b), at any
+  // time, whatever their ages.
+  bool AlwaysBefore(QueueId a, PriorityClassId a_class, QueueId b, PriorityClassId b_class) const {
+    const double spread = ages() ? std::abs(weights_.age) : 0.0;
+    return Base(a, a_class) > Base(b, b_class) + spread;
+  }
 
  private:
   const ClusterState& state_;

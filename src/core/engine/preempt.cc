@@ -87,9 +87,17 @@ class Search {
     relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
     // The queues whose work this preemptor may evict at all (of some class), as
     // NodeState::resident_queues bits.
+    // And, per (queue, class) it may evict from, whether the order may protect such a victim
+    // (only then is the victim's start read).
+    const std::size_t classes = state_.priority_class_count();
+    order_may_protect_.assign(state_.queue_count() * classes, false);
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
-      for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
-        if (relations_.Kind(q, c)) victim_queues_ |= std::uint64_t{1} << (q % 64);
+      for (PriorityClassId c = 0; c < classes; ++c) {
+        const std::optional<Eviction::Kind> kind = relations_.Kind(q, c);
+        if (!kind) continue;
+        victim_queues_ |= std::uint64_t{1} << (q % 64);
+        order_may_protect_[q * classes + c] =
+            *kind != Eviction::Kind::kReclaim && policy_.OrderMayProtect(job_, q, c);
       }
     }
     for (const TaskGroup& g : job_.groups) {
@@ -188,7 +196,7 @@ class Search {
       Refused(guard, until, r->job.id);
       return std::nullopt;
     }
-    if (*kind != Eviction::Kind::kReclaim && policy_.StartedAhead(job_, *r)) {
+    if (OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
       Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
       return std::nullopt;
     }
@@ -243,7 +251,7 @@ class Search {
     if (*kind == Eviction::Kind::kReclaim &&
         (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
       return std::nullopt;
-    if (*kind != Eviction::Kind::kReclaim && policy_.StartedAhead(job_, *res.job)) {
+    if (OrderMayProtect(res.queue, res.priority_class) && policy_.StartedAhead(job_, *res.job)) {
       Refused(VictimPolicy::kStartedAhead, -1, res.job->job.id);
       return std::nullopt;
     }
@@ -284,6 +292,10 @@ class Search {
     return slack;
   }
   static constexpr std::int64_t kUnknownSlack = INT64_MIN;
+
+  bool OrderMayProtect(QueueId q, PriorityClassId c) const {
+    return order_may_protect_[q * state_.priority_class_count() + c];
+  }
 
   // Counts a job a guard protected from this preemptor (once, however often it is met).
   void Refused(const char* guard, Millis until, JobId job) {
@@ -551,6 +563,7 @@ class Search {
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
   std::uint64_t victim_queues_ = 0;
+  std::vector<bool> order_may_protect_;  // per queue x class: see the constructor
   // Bound's scratch: cost per milli-GPU, milli held.
   std::vector<std::pair<double, std::int64_t>> per_gpu_;
   std::vector<std::int64_t> slack_;  // per queue and GPU type, computed when first needed

@@ -86,6 +86,11 @@ class VictimPolicy {
     return ordering_.Before(victim.job, preemptor, victim.start_time);
   }
   static constexpr const char* kStartedAhead = "the order, which started them ahead of it";
+  // Whether StartedAhead can hold for any victim of (of, of_class): false when the order puts
+  // every job of the preemptor's queue and class first whatever the ages (no job to read).
+  bool OrderMayProtect(const Job& preemptor, QueueId of, PriorityClassId of_class) const {
+    return !ordering_.AlwaysBefore(preemptor.queue, preemptor.priority_class, of, of_class);
+  }
 
   // ---- Protection ----
   // The protection that keeps every job of (queue, class) from eviction, whoever asks ("priority
