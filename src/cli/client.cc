@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "arbiter/quantity.h"
@@ -1004,23 +1005,22 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     cmd->add_option("NODE", o.node, "Node name")->required();
     cmd->add_option("--reason", o.reason, "Why (recorded with the event)");
   }
-  if (wanted("snapshot")) {
-    CLI::App* snapshot = app.add_subcommand(
-        "snapshot",
-        "Write the whole cluster as the server sees it now: nodes, running and pending jobs, "
-        "queue usage (admin; docs/snapshot.md)");
-    AddConnection(snapshot, o, false);
-    snapshot->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
-    out.commands.emplace_back(snapshot, &Snapshot);
-  }
-  if (wanted("history")) {
-    CLI::App* history = app.add_subcommand(
-        "history",
-        "Write the server's snapshot and every job it lists with their times, for arbiter "
-        "whatif --history (admin; docs/whatif.md)");
-    AddConnection(history, o, false);
-    history->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
-    out.commands.emplace_back(history, &HistoryCommand);
+  // The admin's exports: a document written whole to -o FILE or standard output.
+  for (const auto& [name, help, run] :
+       std::initializer_list<std::tuple<const char*, const char*, int (*)(const ClientOptions&)>>{
+           {"snapshot",
+            "Write the whole cluster as the server sees it now: nodes, running and pending jobs, "
+            "queue usage (admin; docs/snapshot.md)",
+            &Snapshot},
+           {"history",
+            "Write the server's snapshot and every job it lists with their times, for arbiter "
+            "whatif --history (admin; docs/whatif.md)",
+            &HistoryCommand}}) {
+    if (!wanted(name)) continue;
+    CLI::App* cmd = app.add_subcommand(name, help);
+    AddConnection(cmd, o, false);
+    cmd->add_option("-o,--output", o.output, "Write it to FILE (default: standard output)");
+    out.commands.emplace_back(cmd, run);
   }
   if (explain != nullptr) AddConnection(explain, o, true);
   return out;
