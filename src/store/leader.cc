@@ -68,6 +68,21 @@ Result<LeaderView> LeaderElection::Campaign() {
   if (!lock.ok()) return lock.status();
   LeaderView view;
   if (lock->Text(0, 0) == "t") {
+    // Holding the lock, this server is the only one that may lead. A batch of the leader before
+    // it may still hold the leader row (its fence, FOR SHARE) in a transaction that never ends:
+    // that leader stalled mid-batch (a stopped process, a frozen machine), and the epoch's update
+    // below would wait for it forever. End such sessions; their batches roll back, unacknowledged,
+    // and the deposed leader steps down when it wakes.
+    Result<pg::Rows> ended = conn_->Exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'relation' "
+        "AND relation = 'leader'::regclass AND mode = 'RowShareLock' "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "AND pid <> pg_backend_pid()",
+        {}, "end a deposed leader's unfinished batch");
+    if (!ended.ok()) {
+      conn_.reset();
+      return ended.status();
+    }
     Result<pg::Rows> row = conn_->Exec(
         "UPDATE leader SET epoch = epoch + 1, holder = $1, address = $2, renewed_at = now() "
         "WHERE id = 1 RETURNING epoch",

@@ -7,7 +7,9 @@
 // its connection broken or terminated), so a standby's next attempt takes it. A leader whose
 // session lingers in the database while the leader itself is gone (a network cut the kernel has
 // not yet noticed) stops renewing the row: once the row is older than the lease, by the
-// database's clock, a standby terminates that session and takes the lock.
+// database's clock, a standby terminates that session and takes the lock. Holding the lock, it
+// also ends a batch of the deposed leader that still holds the leader row (a leader stalled
+// mid-batch), which its update of the epoch would otherwise wait for.
 //
 // Not thread-safe: one thread campaigns and renews.
 #pragma once

@@ -15,6 +15,7 @@
 
 #include "arbiter/store.h"
 #include "store/fixtures.h"
+#include "store/leader.h"
 #include "store/pg.h"
 #include "testing/postgres.h"
 
@@ -257,6 +258,38 @@ TEST(PostgresStore, AFencedWriteFailsAndStoresNothing) {
   EXPECT_EQ(snap->jobs[0].status.state, JobState::kPending);
   EXPECT_EQ(snap->last_seq, 1u);
   EXPECT_EQ(pg->Sql(DbName(url), "SELECT count(*) FROM events"), "1");
+}
+
+// A leader that stalls in the middle of a batch (a stopped process) holds the leader row, FOR
+// SHARE, in a transaction that never ends. The server that takes the lock next ends that session
+// rather than waiting for it, raises the epoch, and leads.
+TEST(PostgresStore, ALeaderStalledMidBatchDoesNotKeepTheNextFromLeading) {
+  PostgresInstance* pg = Server();
+  ASSERT_NE(pg, nullptr);
+  const std::string url = pg->NewDatabase();
+  { ASSERT_NE(OpenOrDie(url), nullptr); }  // migrated
+  pg->Sql(DbName(url), "UPDATE leader SET epoch = 4, holder = 'stalled' WHERE id = 1");
+  Result<std::unique_ptr<pg::Conn>> stalled = pg::Conn::Connect(url, "test", "stalled-writer");
+  ASSERT_TRUE(stalled.ok()) << stalled.status().message();
+  ASSERT_TRUE((*stalled)->Exec("BEGIN", {}, "begin").ok());
+  Result<pg::Rows> fence =
+      (*stalled)->Exec("SELECT epoch FROM leader WHERE id = 1 FOR SHARE", {}, "the fence");
+  ASSERT_TRUE(fence.ok()) << fence.status().message();
+  LeaderOptions options;
+  options.url = url;
+  options.id = "next";
+  options.address = "http://next:1";
+  Result<std::unique_ptr<LeaderElection>> election = LeaderElection::Open(options);
+  ASSERT_TRUE(election.ok()) << election.status().message();
+  Result<LeaderView> view = (*election)->Campaign();
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_TRUE(view->leading);
+  EXPECT_EQ(view->epoch, 5u);
+  EXPECT_EQ(pg->Sql(DbName(url), "SELECT holder FROM leader"), "next");
+  // The stalled batch was rolled back with its session.
+  Result<pg::Rows> after = (*stalled)->Exec("SELECT 1", {}, "after the takeover");
+  EXPECT_FALSE(after.ok());
+  EXPECT_TRUE((*stalled)->broken());
 }
 
 TEST(PostgresStore, ATerminatedSessionFailsItsBatchAndTheStoreReconnects) {
