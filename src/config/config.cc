@@ -167,6 +167,8 @@ const char* RoleName(TokenSpec::Role role) {
       return "user";
     case TokenSpec::Role::kAgent:
       return "agent";
+    case TokenSpec::Role::kViewer:
+      return "viewer";
   }
   return "?";
 }
@@ -342,7 +344,8 @@ class ClusterLoader {
         }
         if (auto [it, fresh] = secrets.emplace(spec.sha256, token.mark().line + 1); !fresh)
           token.Fail(fmt::format("the same token is given at line {}", it->second));
-        spec.role = static_cast<TokenSpec::Role>(t.Get("role").Choice({"admin", "user", "agent"}));
+        spec.role = static_cast<TokenSpec::Role>(
+            t.Get("role").Choice({"admin", "user", "agent", "viewer"}));
         if (const Value* v = t.Find("priority_classes")) {
           if (spec.role != TokenSpec::Role::kUser)
             v->Fail("only a user token is limited to priority classes");

@@ -26,7 +26,9 @@ namespace arbiter::config {
 
 // Who may call the server: a bearer token and what it may do.
 struct TokenSpec {
-  enum class Role : std::uint8_t { kAdmin, kUser, kAgent };
+  // kViewer reads everything (jobs, queues, nodes, events, logs) and changes nothing: a wall
+  // screen's dashboard.
+  enum class Role : std::uint8_t { kAdmin, kUser, kAgent, kViewer };
   std::string name;  // the identity jobs record as their submitter
   // The SHA-256 (hex) of the secret sent in `Authorization: Bearer TOKEN`: the server keeps no
   // secret. From `token_sha256:`, or computed from `token_file:` or `token:`.
@@ -42,7 +44,7 @@ struct TokenSpec {
   std::vector<std::string> nodes;
   Millis expires = -1;  // Unix time (ms) after which the token is refused; -1: never
 };
-const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent"
+const char* RoleName(TokenSpec::Role role);  // "admin", "user", "agent", "viewer"
 
 // The tokens the shipped examples write in their `server:` section (examples/cluster.yaml, the
 // README and docs/): published, so a server that takes one lets in anyone who read them. The one

@@ -509,6 +509,9 @@ class Linter {
         case TokenSpec::Role::kAgent:
           may = "register a node as its agent and take the node's work";
           break;
+        case TokenSpec::Role::kViewer:
+          may = "read every job, queue, node, event and log";
+          break;
       }
       Warn(kLintExampleToken, fmt::format("server.tokens[{}]", i),
            fmt::format(

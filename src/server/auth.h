@@ -31,6 +31,8 @@ struct Caller {
   std::string node;
   std::vector<std::string> nodes;
   bool admin() const { return role == config::TokenSpec::Role::kAdmin; }
+  // A viewer reads and changes nothing (the HTTP layer refuses it every method but GET).
+  bool viewer() const { return role == config::TokenSpec::Role::kViewer; }
   // Whether the caller may give a job this priority class (submit, change).
   bool MayUseClass(const std::string& priority_class) const;
   // Whether a join token may register as `node_name` (its names and '*' patterns).

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <vector>
 
 #include "server/core.h"
 #include "store/codec.h"
@@ -159,6 +161,140 @@ Answer Core::ListNodes() const {
              {"jobs", std::move(jobs)}});
   }
   return Answer(Json{{"nodes", std::move(nodes)}});
+}
+
+Answer Core::ClusterMap() {
+  // The cursor first: an event after it may already show in the map (the client applies it
+  // again, which changes nothing), none before it is missing.
+  const std::uint64_t cursor = feed_->last_seq();
+  std::lock_guard lock(mu_);
+  DrainInboxLocked();
+  const ClusterState& state = *state_;
+  const Topology& topology = state.topology();
+  Json levels = Json::array();
+  for (const std::string& level : topology.levels) levels.push_back(level);
+  Json domains = Json::array();
+  for (DomainId d = 0; d < state.domain_count(); ++d) {
+    const Domain& domain = state.domain(d);
+    domains.push_back(
+        Json::array({domain.name, domain.level,
+                     domain.parent == kNone ? -1 : static_cast<std::int64_t>(domain.parent)}));
+  }
+  Json types = Json::array();
+  for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) types.push_back(state.gpu_type_name(t));
+  Json queues = Json::array();
+  for (QueueId q = 0; q < state.queue_count(); ++q) queues.push_back(state.queue(q).spec.name);
+  Json classes = Json::array();
+  for (PriorityClassId c = 0; c < state.priority_class_count(); ++c)
+    classes.push_back(state.priority_class(c).name);
+  // Device shapes: [type, NVLink group] of each device, shared by the nodes that have the same.
+  std::map<std::vector<std::uint32_t>, std::size_t> shape_ids;
+  Json shapes = Json::array();
+  Json nodes = Json::array();
+  for (NodeId n = 0; n < state.node_count(); ++n) {
+    const NodeState& node = state.node(n);
+    std::vector<std::uint32_t> shape;
+    for (const DeviceState& dev : node.devices) {
+      shape.push_back(dev.type);
+      shape.push_back(dev.nvlink_group);
+    }
+    auto [it, fresh] = shape_ids.emplace(shape, shape_ids.size());
+    if (fresh) shapes.push_back(shape);
+    int admin = node.cordoned ? 1 : 0;  // 0 schedulable, 1 cordoned, 2 draining
+    if (auto a = nodes_admin_.find(node.name); a != nodes_admin_.end())
+      admin = a->second.state == store::NodeAdminState::kDraining ? 2 : admin;
+    int health = node.healthy ? 0 : 1;  // 0 healthy, 1 unhealthy, 2 lost (its agent silent)
+    if (auto a = agent_nodes_.find(node.name); a != agent_nodes_.end() && a->second.lost)
+      health = 2;
+    nodes.push_back(Json::array(
+        {node.name, node.domains.empty() ? -1 : static_cast<std::int64_t>(node.domains.back()),
+         it->second, admin, health}));
+  }
+  // Running jobs: [id, queue, class, user, start, last checkpoint, stopping by (-1: not
+  // evicted), runs], a run being [node, first device, devices, milli-GPU of each].
+  Json jobs = Json::array();
+  for (const auto& [id, running] : state.running()) {
+    Json runs = Json::array();
+    for (const TaskAllocation& t : running.allocation.tasks) {
+      for (std::size_t i = 0; i < t.devices.size();) {
+        std::size_t j = i + 1;
+        while (j < t.devices.size() && t.devices[j].device == t.devices[j - 1].device + 1 &&
+               t.devices[j].gpu == t.devices[i].gpu)
+          ++j;
+        runs.push_back(Json::array({t.node, t.devices[i].device, j - i, t.devices[i].gpu.value()}));
+        i = j;
+      }
+    }
+    auto stopping = draining_.find(id);
+    jobs.push_back(
+        Json::array({id, running.job.queue, running.job.priority_class, running.job.user,
+                     running.start_time, running.last_checkpoint,
+                     stopping == draining_.end() ? -1 : stopping->second, std::move(runs)}));
+  }
+  return Answer(Json{{"cursor", cursor},
+                     {"levels", std::move(levels)},
+                     {"domains", std::move(domains)},
+                     {"gpu_types", std::move(types)},
+                     {"queues", std::move(queues)},
+                     {"priority_classes", std::move(classes)},
+                     {"shapes", std::move(shapes)},
+                     {"nodes", std::move(nodes)},
+                     {"jobs", std::move(jobs)}});
+}
+
+void Core::SampleUsageLocked(Millis now) {
+  constexpr std::size_t kSamples = 6 * 60;  // 6 hours, a sample a minute
+  last_usage_sample_ = now;
+  const ClusterState& state = *state_;
+  UsageSample sample;
+  sample.time = now;
+  const std::size_t resources = state.quota_resource_count();
+  sample.milli.reserve(state.queue_count() * resources);
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    for (std::size_t r = 0; r < resources; ++r) sample.milli.push_back(state.usage(q, r));
+  }
+  // The queues or GPU types changed (a new configuration): the old samples no longer line up.
+  if (!usage_samples_.empty() && usage_samples_.back().milli.size() != sample.milli.size())
+    usage_samples_.clear();
+  usage_samples_.push_back(std::move(sample));
+  while (usage_samples_.size() > kSamples) usage_samples_.pop_front();
+}
+
+Answer Core::QueueUsageHistory() {
+  std::lock_guard lock(mu_);
+  DrainInboxLocked();
+  const ClusterState& state = *state_;
+  const std::size_t resources = state.quota_resource_count();
+  // The samples and one of this moment, so that the chart ends now.
+  std::vector<const UsageSample*> samples;
+  for (const UsageSample& s : usage_samples_) samples.push_back(&s);
+  UsageSample current;
+  current.time = Now();
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    for (std::size_t r = 0; r < resources; ++r) current.milli.push_back(state.usage(q, r));
+  }
+  if (!samples.empty() && samples.back()->milli.size() != current.milli.size()) samples.clear();
+  samples.push_back(&current);
+  Json times = Json::array();
+  for (const UsageSample* s : samples) times.push_back(s->time);
+  Json queues = Json::array();
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    Json series = Json::object();
+    for (std::size_t r = 0; r < resources; ++r) {
+      const std::size_t i = q * resources + r;
+      const bool used = std::any_of(samples.begin(), samples.end(),
+                                    [&](const UsageSample* s) { return s->milli[i] != 0; });
+      if (!used && !state.quota(q, r).limited) continue;
+      Json values = Json::array();
+      for (const UsageSample* s : samples) values.push_back(s->milli[i]);
+      series[r == 0 ? std::string(kAllGpusResource)
+                    : state.gpu_type_name(static_cast<GpuTypeId>(r - 1))] = std::move(values);
+    }
+    queues.push_back(Json{{"name", state.queue(q).spec.name}, {"usage_milli", std::move(series)}});
+  }
+  return Answer(Json{{"period_ms", 60 * kMillisPerSecond},
+                     {"times_ms", std::move(times)},
+                     {"queues", std::move(queues)}});
 }
 
 Answer Core::SetNodeState(const Caller& caller, const std::string& name,

@@ -101,6 +101,13 @@ class Core {
   // `quota`: {"RESOURCE": {"nominal_milli", ...}}; null resets to the configuration's.
   Answer SetQueueQuota(const Caller& caller, const std::string& queue, const nlohmann::json& quota);
   Answer ListNodes() const;
+  // Every node and device at once, compactly (the dashboard's cluster view; docs/api.md "The
+  // cluster map"): topology domains, device shapes shared by the nodes that have them, each
+  // node's state, and each running job's device shares as runs of devices. `cursor`: the event
+  // log's position taken before the map (events after it may already show in it).
+  Answer ClusterMap();
+  // The queues' GPU usage over the last hours: a sample a minute (kept for 6 hours), and one now.
+  Answer QueueUsageHistory();
   Answer SetNodeState(const Caller& caller, const std::string& node, store::NodeAdminState state,
                       const std::string& reason);
 
@@ -208,6 +215,8 @@ class Core {
   void Finish(Entry& entry);
   // Writes the queues' recent usage (fair share) to the store.
   void SaveUsageLocked(Millis now);
+  // Adds a sample of every queue's usage to the history (QueueUsageHistory).
+  void SampleUsageLocked(Millis now);
   // Where each task of the entry's current allocation runs, kept for its log.
   static void RememberNodes(Entry& entry);
   // Moves the accepted jobs of the inbox into `jobs_`.
@@ -281,6 +290,14 @@ class Core {
   Millis agents_grace_until_ = 0;  // GUARDED_BY(mu_): no node lost before
   Millis next_loss_check_ = 0;     // GUARDED_BY(mu_): LoseSilentNodesLocked looks again then
   Millis last_usage_save_ = 0;     // GUARDED_BY(mu_)
+  // The queues' usage, a sample a minute, oldest first: milli-GPU per queue and quota resource
+  // (queue * quota_resource_count() + resource).
+  struct UsageSample {
+    Millis time = 0;
+    std::vector<std::int64_t> milli;
+  };
+  std::deque<UsageSample> usage_samples_;  // GUARDED_BY(mu_)
+  Millis last_usage_sample_ = 0;           // GUARDED_BY(mu_)
 
   bool dirty_ = true;      // GUARDED_BY(mu_): a cycle is wanted
   Millis last_cycle_ = 0;  // GUARDED_BY(mu_)

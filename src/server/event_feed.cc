@@ -9,6 +9,7 @@ namespace arbiter::server {
 EventFeed::Item EventFeed::Make(const store::Event& event) {
   Item item;
   item.seq = event.seq;
+  item.job = event.job;
   auto json = std::make_shared<std::string>(store::Dump(store::EventToJson(event)));
   item.frame = std::make_shared<const std::string>(fmt::format(
       "id: {}\nevent: {}\ndata: {}\n\n", event.seq, store::EventKindName(event.kind), *json));

@@ -26,6 +26,7 @@ class EventFeed {
   // One event, serialized: its JSON (as /v1/events lists it) and its server-sent-events frame.
   struct Item {
     std::uint64_t seq = 0;
+    JobId job = 0;  // a job's event: its job (GET /v1/events?job=)
     std::shared_ptr<const std::string> json, frame;
   };
   static Item Make(const store::Event& event);

@@ -32,6 +32,7 @@
 #include "server/auth.h"
 #include "server/core.h"
 #include "server/server.h"
+#include "server/web_assets.h"
 #include "store/codec.h"
 #include "store/leader.h"
 
@@ -97,6 +98,29 @@ HttpResponse ToResponse(const Answer& answer) {
 
 void Send(const HttpExchangePtr& exchange, const Answer& answer) {
   exchange->Respond(ToResponse(answer));
+}
+
+// A file of the dashboard (web_assets.h), with the headers that keep the browser to it: its own
+// scripts and styles only (no inline script, nothing from elsewhere), no sniffing of types, no
+// framing. 404 in the API's format for a name it lacks.
+HttpResponse WebFile(std::string_view name) {
+  for (const WebAsset& asset : WebAssets()) {
+    if (asset.path != name) continue;
+    HttpResponse r;
+    r.content_type = std::string(asset.content_type);
+    r.body = std::string(asset.body);
+    r.headers = {{"Content-Security-Policy",
+                  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                  "connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                  "frame-ancestors 'none'"},
+                 {"X-Content-Type-Options", "nosniff"},
+                 {"X-Frame-Options", "DENY"},
+                 {"Referrer-Policy", "no-referrer"},
+                 {"Cache-Control", "no-cache"}};
+    return r;
+  }
+  return ErrorResponse(404, "not found", "path",
+                       fmt::format("no file '{}' in the dashboard (/ui/)", name));
 }
 
 SharedText Text(std::string text) { return std::make_shared<const std::string>(std::move(text)); }
@@ -444,6 +468,39 @@ class Api {
       ex->Respond(std::move(r));
     });
 
+    // The dashboard (web/, built into the binary): static files, no token (every API call it
+    // makes sends one). Served by a standby too: the page itself says where the leader is.
+    http.Route(
+        "GET", "/ui",
+        [](HttpRequest&, const HttpExchangePtr& ex) {
+          HttpResponse r;
+          r.status = 308;
+          r.content_type = "text/plain; charset=utf-8";
+          r.headers.emplace_back("Location", "/ui/");
+          r.body = "/ui/\n";
+          ex->Respond(std::move(r));
+        },
+        HttpServer::kInline);
+    http.Route(
+        "GET", "/ui/",
+        [](HttpRequest&, const HttpExchangePtr& ex) { ex->Respond(WebFile("index.html")); },
+        HttpServer::kInline);
+    http.Route(
+        "GET", "/ui/*",
+        [](HttpRequest& req, const HttpExchangePtr& ex) { ex->Respond(WebFile(req.matches[0])); },
+        HttpServer::kInline);
+
+    // Who the token is: its name, role and what it may do (the dashboard shows only the actions
+    // the role allows; the endpoints refuse the others anyway).
+    Sync("GET", "/v1/whoami", [](Core&, const Caller& who, const HttpRequest&) -> Answer {
+      Json out{{"name", who.name}, {"role", config::RoleName(who.role)}};
+      if (who.role == config::TokenSpec::Role::kUser) {
+        out["queues"] = who.queues;
+        out["priority_classes"] = who.priority_classes;
+      }
+      return Answer(std::move(out));
+    });
+
     // Jobs.
     Async("POST", "/v1/jobs",
           [](Core& c, const Caller& who, HttpRequest& req, const HttpExchangePtr& ex) {
@@ -525,6 +582,11 @@ class Api {
          [](Core& c, const Caller& who, const HttpRequest& req) -> Answer {
            return c.SetQueueQuota(who, req.matches[0], nullptr);
          });
+    Sync("GET", "/v1/queues/usage", [](Core& c, const Caller&, const HttpRequest&) -> Answer {
+      return c.QueueUsageHistory();
+    });
+    Sync("GET", "/v1/cluster/map",
+         [](Core& c, const Caller&, const HttpRequest&) -> Answer { return c.ClusterMap(); });
     Sync("GET", "/v1/nodes",
          [](Core& c, const Caller&, const HttpRequest&) -> Answer { return c.ListNodes(); });
     Sync("POST", "/v1/nodes/*/cordon|uncordon|drain",
@@ -661,6 +723,17 @@ class Api {
                 return Send(ex, Status::InvalidArgument("must be 0 to 60 (seconds)", "wait"));
               wait = *v;
             }
+            if (req.HasParam("job")) {
+              std::optional<std::uint64_t> job = Number(req.Param("job"));
+              if (!job || *job == 0)
+                return Send(ex, Status::InvalidArgument("must be a job id", "job"));
+              if (wait != 0)
+                return Send(ex, Status::InvalidArgument(
+                                    "a job's events are not waited for (leave wait out, or "
+                                    "watch the whole stream)",
+                                    "wait"));
+              return ex->Respond(JobEvents(c, *job, cursor, limit));
+            }
             if (wait == 0) {
               Result<std::vector<EventFeed::Item>> items = c.Events(cursor, limit);
               if (!items.ok()) return Send(ex, items.status());
@@ -685,9 +758,10 @@ class Api {
 
   // Every API route: the core must be there (recovery done) and the caller known.
   void Async(const char* method, const char* pattern, AsyncHandler handler, int lane = kUserLane) {
+    const bool changes = std::string_view(method) != "GET";
     http_->Route(
         method, pattern,
-        [this, handler = std::move(handler)](HttpRequest& req, const HttpExchangePtr& ex) {
+        [this, changes, handler = std::move(handler)](HttpRequest& req, const HttpExchangePtr& ex) {
           Core* c = core();
           if (!c) return ex->Respond(NotServing(req));
           Result<Caller> who = Authenticate(req);
@@ -697,6 +771,14 @@ class Api {
             HttpResponse r = ToResponse(who.status());
             r.headers.emplace_back("WWW-Authenticate", "Bearer");
             return ex->Respond(std::move(r));
+          }
+          // The viewer role reads only: every endpoint that changes something refuses it here,
+          // whatever the core would say.
+          if (changes && who->viewer()) {
+            return Send(ex, Status::PermissionDenied(fmt::format(
+                                "{} has the role viewer, which may not {} {}: a viewer token "
+                                "reads and changes nothing (docs/security.md)",
+                                who->name, req.method, req.path)));
           }
           handler(*c, *who, req, ex);
         },
@@ -712,6 +794,36 @@ class Api {
           Send(ex, answer);
         },
         lane);
+  }
+
+  // GET /v1/events?job=N: the job's events after `cursor`, at most `limit`, found among at most
+  // kJobEventScan events of the log; the answer's cursor is the last event looked at, where a
+  // client goes on (it has seen them all when a page comes back with fewer than `limit`
+  // events and the cursor at the log's end).
+  static HttpResponse JobEvents(Core& c, JobId job, std::uint64_t cursor, std::size_t limit) {
+    constexpr std::size_t kJobEventScan = 200000;
+    std::vector<EventFeed::Item> found;
+    std::size_t scanned = 0;
+    while (found.size() < limit && scanned < kJobEventScan) {
+      Result<std::vector<EventFeed::Item>> items = c.Events(cursor, 10000);
+      if (!items.ok()) return ToResponse(items.status());
+      if (items->empty()) break;
+      for (const EventFeed::Item& item : *items) {
+        cursor = item.seq;
+        if (item.job == job) found.push_back(item);
+        if (found.size() >= limit) break;
+      }
+      scanned += items->size();
+    }
+    // The cursor is the last event looked at, which may be past the last one found.
+    HttpResponse r;
+    r.body = "{\"cursor\":" + std::to_string(cursor) + ",\"events\":[";
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      if (i > 0) r.body += ',';
+      r.body += *found[i].json;
+    }
+    r.body += "]}\n";
+    return r;
   }
 
   void Log(Core& c, const HttpRequest& req, const HttpExchangePtr& ex) {

@@ -42,6 +42,10 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
   if (caller.role == Role::kAgent) {
     return Status::PermissionDenied("an agent token may not submit jobs");
   }
+  if (caller.viewer()) {
+    return Status::PermissionDenied(
+        fmt::format("{} has the role viewer, which may not submit jobs (read only)", caller.name));
+  }
   // The job pipeline of every reader of jobs: the JSON reader, the validator (the limits of
   // config/limits.h), the resolver.
   Result<store::JobSpec> spec = store::DecodeJobSpec(body);

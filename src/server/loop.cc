@@ -23,6 +23,8 @@ constexpr Millis kNeverDue = std::numeric_limits<Millis>::max();
 // How often the queues' fair-share usage is saved (and at a clean stop): a crash loses at most
 // this much of it, as Slurm's periodic state save does.
 constexpr Millis kUsageSavePeriod = 60 * kMillisPerSecond;
+// How often the queues' usage is sampled for the dashboard's chart (QueueUsageHistory).
+constexpr Millis kUsageSamplePeriod = 60 * kMillisPerSecond;
 
 }  // namespace
 
@@ -36,6 +38,7 @@ void Core::Loop() {
       const Millis now = Now();
       const Millis due = std::min(DueEventsLocked(now), LoseSilentNodesLocked(now));
       if (now - last_usage_save_ >= kUsageSavePeriod) SaveUsageLocked(now);
+      if (now - last_usage_sample_ >= kUsageSamplePeriod) SampleUsageLocked(now);
       if (due <= now) continue;  // it changed something: look again
       const Millis interval =
           dirty_ ? config_.server.cycle_min_interval : config_.server.cycle_period;
