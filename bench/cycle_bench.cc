@@ -6,7 +6,7 @@
 // with '#' are commentary. See bench/README.md.
 //
 //   arbiter_bench [--only
-//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|ha|cli]
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|cli]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -230,7 +230,7 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|fill|store|pg|server|ha|cli] "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|cli] "
           "[--reps N] "
           "[--seed N] "
           "[--no-clock]");
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
     std::string pass;
     for (int i = 1; i < argc; ++i) pass += std::string(" '") + argv[i] + "'";
     for (const char* name : {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k",
-                             "sim", "sim1m", "fill", "store", "pg", "server", "ha", "cli"}) {
+                             "sim", "sim1m", "backlog", "fill", "store", "pg", "server", "ha", "cli"}) {
       const std::string command = std::string("'") + self + "' --only " + name + pass;
       if (std::system(command.c_str()) != 0) Fail(std::string("the benchmark ") + name + " failed");
     }
@@ -292,6 +292,10 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "sim1m") {
     RunSimBench(philly, 1'000'000, 20'480, opt.seed, "1m");
+    ran = true;
+  }
+  if (opt.only.empty() || opt.only == "backlog") {
+    RunBacklogBench(philly, 20'000, opt.seed);
     ran = true;
   }
   if (opt.only.empty() || opt.only == "fill") {

@@ -11,4 +11,11 @@ namespace arbiter::bench {
 void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus,
                  std::uint64_t seed, const std::string& label);
 
+// Replays `jobs` jobs drawn from the shipped Philly sample with arrivals compressed to three times
+// the capacity of 64 nodes x 8 GPUs in four racks (four queues, jobs dealt round robin), under
+// strict FIFO, the default order with backfill, and fair share; prints
+// BENCH sim_backlog20k_{fifo,default,fairshare}_s; `policy` names one of them to run it alone.
+void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
+                     const std::string& policy = "", bool skip = true);
+
 }  // namespace arbiter::bench

@@ -218,6 +218,11 @@ struct ClusterSpec {
   std::vector<PriorityClassSpec> priority_classes;
   // Half-life of the recent usage that drives the fair-share factor.
   Millis fair_share_half_life = 24 * 3600 * kMillisPerSecond;
+  // How often the fair-share factor reads the recent usage (Slurm's PriorityCalcPeriod): the
+  // order sees the usage as of the last multiple of this period, so that it changes at known
+  // times and a cycle whose other inputs did not change can be skipped until then. 0: the usage
+  // as of the cycle itself.
+  Millis fair_share_period = 0;
 };
 
 }  // namespace arbiter

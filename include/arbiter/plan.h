@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -160,8 +161,19 @@ struct Reservation {
   Allocation allocation;
 };
 
+inline constexpr Millis kForever = std::numeric_limits<Millis>::max();
+
 struct Plan {
   Millis now = 0;
+  // Until this time (exclusive), a cycle on the same state and pending jobs, with only time
+  // passing, decides as this one did: it places and evicts nothing (its reasons' times may read
+  // otherwise). `now` when the plan promises nothing: it placed or evicted, or a decision reads
+  // an input that changes with time without a known next change (fair share without a period,
+  // a reservation behind a job past its estimate); kForever when no decision reads the time. The
+  // times it reads: a pending job's age reaching max_age, the next fair-share refresh, a running
+  // job reaching its estimated end (reservations), a victim's guard lifting (preemption). A
+  // driver may skip the cycles before it when nothing else changed (docs/design/engine.md).
+  Millis stable_until = 0;
   std::vector<Reservation> reservations;
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;

@@ -108,6 +108,12 @@ struct SimOptions {
   Millis min_cycle_interval = 1 * kMillisPerSecond;
   Millis cycle_period = 30 * kMillisPerSecond;
   Millis sample_interval = 5 * 60 * kMillisPerSecond;  // time series resolution
+  // A cycle that nothing has changed since the last one (no arrival, end, eviction, node or
+  // autoscaler event, nor a checkpoint where the loss threshold reads it), before the last plan's
+  // stable_until, decides as that plan did: it is skipped (the engine does not run; the time still
+  // counts as a cycle for min_cycle_interval, and the usage still accrues). Decisions are the same
+  // either way; off, every cycle runs (`arbiter explain --scenario` sees each).
+  bool skip_unchanged_cycles = true;
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
   // Called with every cycle's plan (made at `plan.now`), the pending jobs it was made for
@@ -209,7 +215,8 @@ struct RunResult {
   std::vector<Sample> series;
   std::vector<JobRecord> jobs;
   std::int64_t events = 0;
-  std::int64_t cycles = 0;
+  std::int64_t cycles = 0;          // cycles the engine ran
+  std::int64_t cycles_skipped = 0;  // cycles skipped: nothing had changed (skip_unchanged_cycles)
 };
 
 // What one job of a simulation is doing at a moment (`arbiter explain --scenario`): its state

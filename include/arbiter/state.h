@@ -314,6 +314,15 @@ class ClusterState {
   // GPU-milli-milliseconds of recent use, decayed with the fair-share half-life, as of the last
   // call to AccrueUsage.
   double recent_usage(QueueId q) const { return recent_usage_[q]; }
+  // The recent usage the fair-share factor reads: as of the last multiple of the fair-share
+  // period that AccrueUsage passed (ClusterSpec::fair_share_period), or recent_usage without one.
+  double fair_share_usage(QueueId q) const {
+    return fair_share_period_ > 0 ? period_usage_[q] : recent_usage_[q];
+  }
+  Millis fair_share_period() const { return fair_share_period_; }
+  // The first time after `now` at which fair_share_usage changes by the passage of time alone
+  // (the next multiple of the period); -1 without a period (it changes with every accrual).
+  Millis NextFairShareRefresh(Millis now) const;
 
   // ---- Running jobs ----
   const std::unordered_map<JobId, RunningJob>& running() const { return running_; }
@@ -356,7 +365,9 @@ class ClusterState {
   Status SetCordoned(NodeId node, bool cordoned);
   Status SetHealthy(NodeId node, bool healthy);
   Status RecordCheckpoint(JobId job, Millis at);
-  // Folds the usage since the last call into the decayed recent usage of every queue.
+  // Folds the usage since the last call into the decayed recent usage of every queue (with a
+  // fair-share period, first up to the last multiple of the period it passes, which the
+  // fair-share factor reads from then on).
   void AccrueUsage(Millis now);
   // When AccrueUsage last ran (-1: never).
   Millis last_accrual() const { return accrued_ ? last_accrual_ : -1; }
@@ -435,6 +446,7 @@ class ClusterState {
   std::vector<QueueInfo> queues_;
   std::vector<PriorityClassSpec> classes_;
   Millis fair_share_half_life_ = 0;
+  Millis fair_share_period_ = 0;
   std::unordered_map<std::string, NodeId> node_by_name_;
 
   std::vector<NodeState> nodes_;
@@ -492,6 +504,7 @@ class ClusterState {
   std::vector<QuotaLimits> limits_;
   std::vector<std::int64_t> usage_;
   std::vector<double> recent_usage_;
+  std::vector<double> period_usage_;  // recent_usage_ at the last period boundary passed
   Millis last_accrual_ = 0;
   bool accrued_ = false;
 

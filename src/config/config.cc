@@ -217,8 +217,8 @@ class ClusterLoader {
   }
 
   void LoadScheduler(const Value& value) {
-    Map m(value, {"ordering", "fair_share_half_life", "score_candidates", "placement", "preemption",
-                  "backfill"});
+    Map m(value, {"ordering", "fair_share_half_life", "fair_share_period", "score_candidates",
+                  "placement", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age"});
@@ -231,6 +231,9 @@ class ClusterLoader {
     }
     if (const Value* v = m.Find("fair_share_half_life")) {
       out_.cluster.fair_share_half_life = PositiveDuration(*v);
+    }
+    if (const Value* v = m.Find("fair_share_period")) {
+      out_.cluster.fair_share_period = v->Duration();
     }
     if (const Value* v = m.Find("score_candidates")) {
       out_.engine.score_candidates = v->Int32(1, 1 << 16);

@@ -341,6 +341,7 @@ class Writer {
         Number(w.priority_class), Number(w.queue_priority), Number(w.fair_share), Number(w.age),
         Duration(w.max_age)));
     Line("  fair_share_half_life: " + Duration(s_.config.cluster.fair_share_half_life));
+    Line("  fair_share_period: " + Duration(s_.config.cluster.fair_share_period));
     Line(fmt::format("  score_candidates: {}", e.score_candidates));
     Line(fmt::format("  placement: {{policy: {}, seed: {}}}",
                      PlacementPolicyName(e.placement.policy), e.placement.seed));

@@ -407,6 +407,11 @@ std::string Core::MetricsText() {
       "# TYPE arbiter_internal_errors_total counter\narbiter_internal_errors_total {}\n",
       metrics_.evictions.load(), metrics_.submitted.load(), metrics_.cycles.load(),
       metrics_.bad_requests.load(), metrics_.internal_errors.load());
+  out += fmt::format(
+      "# HELP arbiter_cycles_skipped_total Scheduling cycles skipped: nothing had changed since a "
+      "plan that holds until later.\n"
+      "# TYPE arbiter_cycles_skipped_total counter\narbiter_cycles_skipped_total {}\n",
+      metrics_.cycles_skipped.load());
   out += metrics_.cycle_seconds.Text("arbiter_cycle_duration_seconds",
                                      "Time of one scheduling cycle.");
   out += metrics_.submit_seconds.Text("arbiter_submit_duration_seconds",

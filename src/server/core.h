@@ -301,6 +301,8 @@ class Core {
 
   bool dirty_ = true;      // GUARDED_BY(mu_): a cycle is wanted
   Millis last_cycle_ = 0;  // GUARDED_BY(mu_)
+  // The last plan's stable_until: a cycle before it with nothing changed is skipped.
+  Millis stable_until_ = 0;  // GUARDED_BY(mu_)
 
   // Lock order: mu_, then probe_mu_ or inbox_mu_.
   std::mutex probe_mu_;

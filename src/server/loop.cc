@@ -63,7 +63,14 @@ void Core::Loop() {
 
 void Core::CycleLocked(Millis now) {
   last_cycle_ = now;
+  const bool unchanged = !dirty_;
   dirty_ = false;
+  // Nothing changed since a plan that holds until later: this cycle would decide as it did.
+  if (unchanged && now < stable_until_) {
+    state_->AccrueUsage(now);
+    metrics_.cycles_skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   std::vector<Job> pending;
   for (const auto& [id, entry] : jobs_) {
     if (entry.stored.status.state == JobState::kPending) pending.push_back(entry.job);
@@ -72,6 +79,7 @@ void Core::CycleLocked(Millis now) {
   const auto t0 = std::chrono::steady_clock::now();
   state_->AccrueUsage(now);
   const Plan plan = engine_.Schedule(*state_, pending, now);
+  stable_until_ = plan.stable_until;
 
   std::vector<Event> events;
   for (const Eviction& e : plan.evictions) {
@@ -193,6 +201,10 @@ Millis Core::DueEventsLocked(Millis now) {
     Check(state_->RecordCheckpoint(id, at), "record a checkpoint");
   }
   if (!completed.empty() || !evicted.empty()) dirty_ = true;
+  // Less work to lose: a victim the loss threshold refused may be taken now.
+  if (!checkpoints.empty() && config_.engine.preemption.enabled &&
+      config_.engine.preemption.max_loss_per_gpu >= 0)
+    dirty_ = true;
   return now;
 }
 

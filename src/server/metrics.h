@@ -34,6 +34,7 @@ struct Metrics {
   Histogram cycle_seconds;
   Histogram submit_seconds;
   std::atomic<std::uint64_t> cycles{0};
+  std::atomic<std::uint64_t> cycles_skipped{0};  // nothing had changed (Plan::stable_until)
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> bad_requests{0};

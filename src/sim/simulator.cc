@@ -230,6 +230,7 @@ class Simulation {
   Millis next_cycle_ = kNever;
   Millis last_sample_ = 0;
   bool changed_ = false;  // something happened since the last cycle
+  Millis stable_until_ = 0;  // the last plan's stable_until
   // Inspect: the loop stops after the event that set `stop_`, or once the run `watch_` (an index
   // of runs_) is no longer pending.
   bool stop_ = false;
@@ -248,6 +249,7 @@ class Simulation {
   std::vector<struct Sample> series_;
   std::int64_t events_done_ = 0;
   std::int64_t cycles_ = 0;
+  std::int64_t cycles_skipped_ = 0;
 };
 
 std::uint32_t Simulation::AddRun(const SimJob* spec, std::int32_t service) {
@@ -527,11 +529,21 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
 Status Simulation::Cycle(Millis now) {
   last_cycle_ = now;
   next_cycle_ = kNever;
+  const bool unchanged = !changed_;
   changed_ = false;
-  ++cycles_;
-  if (pending_.empty()) return Status::Ok();
+  if (pending_.empty()) {
+    ++cycles_;
+    return Status::Ok();
+  }
   state_.AccrueUsage(now);
+  if (options_.skip_unchanged_cycles && unchanged && now < stable_until_) {
+    ++cycles_skipped_;
+    RequestCycle(now + options_.cycle_period);
+    return Status::Ok();
+  }
+  ++cycles_;
   Plan plan = engine_.Schedule(state_, pending_, now);
+  stable_until_ = plan.stable_until;
   if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
@@ -744,6 +756,10 @@ Result<Millis> Simulation::Loop(Millis until) {
         struct Run& run = runs_[e.subject];
         if (run.generation != e.generation || run.phase != Phase::kRunning) break;
         if (Status st = state_.RecordCheckpoint(run.id, now); !st.ok()) return st;
+        // Less work to lose: a victim the loss threshold refused may be taken now.
+        if (engine_.options().preemption.enabled &&
+            engine_.options().preemption.max_loss_per_gpu >= 0)
+          changed_ = true;
         const Millis next = now + run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
         if (next < FinishTime(run)) Push(next, EventKind::kCheckpoint, e.subject, e.generation);
         break;
@@ -845,6 +861,8 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     std::optional<Reason> reason;
   };
   std::optional<Decision> decision;
+  // Every cycle runs, so that the one at or after `at` is seen (a skipped one decides as the last).
+  options_.skip_unchanged_cycles = false;
   const auto hook = options_.on_cycle;
   options_.on_cycle = [&](const Plan& plan, std::span<const Job> pending,
                           const ClusterState& state) {
@@ -1040,6 +1058,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.horizon = end;
   out.events = events_done_;
   out.cycles = cycles_;
+  out.cycles_skipped = cycles_skipped_;
   double total_milli = 0;
   for (NodeId n = 0; n < state_.node_count(); ++n) {
     total_milli += NodeMilli(n);

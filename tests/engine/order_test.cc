@@ -85,6 +85,48 @@ TEST(Order, RecentUsageDecaysWithTheHalfLife) {
   EXPECT_NEAR(state.recent_usage(*state.FindQueue("a")), after_use / 2, 1e-6);
 }
 
+TEST(Order, WithAPeriodFairShareReadsTheUsageOfTheLastBoundary) {
+  ClusterSpec spec = TwoQueues();
+  spec.fair_share_period = 5 * 60 * kMillisPerSecond;
+  ClusterState state = MakeState(spec);
+  const QueueId a = *state.FindQueue("a");
+  state.AccrueUsage(0);
+  EXPECT_EQ(state.NextFairShareRefresh(0), 5 * 60 * kMillisPerSecond);
+  EXPECT_EQ(state.NextFairShareRefresh(5 * 60 * kMillisPerSecond - 1), 5 * 60 * kMillisPerSecond);
+  EXPECT_EQ(state.NextFairShareRefresh(5 * 60 * kMillisPerSecond), 10 * 60 * kMillisPerSecond);
+  EXPECT_EQ(state.NextFairShareRefresh(-1), 0);
+  Job j = InQueue(state, 1, "a");
+  Allocation alloc;
+  alloc.gpu_type = 0;
+  TaskAllocation t;
+  t.cpu = j.groups[0].request.cpu;
+  t.memory = j.groups[0].request.memory;
+  t.devices.push_back({0, kWholeGpu, GpuMemMiB(81920)});
+  alloc.tasks.push_back(t);
+  ASSERT_TRUE(state.Bind(j, alloc, 0).ok());
+  // Before the first boundary the order sees no usage; the recent usage grows all the same.
+  state.AccrueUsage(60 * kMillisPerSecond);
+  EXPECT_GT(state.recent_usage(a), 0.0);
+  EXPECT_EQ(state.fair_share_usage(a), 0.0);
+  // Past it, the usage accrued up to the boundary, not up to now.
+  state.AccrueUsage(7 * 60 * kMillisPerSecond);
+  EXPECT_GT(state.fair_share_usage(a), 0.0);
+  EXPECT_LT(state.fair_share_usage(a), state.recent_usage(a));
+  // (1000 milli-GPU for 5 minutes, decayed by a day's half-life over the minutes since.)
+  EXPECT_NEAR(state.fair_share_usage(a), 1000.0 * 5 * 60 * kMillisPerSecond, 3e5);
+  // Without a period the order reads the usage as of the last accrual.
+  ClusterState continuous = MakeState(TwoQueues());
+  EXPECT_EQ(continuous.NextFairShareRefresh(0), -1);
+}
+
+TEST(Order, AFairSharePeriodMustNotBeNegative) {
+  ClusterSpec spec = TwoQueues();
+  spec.fair_share_period = -1;
+  Result<ClusterState> state = ClusterState::Create(spec);
+  ASSERT_FALSE(state.ok());
+  EXPECT_EQ(state.status().field(), "fair_share_period");
+}
+
 TEST(Order, QueuePriorityIsAFactor) {
   ClusterSpec spec = TwoQueues();
   spec.queues[2].priority = 10;

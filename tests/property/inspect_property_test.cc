@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "arbiter/sim.h"
 #include "testing/builders.h"
+#include "testing/random.h"
 
 namespace arbiter::sim {
 namespace {
@@ -24,21 +24,7 @@ constexpr Millis kSecond = kMillisPerSecond;
 constexpr Millis kMinute = 60 * kSecond;
 constexpr Millis kHour = 60 * kMinute;
 
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : gen_(seed) {}
-  std::int64_t In(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen_);
-  }
-  template <typename T>
-  T Of(std::initializer_list<T> items) {
-    return *(items.begin() + In(0, static_cast<std::int64_t>(items.size()) - 1));
-  }
-  bool Chance(int percent) { return In(0, 99) < percent; }
-
- private:
-  std::mt19937_64 gen_;
-};
+using testing::Random;
 
 struct Case {
   ClusterSpec cluster;
@@ -249,6 +235,7 @@ TEST(InspectProperty, PredictsTheRunsNextCycle) {
     const Case c = RandomCase(rnd);
     std::map<std::string, std::vector<Step>> history;
     SimOptions options = c.options;
+    options.skip_unchanged_cycles = false;  // every cycle, as Inspect sees them
     options.on_cycle = [&](const Plan& plan, std::span<const Job> pending,
                            const ClusterState& state) {
       std::map<JobId, std::string> names;

@@ -7,9 +7,12 @@
 
 namespace arbiter::engine {
 
+Millis EstimatedEnd(const Job& job, Millis start, const BackfillOptions& options) {
+  return start + (job.runtime_estimate > 0 ? job.runtime_estimate : options.default_runtime);
+}
+
 Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptions& options) {
-  const Millis runtime = job.runtime_estimate > 0 ? job.runtime_estimate : options.default_runtime;
-  const Millis end = start + runtime;
+  const Millis end = EstimatedEnd(job, start, options);
   return end > now ? end : now + options.overrun_grace;
 }
 

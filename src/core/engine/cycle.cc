@@ -2,6 +2,7 @@
 // the cycle discards, and the plan they decided.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -189,8 +190,101 @@ class Cycle {
     // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
     if (options_.preemption.enabled && !plan_.unplaced.empty()) PreemptStep();
     cycle_.Discard();  // the state leaves as it came in, stamps included
+    plan_.stable_until = StableUntil();
     plan_.timings = timer_.Timings();
     return std::move(plan_);
+  }
+
+  // Plan::stable_until: the first time after now at which an input this plan's decisions read
+  // changes by the passage of time alone (on the state as it came in).
+  Millis StableUntil() const {
+    if (!plan_.binds.empty() || !plan_.evictions.empty()) return now_;
+    // Only a job that waits can be decided otherwise later; one that can never run cannot.
+    const bool waiting = std::any_of(plan_.unplaced.begin(), plan_.unplaced.end(),
+                                     [](const Unplaced& u) { return u.reason.verdict == Verdict::kWait; });
+    if (!waiting) return kForever;
+    Millis until = kForever;
+    auto upto = [&](Millis t) {
+      if (t > now_ && t < until) until = t;
+    };
+    const OrderingWeights& w = options_.ordering;
+    // The order. Fair share reads the usage of the last refresh; it matters only between queues:
+    // among the pending jobs, or to the rule of who may evict whom when a queue may evict
+    // lower-priority queues.
+    if (pending_.size() > 1 && w.age > 0 && w.max_age > 0) {
+      const Millis reorder = AgesReorderAt();
+      if (reorder <= now_) return now_;
+      upto(reorder);
+    }
+    if (w.fair_share != 0 && FairShareMatters()) {
+      const Millis refresh = state_.NextFairShareRefresh(now_);
+      if (refresh < 0) return now_;
+      upto(refresh);
+    }
+    // Reservations: the running jobs' expected ends, fixed until a job passes its estimate, from
+    // when its end slides with the time.
+    if (options_.backfill.reservations > 0) {
+      for (const auto& [id, r] : state_.running()) {
+        const Millis end = engine::EstimatedEnd(r.job, r.start_time, options_.backfill);
+        if (end <= now_) return now_;
+        upto(end);
+      }
+    }
+    // Preemption: a victim's guard (minimum runtime, cooldown, eviction budget) lifts. (Lost work
+    // only grows with time: a refusal for the loss stays one until a checkpoint, a change the
+    // driver sees.)
+    if (options_.preemption.enabled) {
+      const engine::VictimPolicy policy(state_, w);
+      for (const auto& [id, r] : state_.running()) {
+        Millis lifts = -1;
+        if (policy.Guard(r, now_, &lifts) != nullptr) upto(lifts);
+      }
+    }
+    return until;
+  }
+
+  // The first time the ages alone may reorder the pending jobs. Ages grow alike while they are
+  // below max_age, so jobs that all age keep their order; a job whose age reaches max_age (or, not
+  // yet submitted, starts to age) stops keeping pace, and an aging job then overtakes a capped one
+  // whose key it reaches. (Times are taken a millisecond early: keys are floating point.)
+  Millis AgesReorderAt() const {
+    const OrderingWeights& w = options_.ordering;
+    const engine::OrderingKeys keys(state_, w);
+    Millis at = kForever;
+    std::vector<double> capped;  // keys of the jobs whose age no longer grows
+    for (const Job& job : pending_) {
+      if (job.submit_time > now_) at = std::min(at, job.submit_time);
+      if (job.submit_time + w.max_age > now_) {
+        at = std::min(at, job.submit_time + w.max_age);
+      } else {
+        capped.push_back(keys.Key(job, now_));
+      }
+    }
+    if (capped.empty()) return at;
+    std::sort(capped.begin(), capped.end());
+    const double per_ms = w.age / static_cast<double>(w.max_age);
+    for (const Job& job : pending_) {
+      if (job.submit_time > now_ || job.submit_time + w.max_age <= now_) continue;
+      const double key = keys.Key(job, now_);
+      // (A capped job of an equal key is ahead by its earlier submission: it is overtaken next.)
+      auto above = std::lower_bound(capped.begin(), capped.end(), key);
+      if (above == capped.end()) continue;
+      const double reach = std::floor((*above - key) / per_ms);
+      if (reach < static_cast<double>(at - now_)) at = now_ + static_cast<Millis>(reach) - 1;
+    }
+    return at;
+  }
+
+  // Whether the fair-share factor can change a decision: pending jobs of several queues, or a
+  // queue that may evict lower-priority queues (the rule reads today's fair share).
+  bool FairShareMatters() const {
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      if (state_.queue(q).spec.preempt_lower_priority && options_.preemption.enabled) return true;
+    }
+    for (const Job& job : pending_) {
+      if (job.queue != pending_.front().queue) return true;
+    }
+    return false;
   }
 
  private:

@@ -37,12 +37,13 @@ OrderingKeys::OrderingKeys(const ClusterState& state, const OrderingWeights& wei
     max_queue_priority_ = std::max<double>(max_queue_priority_, state.queue(q).spec.priority);
   double total_usage = 0;
   for (QueueId q = 0; q < state.queue_count(); ++q) {
-    if (state.queue(q).parent == kNone) total_usage += state.recent_usage(q);
+    if (state.queue(q).parent == kNone) total_usage += state.fair_share_usage(q);
   }
   fair_share_.assign(state.queue_count(), 1.0);
   if (total_usage > 0) {
     for (QueueId q = 0; q < state.queue_count(); ++q) {
-      fair_share_[q] = std::exp2(-(state.recent_usage(q) / total_usage) / TargetShare(state, q));
+      fair_share_[q] =
+          std::exp2(-(state.fair_share_usage(q) / total_usage) / TargetShare(state, q));
     }
   }
 }

@@ -365,8 +365,10 @@ namespace arbiter::engine {
 
 // ---- backfill ----
 
-// The expected end of a running job (or of one placed this cycle at `start`): its start plus its
-// estimate (or the default runtime); past that, `now` plus the overrun grace.
+// The end of a job started at `start` by its estimate (or the default runtime).
+Millis EstimatedEnd(const Job& job, Millis start, const BackfillOptions& options);
+// The expected end of a running job (or of one placed this cycle at `start`): its estimated end;
+// past that, `now` plus the overrun grace.
 Millis ExpectedEnd(const Job& job, Millis start, Millis now, const BackfillOptions& options);
 
 // Computes a reservation for a blocked job: releases the running jobs and those placed this cycle

@@ -37,6 +37,9 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.fair_share_half_life_ = spec.fair_share_half_life;
   if (s.fair_share_half_life_ <= 0)
     return Status::InvalidArgument("must be positive", "fair_share_half_life");
+  s.fair_share_period_ = spec.fair_share_period;
+  if (s.fair_share_period_ < 0)
+    return Status::InvalidArgument("must not be negative", "fair_share_period");
   const int operator_levels = s.topology_.node_level();
   {
     std::set<std::string> seen;
@@ -104,6 +107,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.limits_.assign(s.queues_.size() * resources, QuotaLimits{});
   s.usage_.assign(s.queues_.size() * resources, 0);
   s.recent_usage_.assign(s.queues_.size(), 0.0);
+  s.period_usage_.assign(s.queues_.size(), 0.0);
   std::vector<std::int64_t> own_nominal(s.queues_.size() * resources, 0);
   std::vector<bool> declared(s.queues_.size() * resources, false);
   for (const QueueInfo& q : s.queues_) {
@@ -932,16 +936,36 @@ void ClusterState::AccrueUsage(Millis now) {
     return;
   }
   if (now <= last_accrual_) return;
-  const double dt = static_cast<double>(now - last_accrual_);
-  const double decay = std::exp2(-dt / static_cast<double>(fair_share_half_life_));
-  for (QueueId q = 0; q < queues_.size(); ++q) {
-    recent_usage_[q] = recent_usage_[q] * decay + static_cast<double>(usage(q, 0)) * dt;
+  auto fold = [&](Millis to) {
+    const double dt = static_cast<double>(to - last_accrual_);
+    const double decay = std::exp2(-dt / static_cast<double>(fair_share_half_life_));
+    for (QueueId q = 0; q < queues_.size(); ++q) {
+      recent_usage_[q] = recent_usage_[q] * decay + static_cast<double>(usage(q, 0)) * dt;
+    }
+    last_accrual_ = to;
+  };
+  if (fair_share_period_ > 0) {
+    // The last boundary at or before now (times may be negative: floor, not truncation).
+    Millis boundary = now / fair_share_period_ * fair_share_period_;
+    if (boundary > now) boundary -= fair_share_period_;
+    if (boundary > last_accrual_) {
+      fold(boundary);
+      period_usage_ = recent_usage_;
+    }
   }
-  last_accrual_ = now;
+  if (now > last_accrual_) fold(now);
+}
+
+Millis ClusterState::NextFairShareRefresh(Millis now) const {
+  if (fair_share_period_ <= 0) return -1;
+  Millis boundary = now / fair_share_period_ * fair_share_period_;
+  if (boundary > now) boundary -= fair_share_period_;
+  return boundary + fair_share_period_;
 }
 
 void ClusterState::RestoreRecentUsage(QueueId q, double usage, Millis as_of) {
   recent_usage_[q] = usage;
+  period_usage_[q] = usage;
   accrued_ = true;
   last_accrual_ = as_of;
 }

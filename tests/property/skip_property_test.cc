@@ -1,0 +1,153 @@
+// Skipping the cycles that nothing changed (SimOptions::skip_unchanged_cycles, Plan::stable_until)
+// changes no decision: over random simulations that exercise every input the promise reads
+// (aging that reaches max_age, fair share with and without a refresh period, backfill
+// reservations behind estimates that hold or overrun, preemption guards that lift, a loss
+// threshold that checkpoints lower, strict-FIFO queues, node outages), the run with skipping and
+// the run without it start, evict and end every job at the same times. Seeded and deterministic.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "arbiter/sim.h"
+#include "testing/builders.h"
+#include "testing/random.h"
+
+namespace arbiter::sim {
+namespace {
+
+using testing::Random;
+
+constexpr Millis kSecond = kMillisPerSecond;
+constexpr Millis kMinute = 60 * kSecond;
+constexpr Millis kHour = 60 * kMinute;
+
+struct Case {
+  ClusterSpec cluster;
+  EngineOptions engine;
+  Workload workload;
+  SimOptions options;
+};
+
+Case RandomCase(Random& rnd) {
+  Case c;
+  c.cluster = testing::Cluster({"rack"});
+  const int nodes = static_cast<int>(rnd.In(2, 5));
+  for (int n = 0; n < nodes; ++n) {
+    std::vector<NodeSpec> node = testing::Nodes("n" + std::to_string(n), 1, "H800",
+                                                static_cast<int>(rnd.Of<std::int64_t>({2, 4, 8})));
+    node[0].domains = {"rack-" + std::to_string(n % 2)};
+    testing::Add(c.cluster, std::move(node));
+  }
+  c.cluster.queues = {testing::Queue("org")};
+  const int queues = static_cast<int>(rnd.In(1, 3));
+  for (int q = 0; q < queues; ++q) {
+    QueueSpec spec = testing::Queue("q" + std::to_string(q), "org");
+    spec.priority = static_cast<std::int32_t>(rnd.In(0, 2));
+    spec.weight = static_cast<std::int32_t>(rnd.In(1, 3));
+    spec.preempt_lower_priority = rnd.Chance(20);
+    spec.strict_fifo = rnd.Chance(25);
+    if (rnd.Chance(50)) {
+      QuotaSpec quota;
+      quota.nominal = MilliGpu(rnd.In(1, 8) * kMilliPerGpu);
+      if (rnd.Chance(50)) quota.borrowing_limit = MilliGpu(rnd.In(0, 6) * kMilliPerGpu);
+      spec.quota[kAllGpusResource] = quota;
+    }
+    c.cluster.queues.push_back(spec);
+  }
+  for (PriorityClassSpec& pc : c.cluster.priority_classes) {
+    pc.min_runtime = rnd.Of<Millis>({0, 0, 3 * kMinute, 10 * kMinute});
+    pc.grace_period = rnd.Of<Millis>({0, 30 * kSecond});
+    pc.max_evictions = static_cast<std::int32_t>(rnd.In(0, 2));
+    pc.eviction_window = kHour;
+    pc.eviction_cooldown = rnd.Of<Millis>({0, 0, 5 * kMinute});
+  }
+  c.cluster.fair_share_half_life = rnd.Of<Millis>({10 * kMinute, kHour});
+  c.cluster.fair_share_period = rnd.Of<Millis>({0, kMinute, 5 * kMinute});
+  c.engine.ordering.fair_share = rnd.Of<double>({0, 2000, 20000});
+  c.engine.ordering.age = rnd.Of<double>({0, 1000, 20000});
+  c.engine.ordering.max_age = rnd.Of<Millis>({20 * kMinute, kHour, 7 * 24 * kHour});
+  c.engine.preemption.enabled = rnd.Chance(70);
+  c.engine.preemption.max_gpus_per_cycle = rnd.Of<std::int64_t>({-1, 2 * kMilliPerGpu});
+  c.engine.preemption.max_loss_per_gpu = rnd.Of<std::int64_t>({-1, -1, 10 * kMinute});
+  c.engine.preemption.max_attempts_per_cycle = static_cast<int>(rnd.Of<std::int64_t>({2, 32}));
+  c.engine.backfill.reservations = static_cast<int>(rnd.In(0, 2));
+  c.engine.backfill.overrun_grace = rnd.Of<Millis>({kMinute, 5 * kMinute});
+
+  const int jobs = static_cast<int>(rnd.In(20, 70));
+  for (int j = 0; j < jobs; ++j) {
+    SimJob job;
+    const std::int64_t gpus = rnd.Of<std::int64_t>({1, 1, 2, 4, 8});
+    const bool gang = gpus >= 2 && rnd.Chance(20);
+    job.job = testing::GpuJob(0, gang ? 2 : 1, (gang ? gpus / 2 : gpus) * kMilliPerGpu);
+    job.job.name = "j" + std::to_string(j);
+    job.job.queue = static_cast<QueueId>(rnd.In(1, queues));
+    job.job.priority_class = static_cast<PriorityClassId>(rnd.In(0, 2));
+    job.job.submit_time = rnd.Chance(30) ? rnd.In(0, 6) * 10 * kMinute : rnd.In(0, 2 * kHour);
+    job.work = rnd.In(1, 50) * kMinute + rnd.In(0, 999);
+    // Estimates that hold, that overrun (the reservation slides) and none.
+    if (rnd.Chance(70)) job.job.runtime_estimate = job.work + rnd.In(-10, 10) * kMinute;
+    if (job.job.runtime_estimate < 0) job.job.runtime_estimate = 0;
+    if (rnd.Chance(40)) {
+      job.kind = WorkKind::kTraining;
+      job.job.checkpoint_interval = rnd.Of<Millis>({5 * kMinute, 10 * kMinute});
+      job.checkpoint_cost = rnd.Of<Millis>({0, 20 * kSecond});
+      job.job.restart_overhead = rnd.Of<Millis>({0, kMinute});
+    }
+    job.workload = "random";
+    c.workload.jobs.push_back(std::move(job));
+  }
+  if (rnd.Chance(30)) {
+    c.workload.outages.push_back(
+        {static_cast<NodeId>(rnd.In(0, nodes - 1)), rnd.In(10, 90) * kMinute, 20 * kMinute});
+  }
+  c.options.horizon = rnd.Chance(50) ? 4 * kHour : 0;
+  c.options.cycle_period = rnd.Of<Millis>({30 * kSecond, 45 * kSecond});
+  c.options.min_cycle_interval = rnd.Of<Millis>({kSecond, 5 * kSecond});
+  c.options.sample_interval = 0;
+  return c;
+}
+
+TEST(SkipProperty, SkippedCyclesChangeNoDecision) {
+  constexpr int kScenarios = 400;
+  std::int64_t skipped = 0, run = 0;
+  int with_skips = 0;
+  for (int seed = 1; seed <= kScenarios; ++seed) {
+    Random rnd(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL);
+    const Case c = RandomCase(rnd);
+    SimOptions every = c.options;
+    every.skip_unchanged_cycles = false;
+    Result<RunResult> all = Simulate(c.cluster, c.engine, c.workload, every, "every");
+    Result<RunResult> some = Simulate(c.cluster, c.engine, c.workload, c.options, "skipping");
+    ASSERT_TRUE(all.ok()) << all.status().message();
+    ASSERT_TRUE(some.ok()) << some.status().message();
+    const std::string where = "seed " + std::to_string(seed);
+    EXPECT_EQ(all->cycles_skipped, 0) << where;
+    EXPECT_EQ(some->cycles + some->cycles_skipped, all->cycles) << where;
+    EXPECT_EQ(some->horizon, all->horizon) << where;
+    ASSERT_EQ(some->jobs.size(), all->jobs.size()) << where;
+    for (std::size_t i = 0; i < all->jobs.size(); ++i) {
+      const JobRecord& a = all->jobs[i];
+      const JobRecord& b = some->jobs[i];
+      const std::string job = where + ", job " + a.name;
+      EXPECT_EQ(b.first_start, a.first_start) << job;
+      EXPECT_EQ(b.end, a.end) << job;
+      EXPECT_EQ(b.evictions, a.evictions) << job;
+      EXPECT_EQ(b.failures, a.failures) << job;
+      EXPECT_EQ(b.gpu_hours_lost, a.gpu_hours_lost) << job;
+    }
+    EXPECT_EQ(some->overall.evictions, all->overall.evictions) << where;
+    skipped += some->cycles_skipped;
+    run += some->cycles;
+    if (some->cycles_skipped > 0) ++with_skips;
+  }
+  // The property is not vacuous: most runs skip, and skipping saves a good part of the cycles.
+  EXPECT_GE(with_skips, kScenarios / 2);
+  EXPECT_GT(skipped, run / 4);
+  std::printf("skip property: %d of %d runs skipped cycles; %lld cycles run, %lld skipped\n",
+              with_skips, kScenarios, static_cast<long long>(run),
+              static_cast<long long>(skipped));
+}
+
+}  // namespace
+}  // namespace arbiter::sim
