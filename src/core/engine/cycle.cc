@@ -230,9 +230,11 @@ class Cycle {
         upto(end);
       }
     }
-    // Preemption: a victim's guard (minimum runtime, cooldown, eviction budget) lifts. (Lost work
-    // only grows with time: a refusal for the loss stays one until a checkpoint, a change the
-    // driver sees.)
+    // Preemption: a victim's guard (minimum runtime, cooldown, eviction budget) lifts. A search
+    // that found victims it could take but no set that served (the cap, the benefit, the bounded
+    // search) read their costs, which move apart with the time: no promise then. (A refusal for
+    // the loss alone only hardens with time, until a checkpoint, a change the driver sees.)
+    if (costs_decided_) return now_;
     if (options_.preemption.enabled) {
       const engine::VictimPolicy policy(state_, w);
       for (const auto& [id, r] : state_.running()) {
@@ -298,6 +300,7 @@ class Cycle {
   bool ScheduleJob(std::uint32_t index, bool allow_borrow) {
     // A job deferred from the first pass was validated there.
     if (!allow_borrow && !ValidateStep(index)) return true;
+    if (BehindBlockedHead(index)) return true;
     const Admission admission = Admit(index, allow_borrow);
     if (admission.deferred) return false;
     if (admission.allowed.empty()) return true;  // refused, and said why
@@ -335,20 +338,20 @@ class Cycle {
     engine::QuotaCheck wait_refusal;
   };
 
-  // admit: its strict-FIFO queue's head is not blocked, some node has a GPU type it accepts, and
-  // quota lets its queue take it on each such type (in the first pass, within its guarantee).
+  // admit, first: a job of a strict-FIFO queue whose head is blocked waits behind it. (The cause
+  // says it all, the queue being the job's own: no text is built for each of the many jobs behind
+  // a blocked head.)
+  bool BehindBlockedHead(std::uint32_t index) {
+    if (fifo_blocked_.empty() || !fifo_blocked_.count(pending_[index].queue)) return false;
+    NotPlaced(index, Reason{Stage::kPlace, Verdict::kWait, Cause::kQueueOrder, 0, {}, {}});
+    return true;
+  }
+
+  // admit: some node has a GPU type the job accepts, and quota lets its queue take it on each
+  // such type (in the first pass, within its guarantee).
   Admission Admit(std::uint32_t index, bool allow_borrow) {
     const Job& job = pending_[index];
     Admission out;
-    if (fifo_blocked_.count(job.queue)) {
-      NotPlaced(index, Reason{Stage::kPlace,
-                              Verdict::kWait,
-                              Cause::kQueueOrder,
-                              0,
-                              {},
-                              "queue " + state_.queue(job.queue).spec.name + " is strict FIFO"});
-      return out;
-    }
     const TypeList types = AcceptedTypes(state_, job);
     if (types.empty()) {
       NotPlaced(index, Reason{Stage::kFilter,
@@ -547,8 +550,9 @@ class Cycle {
   // may not delay.
   void BlockStep(std::uint32_t index) {
     const Job& job = pending_[index];
-    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.insert(job.queue);
     Unplaced& entry = plan_.unplaced.back();
+    if (entry.reason.cause == Cause::kQueueOrder) return;  // its queue is blocked already
+    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.insert(job.queue);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
@@ -647,6 +651,7 @@ class Cycle {
         break;
       }
       if (!resolved[u]) {
+        costs_decided_ = costs_decided_ || refusals.eligible;
         const std::string why = refusals.Describe();
         add_detail(entry.reason, why);
         SetLifts(entry.reason, refusals.lifts_at);
@@ -678,6 +683,7 @@ class Cycle {
   StageTimer timer_;
   Plan plan_;
   bool soft_taints_ = false;
+  bool costs_decided_ = false;  // a failed victim search read the costs of takeable victims
   std::vector<PlacedJob> placed_;
   std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle

@@ -204,6 +204,7 @@ class Search {
       Refused(kWithinGuarantee, -1, r->job.id);
       return std::nullopt;
     }
+    if (refusals_) refusals_->eligible = true;
     Victim v = policy_.CostOf(*r, now_);
     v.kind = *kind;
     return v;

@@ -333,6 +333,9 @@ struct PreemptionRefusals {
   Millis lifts_at = -1;  // earliest time one of those protections lifts
   bool benefit = false;  // a set was refused by the minimum benefit
   bool cap = false;      // the cycle's eviction cap was reached
+  // Some running job passed every guard: its cost (which grows with the time since its last
+  // checkpoint, at a rate of its own) then decided, so a later search may choose otherwise.
+  bool eligible = false;
   // "" when nothing was refused; `lifts_at` is the Reason's, not in the text.
   std::string Describe() const;
 };
