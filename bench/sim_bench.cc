@@ -191,8 +191,8 @@ void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t
   // Fair share between the four queues first: the other factors are small beside it.
   EngineOptions fair;
   fair.ordering.fair_share = 100'000;
-  const Policy policies[] = {{"fifo", true, fifo}, {"default", false, defaults},
-                             {"fairshare", false, fair}};
+  const Policy policies[] = {
+      {"fifo", true, fifo}, {"default", false, defaults}, {"fairshare", false, fair}};
   for (const Policy& p : policies) {
     if (!policy.empty() && policy != p.name) continue;
     sim::SimOptions options;

@@ -57,7 +57,8 @@ TEST(StableUntil, APlanThatPlacesPromisesNothing) {
 TEST(StableUntil, ABlockedJobWithNothingTimedHoldsForever) {
   ClusterState state = MakeState(OneNode());
   testing::StartOn(state, Whole(state, 1, "a", 0), "n-0", 0, 0);
-  const Plan plan = Cycle(state, {Whole(state, 2, "a", 0), Whole(state, 3, "b", 5)}, 10, Timeless());
+  const Plan plan =
+      Cycle(state, {Whole(state, 2, "a", 0), Whole(state, 3, "b", 5)}, 10, Timeless());
   ASSERT_EQ(plan.unplaced.size(), 2u);
   EXPECT_EQ(plan.stable_until, kForever);
 }

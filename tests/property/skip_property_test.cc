@@ -145,8 +145,7 @@ TEST(SkipProperty, SkippedCyclesChangeNoDecision) {
   EXPECT_GE(with_skips, kScenarios / 2);
   EXPECT_GT(skipped, run / 4);
   std::printf("skip property: %d of %d runs skipped cycles; %lld cycles run, %lld skipped\n",
-              with_skips, kScenarios, static_cast<long long>(run),
-              static_cast<long long>(skipped));
+              with_skips, kScenarios, static_cast<long long>(run), static_cast<long long>(skipped));
 }
 
 }  // namespace

@@ -200,8 +200,9 @@ class Cycle {
   Millis StableUntil() const {
     if (!plan_.binds.empty() || !plan_.evictions.empty()) return now_;
     // Only a job that waits can be decided otherwise later; one that can never run cannot.
-    const bool waiting = std::any_of(plan_.unplaced.begin(), plan_.unplaced.end(),
-                                     [](const Unplaced& u) { return u.reason.verdict == Verdict::kWait; });
+    const bool waiting =
+        std::any_of(plan_.unplaced.begin(), plan_.unplaced.end(),
+                    [](const Unplaced& u) { return u.reason.verdict == Verdict::kWait; });
     if (!waiting) return kForever;
     Millis until = kForever;
     auto upto = [&](Millis t) {

@@ -86,13 +86,17 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+  auto before = [&](std::uint32_t a, std::uint32_t b) {
     if (keys[a] != keys[b]) return keys[a] > keys[b];
     if (pending[a].submit_time != pending[b].submit_time)
       return pending[a].submit_time < pending[b].submit_time;
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
     return a < b;
-  });
+  };
+  // A driver that keeps its pending jobs in arrival order often passes them ordered already (the
+  // same class and queue, or ages alone apart): one pass tells.
+  if (!std::is_sorted(order.begin(), order.end(), before))
+    std::sort(order.begin(), order.end(), before);
   return order;
 }
 
