@@ -23,7 +23,13 @@ packages=(
   clang-format clang-tidy libasan8 libubsan1 libtsan2
   # make fuzz: libFuzzer targets (clang with its fuzzer, ASan and UBSan runtimes).
   clang-16 libclang-rt-16-dev
+  # The dashboard's browser tests (tests/ui): headless Chromium, driven by playwright-core (npm).
+  chromium
 )
+# Node.js and npm for the browser tests' driver: from Debian only where no `node` is installed.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,16 +38,23 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+  else
+    SUDO=
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-  SUDO=sudo
-else
-  SUDO=
+# The browser tests' npm packages, exactly as tests/ui/package-lock.json says (npm ci), only when
+# node_modules is missing or older than the lock file: a machine that has them needs no network.
+ui="$(cd "$(dirname "$0")/.." && pwd)/tests/ui"
+if [ ! -d "$ui/node_modules" ] || [ "$ui/package-lock.json" -nt "$ui/node_modules" ]; then
+  echo "install-deps: npm ci in tests/ui"
+  (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error)
+  touch "$ui/node_modules"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y --no-install-recommends "${missing[@]}"

@@ -312,9 +312,11 @@ function setupCluster() {
       }
       tip.replaceChildren(...describeDevice(state.cluster.describe(hit)));
       tip.hidden = false;
-      const scroll = $('cluster-scroll');
-      tip.style.left = `${Math.min(x + 14, scroll.clientWidth + scroll.scrollLeft - 330)}px`;
-      tip.style.top = `${y + 14}px`;
+      // Beside the pointer, inside the window.
+      const left = Math.min(pending.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
+      const below = pending.clientY + 14 + tip.offsetHeight < window.innerHeight;
+      tip.style.left = `${Math.max(4, left)}px`;
+      tip.style.top = `${below ? pending.clientY + 14 : Math.max(4, pending.clientY - tip.offsetHeight - 10)}px`;
     });
   });
   canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
@@ -437,9 +439,13 @@ async function showJob(id) {
        `${job.status.priority_class || job.spec.priority_class} · ${gpus(job.gpu_milli || 0)} GPUs`),
   ];
   if (job.reason) {
+    const verdict = job.verdict === 'never'
+      ? 'Verdict: never — it cannot run as asked on this cluster; change the request.'
+      : job.verdict === 'wait' ? 'Verdict: wait — it runs once the capacity or quota it needs frees.' : '';
     parts.push(el('div', { class: `explain ${job.verdict || ''}`, id: 'job-reason' },
-      el('h4', {}, st === 'running' ? 'Stopping' : `Why it waits${job.verdict === 'never' ? ' (it can never run as asked)' : ''}`),
+      el('h4', {}, st === 'running' ? 'Stopping' : 'Why it waits (as arbiter explain says)'),
       el('p', {}, job.reason),
+      verdict ? el('p', { class: 'verdict' }, verdict) : null,
       job.reserved_start ? el('p', {}, `Reserved to start at ${job.reserved_start}`) : null));
   }
   if (st === 'running') {
@@ -519,6 +525,27 @@ async function loadQueues() {
   };
   visit(null);
   const totalRecent = q.queues.filter((x) => x.leaf).reduce((s, x) => s + (x.recent_gpu_seconds || 0), 0);
+  // Lent: what a queue's siblings borrow above their guarantees comes out of the siblings' idle
+  // guarantees; each is counted as lending its part, in proportion to its idle guarantee.
+  const over = (r) => (r.nominal_milli !== undefined ? Math.max(0, r.usage_milli - r.nominal_milli) : 0);
+  const idleOf = (r) => {
+    if (r.nominal_milli === undefined) return 0;
+    let idle = Math.max(0, r.nominal_milli - r.usage_milli);
+    if (r.lending_limit_milli !== undefined && r.lending_limit_milli !== null) idle = Math.min(idle, r.lending_limit_milli);
+    return idle;
+  };
+  const lentOf = (x, r) => {
+    const siblings = q.queues.filter((y) => y.parent === x.parent && y.name !== x.name);
+    let borrowed = 0;
+    let idleAll = idleOf(r);
+    for (const y of siblings) {
+      const ry = y.resources.find((z) => z.resource === r.resource);
+      if (!ry) continue;
+      borrowed += over(ry);
+      idleAll += idleOf(ry);
+    }
+    return idleAll ? Math.min(idleOf(r), (borrowed * idleOf(r)) / idleAll) : 0;
+  };
   const rows = [];
   for (const x of ordered) {
     const resources = x.resources.length ? x.resources : [{ resource: 'gpu', usage_milli: 0 }];
@@ -526,9 +553,9 @@ async function loadQueues() {
     resources.forEach((r, k) => {
       const nominal = r.nominal_milli;
       const max = r.max_milli;
-      const borrowed = nominal !== undefined ? Math.max(0, r.usage_milli - nominal) : 0;
-      let idle = nominal !== undefined ? Math.max(0, nominal - r.usage_milli) : 0;
-      if (r.lending_limit_milli !== undefined && r.lending_limit_milli !== null) idle = Math.min(idle, r.lending_limit_milli);
+      const borrowed = over(r);
+      const idle = idleOf(r);
+      const lent = x.parent ? lentOf(x, r) : 0;
       const scale = Math.max(r.usage_milli, nominal || 0, max || 0, 1);
       const bar = el('div', { class: 'bar', title: `usage ${gpus(r.usage_milli)}, guarantee ${nominal === undefined ? 'none' : gpus(nominal)}, max ${max === undefined || max === null ? 'none' : gpus(max)}` },
         el('i', { class: borrowed > 0 ? 'use over' : 'use', style: `width:${(100 * r.usage_milli) / scale}%` }),
@@ -543,7 +570,8 @@ async function loadQueues() {
       el('td', {}, bar, el('span', { class: 'figures' },
         `${gpus(r.usage_milli)} / ${nominal === undefined ? '—' : gpus(nominal)} / ${max === undefined || max === null ? '—' : gpus(max)}`)),
       el('td', { class: 'num' }, borrowed ? gpus(borrowed) : ''),
-      el('td', { class: 'num' }, idle ? gpus(idle) : ''),
+      el('td', { class: 'num', title: 'lent to sibling queues / idle guarantee that may be lent' },
+        idle || lent ? `${gpus(Math.round(lent))} / ${gpus(idle)}` : ''),
       el('td', { class: 'num' }, k === 0 && x.leaf ? pendingJobs : ''),
       el('td', { class: 'num' }, k === 0 && x.leaf ? gpus(pendingGpus.get(x.name) || 0) : ''),
       el('td', { class: 'num' }, k === 0 && x.leaf
@@ -613,11 +641,19 @@ function renderTimeline() {
   const colours = { eviction_signalled: '#f28e2b', evicted: '#e15759', requeued: '#4e79a7', retried: '#9c6ade', failed: '#c92a2a', node_cordoned: '#e08a00', node_draining: '#e08a00' };
   ctx.font = '10px system-ui, sans-serif';
   ctx.fillStyle = '#667';
-  ctx.fillText(fmtAgo(now - span) || 'now', 2, 86);
-  ctx.fillText('now', width - 22, 86);
+  const left = 110;
+  lanes.forEach((k, lane) => {
+    ctx.fillStyle = colours[k];
+    ctx.fillText(k.replace('_', ' '), 4, 11 + lane * 10);
+  });
+  ctx.fillStyle = '#667';
+  ctx.fillText(fmtAgo(now - span) || 'now', left, 88);
+  ctx.fillText('now', width - 22, 88);
+  ctx.strokeStyle = '#e3e7eb';
+  ctx.strokeRect(left - 2.5, 2.5, width - left - 2, 72);
   for (const e of list) {
     const lane = lanes.indexOf(e.kind);
-    const x = 2 + ((e.time_ms - (now - span)) / span) * (width - 8);
+    const x = left + ((e.time_ms - (now - span)) / span) * (width - left - 8);
     ctx.fillStyle = colours[e.kind] || '#333';
     ctx.fillRect(x, 4 + lane * 10, 3, 8);
   }

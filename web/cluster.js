@@ -63,7 +63,7 @@ export class ClusterView {
   layout() {
     const map = this.map;
     const devices = this.devCount;
-    const s = devices <= 512 ? 18 : devices <= 4096 ? 11 : devices <= 20000 ? 7 : 5;
+    const s = devices <= 256 ? 22 : devices <= 1024 ? 16 : devices <= 4096 ? 11 : devices <= 20000 ? 7 : 5;
     this.cell = s;
     this.pitch = s + 1;
     // Each shape's size and the offset of each of its devices, computed once.
