@@ -70,6 +70,12 @@ std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
   // transaction undoes it all.
   Transaction future(tx);
   int attempts = 0;
+  // A job of one task that failed a trial fits later only on a node released to since, and only
+  // where that node passes the filter (every placement checks it): until one does, the trial is
+  // known to fail and is not run (it still counts as an attempt, so the result is the same).
+  const bool one_task = filter.job->groups.size() == 1 && filter.job->groups.front().count == 1;
+  bool failed = false;
+  std::vector<NodeId> released_to;  // since the last trial, once one failed
   while (heap_end != releases.begin()) {
     std::pop_heap(releases.begin(), heap_end, later);
     --heap_end;
@@ -77,15 +83,25 @@ std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
     if (rel.running) future.Release(*rel.running);
     for (auto t = rel.allocation->tasks.rbegin(); t != rel.allocation->tasks.rend(); ++t) {
       if (!rel.running) future.Give(*t);
+      if (failed) released_to.push_back(t->node);
       for (const DeviceShare& d : t->devices)
         free += state.node(t->node).devices[d.device].type == type ? d.gpu.value() : 0;
     }
     // (Jobs that end at the same time need not all be released first: the time is the same.)
     if (type != kNone && free < demand) continue;
     if (++attempts > options.backfill.max_attempts) break;
+    if (failed) {
+      const TaskRequest& request = filter.job->groups.front().request;
+      const bool may_fit = std::any_of(released_to.begin(), released_to.end(), [&](NodeId n) {
+        return !FilterNode(state, n, request, filter).has_value();
+      });
+      released_to.clear();
+      if (!may_fit) continue;
+    }
     Transaction trial(future);
     std::optional<Allocation> allocation = PlaceJob(trial, filter, options);
     if (allocation) return Reservation{filter.job->id, 0, rel.end, std::move(*allocation)};
+    failed = one_task;
   }
   return std::nullopt;
 }
