@@ -1,18 +1,26 @@
 // Trace readers: public GPU-cluster job traces into one neutral record, before the simulator maps
-// them onto a cluster (queues, priority classes, task shapes). Formats:
+// them onto a cluster (queues, priority classes, task shapes). Formats (docs/traces.md):
 //
 //   philly    Microsoft Philly as prepared by Pollux: timestamp,duration,num_gpus,gpu_time,cluster
 //             (the virtual cluster becomes the queue).
 //   tiresias  Tiresias: job_id,num_gpu,submit_time,iterations,model_name,duration,interval.
-//   openb     Alibaba openb pods: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,...
-//             (`gpu_spec` lists acceptable models separated by '|'; qos becomes the class).
+//   openb     Alibaba openb pods: name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,...]
+//             (`gpu_spec` lists acceptable models separated by '|'; qos becomes the class; without
+//             creation_time every pod arrives at 0, without deletion_time it never ends).
+//   pai       Alibaba PAI 2020: the task table (one job per task: inst_num instances of plan_gpu
+//             percent of a GPU on gpu_type), with the job table for users and submission times.
+//   helios    SenseTime Helios job logs (cluster_log.csv): job_id,user,vc,gpu_num,cpu_num,...
+//   swf       The Parallel Workloads Archive's Standard Workload Format (18 fields a line).
+//   sacct     Slurm `sacct --parsable2` output with its header (JobID|Submit|Start|End|...).
 //   csv       Arbiter's own job CSV (docs/traces.md): a header naming any of the columns below.
 //   json      Arbiter's own job JSON: {"jobs": [{...the same fields...}]}.
 //
 // Columns are found by their header name, so their order does not matter. Rows may come in any
 // order; the readers sort jobs by submit time (stably) and make times relative to the earliest
 // submission. A bad row is never dropped silently: it is reported with its line and column, and
-// the caller decides whether to fail or to skip it.
+// the caller decides whether to fail or to skip it; the first few of each kind are listed, the
+// rest counted. Rows a format leaves out on purpose (a job that never ran, a Slurm job step) are
+// counted by reason in `skipped`.
 #pragma once
 
 #include <cstdint>
@@ -25,13 +33,47 @@
 
 namespace arbiter::trace {
 
-enum class Format : std::uint8_t { kPhilly, kTiresias, kOpenb, kCsv, kJson };
+enum class Format : std::uint8_t {
+  kPhilly,
+  kTiresias,
+  kOpenb,
+  kCsv,
+  kJson,
+  kPai,
+  kHelios,
+  kSwf,
+  kSacct
+};
 
-// "philly", "tiresias", "openb", "csv", "json".
+// "philly", "tiresias", "openb", "csv", "json", "pai", "helios", "swf", "sacct".
 const char* FormatName(Format format);
 Result<Format> ParseFormat(std::string_view name);
-// The format a file's first line (its header) or first character ('{' or '[': json) announces.
+// The format a file's first line (its header) or first character announces: '{' or '[' json,
+// ';' swf (a header comment), a line of 18 numbers swf, '|'-separated fields sacct.
 Result<Format> DetectFormat(std::string_view text);
+
+// How a job that gives only its GPU count (philly, tiresias, helios, swf, sacct) becomes tasks.
+enum class TaskSplit : std::uint8_t {
+  kNode,  // "node": one task when the job fits a node, else tasks of GpusPerTask (or the node
+          // count the trace gives, helios and sacct)
+  kGpu,   // "gpu": one task per GPU, as Tiresias's `count` placement scheme needs
+};
+const char* TaskSplitName(TaskSplit split);
+Result<TaskSplit> ParseTaskSplit(std::string_view name);
+
+// The options of a read. The defaults read every format as documented in docs/traces.md.
+struct ReadOptions {
+  // Splitting whole-GPU jobs: the GPUs of the largest node (at least 1), and the scheme.
+  std::int64_t gpus_per_node = 8;
+  TaskSplit split = TaskSplit::kNode;
+  // swf: a job of P processors asks for ceil(P / processors_per_gpu) GPUs (at least 1).
+  std::int64_t processors_per_gpu = 1;
+  // Bad rows listed per kind of problem; the rest are counted in Trace::more_bad_rows. 0: all.
+  std::int64_t max_bad_rows_per_kind = 5;
+  // sacct written with --noheader: the fields as given to --format, in order. A first line that
+  // starts with the first of them is still read as the header.
+  std::vector<std::string> sacct_columns;
+};
 
 // One job of a trace. A job is a gang of `tasks` identical tasks.
 struct TraceJob {
@@ -58,10 +100,33 @@ struct BadRow {
   std::string problem;
 };
 
+// Rows of one kind: a kind of problem (the problem without the row's own values, e.g.
+// `creation_time: empty`) or a reason a row was skipped, with how many rows and their first and
+// last lines.
+struct RowCount {
+  std::string kind;
+  std::int64_t rows = 0;
+  std::int64_t first_line = 0;
+  std::int64_t last_line = 0;
+};
+
 struct Trace {
   std::vector<TraceJob> jobs;  // sorted by submit time, ties in file order
+  // The first ReadOptions::max_bad_rows_per_kind bad rows of each kind, by line.
   std::vector<BadRow> bad_rows;
+  // Every bad row, listed or not.
+  std::int64_t bad_row_count = 0;
+  // Per kind, the bad rows not listed in bad_rows (only kinds that have some), by first line.
+  std::vector<RowCount> more_bad_rows;
+  // Rows left out on purpose, per reason (a job that never ran, a Slurm job step), by first line.
+  std::vector<RowCount> skipped;
 };
+
+// The bad rows as lines for people: `FILE:LINE: problem` for each listed row, then per kind with
+// more rows `FILE: N more rows with "kind" (lines A to B)`.
+std::vector<std::string> DescribeBadRows(const Trace& trace, const std::string& file_name);
+// The skipped rows as lines: `FILE: N rows skipped: reason (lines A to B)`.
+std::vector<std::string> DescribeSkipped(const Trace& trace, const std::string& file_name);
 
 // How many GPUs per task a trace's whole-GPU job of `gpus` GPUs gets when a node has at most
 // `gpus_per_node`: one task when it fits a node, otherwise the largest divisor of `gpus` not above
@@ -69,12 +134,24 @@ struct Trace {
 std::int32_t GpusPerTask(std::int64_t gpus, std::int64_t gpus_per_node);
 
 // Reads a trace. Fails (naming `file_name`, the line and the column) only when the text as a whole
-// cannot be read: no header, a required column missing, malformed JSON. Bad rows go to bad_rows.
-// Multi-GPU jobs of formats that give only a GPU count are split by GpusPerTask with
-// `gpus_per_node` (default 8).
+// cannot be read: no header, a required column missing, malformed JSON, bad options. Bad rows go
+// to bad_rows. Multi-GPU jobs of formats that give only a GPU count are split as
+// `options.split` says. For pai, `text` is the task table alone (no users; submission at the
+// task's launch); ReadPaiTables joins the job table.
+Result<Trace> ReadTrace(std::string_view text, Format format, const std::string& file_name,
+                        const ReadOptions& options);
 Result<Trace> ReadTrace(std::string_view text, Format format, const std::string& file_name,
                         std::int64_t gpus_per_node = 8);
-// Reads a file; the format is detected from its content when `format` is empty.
+// Alibaba PAI 2020: the task table, and the job table when `job_text` is not empty (its file name
+// for errors in `job_file_name`). With or without header lines (upstream ships none).
+Result<Trace> ReadPaiTables(std::string_view task_text, const std::string& task_file_name,
+                            std::string_view job_text, const std::string& job_file_name,
+                            const ReadOptions& options = {});
+// Reads a file; the format is detected from its content when `format` is empty (a file named
+// pai_task_table*.csv is pai). pai: `path` is a folder holding pai_task_table.csv (and
+// pai_job_table.csv), or the task table itself, read with pai_job_table.csv when it is beside it.
+Result<Trace> ReadTraceFile(const std::string& path, std::string_view format,
+                            const ReadOptions& options);
 Result<Trace> ReadTraceFile(const std::string& path, std::string_view format = "",
                             std::int64_t gpus_per_node = 8);
 

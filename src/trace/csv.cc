@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 #include <system_error>
+#include <unordered_map>
 
 #include "config/limits.h"
 
@@ -112,7 +113,7 @@ std::string Quote(std::string_view text) {
   return quoted;
 }
 
-bool SplitCsvLine(std::string_view line, std::vector<std::string>* fields) {
+bool SplitCsvLine(std::string_view line, std::vector<std::string>* fields, char separator) {
   fields->clear();
   std::size_t i = 0;
   const std::size_t n = line.size();
@@ -137,15 +138,15 @@ bool SplitCsvLine(std::string_view line, std::vector<std::string>* fields) {
       }
       if (!closed) return false;
       while (i < n && IsSpace(line[i])) ++i;
-      if (i < n && line[i] != ',') return false;  // text after the closing quote
+      if (i < n && line[i] != separator) return false;  // text after the closing quote
     } else {
       const std::size_t start = i;
-      while (i < n && line[i] != ',') ++i;
+      while (i < n && line[i] != separator) ++i;
       field = std::string(Trim(line.substr(start, i - start)));
     }
     fields->push_back(std::move(field));
     if (i >= n) return true;
-    ++i;  // the comma
+    ++i;  // the separator
   }
 }
 
@@ -164,7 +165,8 @@ Result<int> CsvTable::Require(std::string_view name) const {
   return column;
 }
 
-Result<CsvTable> ParseCsv(std::string_view text, const std::string& file_name) {
+Result<CsvTable> ParseCsv(std::string_view text, const std::string& file_name, char separator,
+                          const std::vector<std::string>* implicit_header) {
   CsvTable table;
   table.file_name = file_name;
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte order mark
@@ -178,7 +180,12 @@ Result<CsvTable> ParseCsv(std::string_view text, const std::string& file_name) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (Trim(line).empty()) continue;
 
-    const bool split = SplitCsvLine(line, &fields);
+    const bool split = SplitCsvLine(line, &fields, separator);
+    if (table.header_line == 0 && implicit_header != nullptr && !implicit_header->empty() &&
+        (!split || fields.empty() || fields.front() != implicit_header->front())) {
+      table.header_line = line_number;  // no header: errors about columns name the first line
+      table.header = *implicit_header;
+    }
     if (table.header_line == 0) {
       table.header_line = line_number;
       if (!split) return LineError(file_name, line_number, "header: unterminated quote");
@@ -298,15 +305,53 @@ std::vector<std::string> SplitList(std::string_view text) {
   return parts;
 }
 
-void SplitGpus(std::int64_t gpus, std::int64_t gpus_per_node, TraceJob* job) {
+void SplitGpus(std::int64_t gpus, std::int64_t nodes, const ReadOptions& options, TraceJob* job) {
   if (gpus <= 0) {
     job->tasks = 1;
     job->gpu_per_task = MilliGpu(0);
     return;
   }
-  const std::int32_t per_task = GpusPerTask(gpus, gpus_per_node);
+  std::int64_t per_task = 1;
+  if (options.split == TaskSplit::kNode) {
+    per_task = nodes > 0 && gpus % nodes == 0 && gpus / nodes <= options.gpus_per_node
+                   ? gpus / nodes
+                   : GpusPerTask(gpus, options.gpus_per_node);
+  }
   job->tasks = static_cast<std::int32_t>(gpus / per_task);
   job->gpu_per_task = MilliGpu(per_task * kMilliPerGpu);
+}
+
+std::string ProblemKind(std::string_view problem) {
+  std::string_view kind = problem.substr(0, problem.find('"'));
+  while (!kind.empty() && (kind.back() == ' ' || kind.back() == ':')) kind.remove_suffix(1);
+  return std::string(kind);
+}
+
+namespace {
+
+// Adds one row of `kind` at `line` to `counts` (found through `index`, kind -> position).
+void Count(std::vector<RowCount>* counts, std::unordered_map<std::string, std::size_t>* index,
+           std::string kind, std::int64_t line) {
+  const auto [it, inserted] = index->emplace(kind, counts->size());
+  if (inserted) counts->push_back(RowCount{std::move(kind), 0, line, line});
+  RowCount& count = (*counts)[it->second];
+  ++count.rows;
+  count.first_line = std::min(count.first_line, line);
+  count.last_line = std::max(count.last_line, line);
+}
+
+}  // namespace
+
+void Skip(Trace* trace, std::string_view reason, std::int64_t line) {
+  for (RowCount& count : trace->skipped) {
+    if (count.kind == reason) {
+      ++count.rows;
+      count.first_line = std::min(count.first_line, line);
+      count.last_line = std::max(count.last_line, line);
+      return;
+    }
+  }
+  trace->skipped.push_back(RowCount{std::string(reason), 1, line, line});
 }
 
 namespace {
@@ -343,7 +388,7 @@ std::string CheckLimits(const TraceJob& job) {
 
 }  // namespace
 
-void Finish(Trace* trace) {
+void Finish(Trace* trace, const ReadOptions& options) {
   std::erase_if(trace->jobs, [&](const TraceJob& job) {
     std::string problem = CheckLimits(job);
     if (problem.empty()) return false;
@@ -359,6 +404,26 @@ void Finish(Trace* trace) {
   }
   std::stable_sort(trace->bad_rows.begin(), trace->bad_rows.end(),
                    [](const BadRow& a, const BadRow& b) { return a.line < b.line; });
+  // The error cap: the first rows of each kind stay listed, the others are counted.
+  trace->bad_row_count += static_cast<std::int64_t>(trace->bad_rows.size());
+  std::vector<RowCount> listed;
+  std::unordered_map<std::string, std::size_t> listed_index, more_index;
+  std::vector<BadRow> kept;
+  for (BadRow& row : trace->bad_rows) {
+    std::string kind = ProblemKind(row.problem);
+    const auto found = listed_index.find(kind);
+    const std::int64_t seen = found == listed_index.end() ? 0 : listed[found->second].rows;
+    if (options.max_bad_rows_per_kind <= 0 || seen < options.max_bad_rows_per_kind) {
+      Count(&listed, &listed_index, std::move(kind), row.line);
+      kept.push_back(std::move(row));
+    } else {
+      Count(&trace->more_bad_rows, &more_index, std::move(kind), row.line);
+    }
+  }
+  trace->bad_rows = std::move(kept);
+  std::stable_sort(
+      trace->skipped.begin(), trace->skipped.end(),
+      [](const RowCount& a, const RowCount& b) { return a.first_line < b.first_line; });
 }
 
 }  // namespace arbiter::trace::internal

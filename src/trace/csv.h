@@ -39,12 +39,15 @@ struct CsvTable {
 
 // Splits `text` into lines ('\n', with an optional '\r' before it), skips blank lines and a UTF-8
 // byte order mark, and reads the first non-blank line as the header. Fails when there is no
-// header or the header names a column twice or leaves one unnamed.
-Result<CsvTable> ParseCsv(std::string_view text, const std::string& file_name);
+// header or the header names a column twice or leaves one unnamed. `separator` separates fields
+// (sacct: '|'). With `implicit_header`, a first line whose first field is not the implicit
+// header's first name is data, read with the implicit header (files written without a header).
+Result<CsvTable> ParseCsv(std::string_view text, const std::string& file_name, char separator = ',',
+                          const std::vector<std::string>* implicit_header = nullptr);
 
 // Splits one line into fields. Fields may be quoted ("a,b"; "" is a quote inside quotes); quoted
 // fields cannot span lines. Returns false on a broken quote.
-bool SplitCsvLine(std::string_view line, std::vector<std::string>* fields);
+bool SplitCsvLine(std::string_view line, std::vector<std::string>* fields, char separator = ',');
 
 std::string_view Trim(std::string_view text);
 // `FILE:LINE: problem`.
@@ -74,13 +77,23 @@ std::string ParseMilli(std::string_view column, std::string_view text, bool allo
 // The non-empty, trimmed parts of a '|'-separated list.
 std::vector<std::string> SplitList(std::string_view text);
 
-// A whole-GPU request in milli-GPU and its task count from a trace's GPU count: `gpus` GPUs split
-// by GpusPerTask. Sets tasks=1 and 0 GPUs when `gpus` is 0.
-void SplitGpus(std::int64_t gpus, std::int64_t gpus_per_node, TraceJob* job);
+// A whole-GPU request in milli-GPU and its task count from a trace's GPU count, as
+// `options.split` says: kGpu, one task per GPU; kNode, `nodes` tasks when the trace gives a node
+// count (above 0) that divides `gpus` into tasks that fit a node, else GpusPerTask. Sets tasks=1
+// and 0 GPUs when `gpus` is 0.
+void SplitGpus(std::int64_t gpus, std::int64_t nodes, const ReadOptions& options, TraceJob* job);
+
+// The kind of a problem, for the error cap: the problem up to the row's own value (its first
+// quote), e.g. `num_gpu: not a number` for `num_gpu: not a number: "x"`.
+std::string ProblemKind(std::string_view problem);
+
+// Counts a row left out on purpose under `reason` (Trace::skipped).
+void Skip(Trace* trace, std::string_view reason, std::int64_t line);
 
 // Moves the jobs outside the limits of every reader of jobs (config/limits.h) to the bad rows,
-// makes submit times relative to the earliest one, sorts the jobs stably by submit time and the
-// bad rows by line.
-void Finish(Trace* trace);
+// makes submit times relative to the earliest one, sorts the jobs stably by submit time, sorts
+// the bad rows by line and keeps the first `options.max_bad_rows_per_kind` of each kind, counting
+// the rest (the one error cap of every reader).
+void Finish(Trace* trace, const ReadOptions& options);
 
 }  // namespace arbiter::trace::internal

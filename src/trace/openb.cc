@@ -21,19 +21,25 @@ static_assert(limits::kMaxMemoryMiB == limits::kMaxCpuMilliPerTask);
 Result<Trace> ReadOpenbPods(std::string_view text, const std::string& file_name) {
   Result<CsvTable> table = ParseCsv(text, file_name);
   if (!table.ok()) return table.status();
-  int columns[7] = {};
-  constexpr const char* kRequired[7] = {"name",      "cpu_milli",     "memory_mib",   "num_gpu",
-                                        "gpu_milli", "creation_time", "deletion_time"};
-  for (int i = 0; i < 7; ++i) {
+  int columns[5] = {};
+  constexpr const char* kRequired[5] = {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"};
+  for (int i = 0; i < 5; ++i) {
     Result<int> column = table->Require(kRequired[i]);
     if (!column.ok()) return column.status();
     columns[i] = *column;
   }
-  const auto [name, cpu_milli, memory_mib, num_gpu, gpu_milli, creation_time, deletion_time] =
-      columns;
+  const auto [name, cpu_milli, memory_mib, num_gpu, gpu_milli] = columns;
   const int gpu_spec = table->Column("gpu_spec");
   const int qos = table->Column("qos");
+  // The published workload variants have no times: every pod then arrives at 0, in file order,
+  // and without deletion_time it never ends (the fill experiments' pods never leave).
+  const int creation_time = table->Column("creation_time");
+  const int deletion_time = table->Column("deletion_time");
   const int scheduled_time = table->Column("scheduled_time");
+  if (deletion_time >= 0 && creation_time < 0) {
+    return LineError(file_name, table->header_line,
+                     "column \"deletion_time\" without \"creation_time\" (a duration needs both)");
+  }
 
   Trace trace;
   trace.bad_rows = std::move(table->bad_rows);
@@ -63,13 +69,17 @@ Result<Trace> ReadOpenbPods(std::string_view text, const std::string& file_name)
                   " GPUs: " + Quote(field(gpu_milli));
       }
     }
-    if (problem.empty()) problem = ParseSeconds("creation_time", field(creation_time), &created);
-    if (problem.empty()) problem = ParseSeconds("deletion_time", field(deletion_time), &deleted);
+    if (problem.empty() && creation_time >= 0) {
+      problem = ParseSeconds("creation_time", field(creation_time), &created);
+    }
+    if (problem.empty() && deletion_time >= 0) {
+      problem = ParseSeconds("deletion_time", field(deletion_time), &deleted);
+    }
     if (problem.empty() && scheduled_time >= 0 && !field(scheduled_time).empty()) {
       problem = ParseSeconds("scheduled_time", field(scheduled_time), &scheduled);
     }
     const Millis started = std::max(created, scheduled);
-    if (problem.empty() && deleted < started) {
+    if (problem.empty() && deletion_time >= 0 && deleted < started) {
       problem = "deletion_time: before the pod started (" +
                 std::string(scheduled > created ? "scheduled_time" : "creation_time") +
                 "): " + Quote(field(deletion_time));
@@ -79,7 +89,7 @@ Result<Trace> ReadOpenbPods(std::string_view text, const std::string& file_name)
       continue;
     }
     job.submit = created;
-    job.duration = deleted - started;
+    job.duration = deletion_time >= 0 ? deleted - started : limits::kMaxDuration;
     job.tasks = 1;  // a pod is one task: never split
     job.gpu_per_task = MilliGpu(gpus == 1 ? milli : gpus * kMilliPerGpu);
     job.cpu_per_task = MilliCpu(cpu);

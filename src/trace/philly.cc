@@ -63,8 +63,13 @@ bool ParseUtcTimestamp(std::string_view text, Millis* out) {
   return true;
 }
 
+std::string TimestampProblem(std::string_view column, std::string_view text) {
+  if (text.empty()) return std::string(column) + ": empty";
+  return std::string(column) + ": not a date and time (YYYY-MM-DD HH:MM:SS): " + Quote(text);
+}
+
 Result<Trace> ReadPhilly(std::string_view text, const std::string& file_name,
-                         std::int64_t gpus_per_node) {
+                         const ReadOptions& options) {
   Result<CsvTable> table = ParseCsv(text, file_name);
   if (!table.ok()) return table.status();
   Result<int> timestamp = table->Require("timestamp");
@@ -83,11 +88,7 @@ Result<Trace> ReadPhilly(std::string_view text, const std::string& file_name,
     job.line = row.line;
     const std::string& stamp = row.fields[*timestamp];
     std::string problem;
-    if (!ParseUtcTimestamp(stamp, &job.submit)) {
-      problem = stamp.empty()
-                    ? "timestamp: empty"
-                    : "timestamp: not a date and time (YYYY-MM-DD HH:MM:SS): " + Quote(stamp);
-    }
+    if (!ParseUtcTimestamp(stamp, &job.submit)) problem = TimestampProblem("timestamp", stamp);
     if (problem.empty()) problem = ParseSeconds("duration", row.fields[*duration], &job.duration);
     std::int64_t gpus = 0;
     if (problem.empty()) problem = ParseInt("num_gpus", row.fields[*num_gpus], 1, kMaxCount, &gpus);
@@ -95,7 +96,7 @@ Result<Trace> ReadPhilly(std::string_view text, const std::string& file_name,
       trace.bad_rows.push_back({row.line, std::move(problem)});
       continue;
     }
-    SplitGpus(gpus, gpus_per_node, &job);
+    SplitGpus(gpus, 0, options, &job);
     if (cluster >= 0) job.queue = row.fields[cluster];
     trace.jobs.push_back(std::move(job));
   }

@@ -8,7 +8,7 @@
 namespace arbiter::trace::internal {
 
 Result<Trace> ReadTiresias(std::string_view text, const std::string& file_name,
-                           std::int64_t gpus_per_node) {
+                           const ReadOptions& options) {
   Result<CsvTable> table = ParseCsv(text, file_name);
   if (!table.ok()) return table.status();
   Result<int> job_id = table->Require("job_id");
@@ -37,7 +37,7 @@ Result<Trace> ReadTiresias(std::string_view text, const std::string& file_name,
       trace.bad_rows.push_back({row.line, std::move(problem)});
       continue;
     }
-    SplitGpus(gpus, gpus_per_node, &job);
+    SplitGpus(gpus, 0, options, &job);
     trace.jobs.push_back(std::move(job));
   }
   return trace;

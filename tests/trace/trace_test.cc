@@ -68,9 +68,9 @@ TEST(TraceFormat, NamesRoundTrip) {
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, format);
   }
-  Result<Format> unknown = ParseFormat("helios");
+  Result<Format> unknown = ParseFormat("alibaba");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_TRUE(HasSubstr(unknown.status().message(), "\"helios\""));
+  EXPECT_TRUE(HasSubstr(unknown.status().message(), "\"alibaba\""));
   EXPECT_TRUE(HasSubstr(unknown.status().message(), "philly, tiresias, openb, csv, json"));
 }
 
