@@ -148,7 +148,29 @@ void TraceChecks(const Result<trace::Trace>& trace) {
 void FuzzTrace(const std::uint8_t* data, std::size_t size, trace::Format format) {
   const std::string_view text = Text(data, size);
   (void)trace::DetectFormat(text);
-  TraceChecks(trace::ReadTrace(text, format, "trace"));
+  const Result<trace::Trace> capped = trace::ReadTrace(text, format, "trace");
+  TraceChecks(capped);
+  // The error cap lists or counts every bad row, and the same rows as a read that lists them all.
+  trace::ReadOptions all;
+  all.max_bad_rows_per_kind = 0;
+  all.split = trace::TaskSplit::kGpu;
+  const Result<trace::Trace> listed = trace::ReadTrace(text, format, "trace", all);
+  TraceChecks(listed);
+  FuzzCheck(capped.ok() == listed.ok(), "the task split and the error cap fail no read");
+  if (!capped.ok() || !listed.ok()) return;
+  std::int64_t counted = static_cast<std::int64_t>(capped->bad_rows.size());
+  for (const trace::RowCount& more : capped->more_bad_rows) counted += more.rows;
+  FuzzCheck(counted == capped->bad_row_count, "every bad row is listed or counted");
+  FuzzCheck(listed->bad_row_count == capped->bad_row_count &&
+                static_cast<std::int64_t>(listed->bad_rows.size()) == listed->bad_row_count,
+            "the error cap counts the rows a read without it lists");
+  FuzzCheck(listed->jobs.size() == capped->jobs.size(), "the task split keeps every job");
+  for (std::size_t i = 0; i < listed->jobs.size(); ++i) {
+    const trace::TraceJob& a = capped->jobs[i];
+    const trace::TraceJob& b = listed->jobs[i];
+    FuzzCheck(a.tasks * a.gpu_per_task.value() == b.tasks * b.gpu_per_task.value(),
+              "the task split keeps a job's GPUs");
+  }
 }
 
 }  // namespace
@@ -272,6 +294,25 @@ void FuzzTraceJson(const std::uint8_t* data, std::size_t size) {
   FuzzTrace(data, size, trace::Format::kJson);
 }
 
+void FuzzTracePai(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kPai);
+  // The same text as the task table and as the job table beside it.
+  const std::string_view text = Text(data, size);
+  TraceChecks(trace::ReadPaiTables(text, "pai_task_table.csv", text, "pai_job_table.csv"));
+}
+
+void FuzzTraceHelios(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kHelios);
+}
+
+void FuzzTraceSwf(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kSwf);
+}
+
+void FuzzTraceSacct(const std::uint8_t* data, std::size_t size) {
+  FuzzTrace(data, size, trace::Format::kSacct);
+}
+
 void FuzzBinaryRecords(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes = Text(data, size);
   store::JobSpec spec;
@@ -363,6 +404,10 @@ FuzzFunction FindTarget(std::string_view name) {
       {"trace_openb", FuzzTraceOpenb},
       {"trace_csv", FuzzTraceCsv},
       {"trace_json", FuzzTraceJson},
+      {"trace_pai", FuzzTracePai},
+      {"trace_helios", FuzzTraceHelios},
+      {"trace_swf", FuzzTraceSwf},
+      {"trace_sacct", FuzzTraceSacct},
       {"binary_records", FuzzBinaryRecords},
       {"quantity", FuzzQuantity},
       {"agent_register", FuzzAgentRegister},

@@ -39,6 +39,10 @@ void FuzzTraceTiresias(const std::uint8_t* data, std::size_t size);
 void FuzzTraceOpenb(const std::uint8_t* data, std::size_t size);
 void FuzzTraceCsv(const std::uint8_t* data, std::size_t size);
 void FuzzTraceJson(const std::uint8_t* data, std::size_t size);
+void FuzzTracePai(const std::uint8_t* data, std::size_t size);  // also with itself as job table
+void FuzzTraceHelios(const std::uint8_t* data, std::size_t size);
+void FuzzTraceSwf(const std::uint8_t* data, std::size_t size);
+void FuzzTraceSacct(const std::uint8_t* data, std::size_t size);
 // The store's binary records (store::DecodeJobSpecBinary, DecodeAllocationBinary).
 void FuzzBinaryRecords(const std::uint8_t* data, std::size_t size);
 // The quantity parsers: config::ParseDuration, ParseGpus, ParseCpu, ParseMiB.

@@ -58,9 +58,9 @@ int RunFill(const FillArgs& args) {
     fmt::print(stderr, "error: {}\n", trace.status().message());
     return 1;
   }
-  if (!trace->bad_rows.empty()) {
-    for (const trace::BadRow& b : trace->bad_rows)
-      fmt::print(stderr, "error: {}:{}: {}\n", args.pods, b.line, b.problem);
+  if (trace->bad_row_count > 0) {
+    for (const std::string& line : trace::DescribeBadRows(*trace, args.pods))
+      fmt::print(stderr, "error: {}\n", line);
     return 1;
   }
   std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);

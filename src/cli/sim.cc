@@ -247,8 +247,15 @@ int RunSim(const SimArgs& args) {
     for (const config::SimConfiguration& c : scenario->configurations) chosen.push_back(&c);
   }
   if (!scenario->skipped_rows.empty()) {
-    fmt::print(stderr, "warning: {} trace rows skipped, the first: {}\n",
-               scenario->skipped_rows.size(), scenario->skipped_rows.front());
+    // The trace readers list a few rows of each kind and count the rest.
+    constexpr std::size_t kShown = 10;
+    fmt::print(stderr, "warning: trace rows skipped:\n");
+    for (std::size_t i = 0; i < scenario->skipped_rows.size() && i < kShown; ++i) {
+      fmt::print(stderr, "  {}\n", scenario->skipped_rows[i]);
+    }
+    if (scenario->skipped_rows.size() > kShown) {
+      fmt::print(stderr, "  ... and {} more\n", scenario->skipped_rows.size() - kShown);
+    }
   }
 
   const bool show = !args.quiet && isatty(fileno(stderr)) != 0;

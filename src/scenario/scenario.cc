@@ -572,7 +572,7 @@ class ScenarioLoader {
   void LoadTrace(const Value& t, const std::string& name, sim::WorkKind kind, const Job& base,
                  bool queue_given, bool assigned, bool class_assigned, Millis checkpoint_cost,
                  double estimate_factor, const ClusterState& state, sim::Workload& out) {
-    Map m(t, {"file", "format", "skip_bad_rows", "limit", "queues"});
+    Map m(t, {"file", "format", "skip_bad_rows", "limit", "queues", "split", "processors_per_gpu"});
     std::string file = m.Get("file").NonEmptyString();
     std::filesystem::path path(file);
     if (path.is_relative()) path = std::filesystem::path(base_dir_) / path;
@@ -580,6 +580,15 @@ class ScenarioLoader {
     if (const Value* v = m.Find("format")) {
       format = v->String();
       if (!trace::ParseFormat(format).ok()) v->Fail(trace::ParseFormat(format).status().message());
+    }
+    trace::ReadOptions read_options;
+    if (const Value* v = m.Find("split")) {
+      Result<trace::TaskSplit> split = trace::ParseTaskSplit(v->String());
+      if (!split.ok()) v->Fail(split.status().message());
+      read_options.split = *split;
+    }
+    if (const Value* v = m.Find("processors_per_gpu")) {
+      read_options.processors_per_gpu = v->Int(1, 1'000'000);
     }
     bool skip = false;
     if (const Value* v = m.Find("skip_bad_rows")) skip = v->Bool();
@@ -599,26 +608,29 @@ class ScenarioLoader {
 
     // The trace is read once, and its skipped rows recorded once, for all configurations and
     // workloads that replay it; whether bad rows fail is each workload's choice.
-    const std::string key = path.string() + "|" + format;
+    const std::string key =
+        fmt::format("{}|{}|{}|{}", path.string(), format, trace::TaskSplitName(read_options.split),
+                    read_options.processors_per_gpu);
     auto cached = traces_.find(key);
     const bool first_read = cached == traces_.end();
     if (first_read) {
-      Result<trace::Trace> read = trace::ReadTraceFile(path.string(), format);
+      Result<trace::Trace> read = trace::ReadTraceFile(path.string(), format, read_options);
       if (!read.ok()) m.Get("file").Fail(read.status().message());
       cached = traces_.emplace(key, std::make_shared<trace::Trace>(std::move(*read))).first;
     }
     const trace::Trace& tr = *cached->second;
-    if (!tr.bad_rows.empty() && !skip) {
+    if (tr.bad_row_count > 0 && !skip) {
       std::string first;
-      for (std::size_t i = 0; i < tr.bad_rows.size() && i < 5; ++i) {
-        first += fmt::format("\n  {}:{}: {}", file, tr.bad_rows[i].line, tr.bad_rows[i].problem);
-      }
+      for (const std::string& line : trace::DescribeBadRows(tr, file)) first += "\n  " + line;
       m.Get("file").Fail(fmt::format("{} bad rows (set skip_bad_rows: true to skip them):{}",
-                                     tr.bad_rows.size(), first));
+                                     tr.bad_row_count, first));
     }
     if (first_read) {
-      for (const trace::BadRow& b : tr.bad_rows) {
-        out_.skipped_rows.push_back(fmt::format("{}:{}: {}", file, b.line, b.problem));
+      for (const std::string& line : trace::DescribeBadRows(tr, file)) {
+        out_.skipped_rows.push_back(line);
+      }
+      for (const std::string& line : trace::DescribeSkipped(tr, file)) {
+        out_.skipped_rows.push_back(line);
       }
     }
     std::int64_t taken = 0;

@@ -1160,6 +1160,44 @@ TEST(ScenarioTrace, BadRows) {
   EXPECT_TRUE(HasSubstr(ScenarioError(both, dir.path()), "workloads[1].trace.file: 1 bad rows"));
 }
 
+// trace.split: a Tiresias job of 16 GPUs is 2 tasks of 8 by default and 16 of 1 with `gpu`;
+// trace.processors_per_gpu for SWF; a wrong value names its field.
+TEST(ScenarioTrace, SplitAndProcessorsPerGpu) {
+  TempDir dir;
+  dir.Write("t.csv",
+            "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+            "a,16,0,1,vgg19,100,30\n");
+  dir.Write("log.swf", "; Version: 2.2\n1 0 -1 100 64 -1 -1 64 -1 -1 1 1 1 -1 -1 -1 -1 -1\n");
+  const auto workload = [](const std::string& trace) {
+    return "  - name: t\n    trace: {" + trace + ", queues: {\"*\": shared}}\n" +
+           "    job: {priority_class: normal}\n";
+  };
+  // The job's tasks and its GPUs in all.
+  const auto shape = [&](const std::string& trace) {
+    Scenario s = MustParse(Scn(workload(trace), ""), std::nullopt, dir.path());
+    EXPECT_EQ(s.configurations.size(), 1u);
+    if (s.configurations.empty() || s.configurations[0].workload.jobs.size() != 1) {
+      return std::pair<std::int64_t, std::int64_t>{-1, -1};
+    }
+    const Job& job = s.configurations[0].workload.jobs[0].job;
+    return std::pair<std::int64_t, std::int64_t>{job.groups[0].count, MilliGpus(job)};
+  };
+  using Shape = std::pair<std::int64_t, std::int64_t>;
+  EXPECT_EQ(shape("file: t.csv, format: tiresias"), (Shape{2, 16000}));
+  EXPECT_EQ(shape("file: t.csv, format: tiresias, split: node"), (Shape{2, 16000}));
+  EXPECT_EQ(shape("file: t.csv, format: tiresias, split: gpu"), (Shape{16, 16000}));
+  EXPECT_EQ(shape("file: log.swf"), (Shape{8, 64000}));  // 64 processors, 64 GPUs
+  EXPECT_EQ(shape("file: log.swf, format: swf, processors_per_gpu: 16"), (Shape{1, 4000}));
+
+  const std::string bad_split = Scn(workload("file: t.csv, split: count"), "");
+  const std::string e = ScenarioError(bad_split, dir.path());
+  EXPECT_TRUE(HasSubstr(e, ": workloads[0].trace.split: unknown task split \"count\"")) << e;
+  EXPECT_TRUE(HasSubstr(e, "unknown task split \"count\""));
+  const std::string bad_ratio = Scn(workload("file: log.swf, processors_per_gpu: 0"), "");
+  EXPECT_TRUE(
+      HasSubstr(ScenarioError(bad_ratio, dir.path()), "workloads[0].trace.processors_per_gpu"));
+}
+
 constexpr const char* kOpenb =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
     "deletion_time,scheduled_time\n"
