@@ -108,6 +108,8 @@ struct SimOptions {
   Millis min_cycle_interval = 1 * kMillisPerSecond;
   Millis cycle_period = 30 * kMillisPerSecond;
   Millis sample_interval = 5 * 60 * kMillisPerSecond;  // time series resolution
+  // The window of the services' latency percentiles per window (ServiceMetrics), from time 0.
+  Millis latency_window = 3600 * kMillisPerSecond;
   // A cycle that nothing has changed since the last one (no arrival, end, eviction, node or
   // autoscaler event, nor a checkpoint where the loss threshold reads it), before the last plan's
   // stable_until, decides as that plan did: it is skipped (the engine does not run; the time still
@@ -129,6 +131,7 @@ struct Distribution {
   std::int64_t count = 0;
   double mean = 0;
   double p50 = 0;
+  double p95 = 0;
   double p99 = 0;
   double max = 0;
 };
@@ -161,6 +164,14 @@ struct ServiceMetrics {
   double requests = 0;
   double latency_p50_ms = 0;  // over all requests of the run
   double latency_p99_ms = 0;
+  // The P99 of the requests of each latency window (SimOptions::latency_window, from time 0; the
+  // last one ends at the horizon); NaN for a window without requests. The worst of them (0 when
+  // none), and how many exceeded the SLO.
+  std::vector<double> latency_p99_by_window_ms;
+  double latency_p99_worst_window_ms = 0;
+  std::int64_t windows_over_slo = 0;
+  Millis latency_window = 0;
+  double slo_ms = 0;            // the service's latency objective
   double slo_miss_minutes = 0;  // scale intervals whose P99 exceeded the SLO
   double timeout_fraction = 0;  // requests beyond what the running replicas can serve
   double mean_replicas_wanted = 0;
@@ -178,6 +189,7 @@ struct Sample {
   std::int64_t pending_jobs = 0;
   std::int64_t running_jobs = 0;
   std::vector<double> queue_allocated_gpus;    // by RunResult::queue_names
+  std::vector<double> type_allocated_gpus;     // mean over the interval, by RunResult::gpu_types
   std::vector<std::int64_t> queue_pending;     // by RunResult::queue_names
   std::vector<double> service_latency_p99_ms;  // by RunResult::services, worst interval
   std::vector<double> service_replicas;        // serving, by RunResult::services
@@ -212,6 +224,8 @@ struct RunResult {
   double gpu_allocation = 0;             // allocated GPU-time / capacity
   double gpu_utilization = 0;            // useful GPU-time / capacity
   std::vector<std::string> queue_names;  // leaf queues, the order of Sample vectors
+  std::vector<std::string> gpu_types;    // GPU models, the order of Sample::type_allocated_gpus
+  std::vector<double> gpu_type_totals;   // GPUs of each model in the cluster
   std::vector<Sample> series;
   std::vector<JobRecord> jobs;
   std::int64_t events = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 
 namespace arbiter::sim {
@@ -96,6 +97,35 @@ double IntervalQuantile(const LatencyInterval& interval, double q, double timeou
 
 double MixtureQuantile(const std::vector<LatencyInterval>& intervals, double q, double timeout_ms) {
   return Quantile(intervals, q, timeout_ms);
+}
+
+std::vector<double> WindowQuantiles(const std::vector<LatencyInterval>& intervals,
+                                    std::int64_t window_ms, std::int64_t end_ms, double q,
+                                    double timeout_ms) {
+  std::vector<double> out;
+  if (window_ms <= 0 || end_ms <= 0) return out;
+  const std::int64_t windows = (end_ms + window_ms - 1) / window_ms;
+  std::vector<std::vector<LatencyInterval>> by_window(static_cast<std::size_t>(windows));
+  for (const LatencyInterval& i : intervals) {
+    const std::int64_t length = i.end_ms - i.start_ms;
+    if (length <= 0 || i.requests <= 0) continue;
+    const std::int64_t first = std::max<std::int64_t>(0, i.start_ms / window_ms);
+    const std::int64_t last = std::min(windows - 1, (i.end_ms - 1) / window_ms);
+    for (std::int64_t w = first; w <= last; ++w) {
+      const std::int64_t from = std::max(i.start_ms, w * window_ms);
+      const std::int64_t to = std::min(i.end_ms, (w + 1) * window_ms);
+      if (to <= from) continue;
+      LatencyInterval part = i;
+      part.requests = i.requests * static_cast<double>(to - from) / static_cast<double>(length);
+      by_window[static_cast<std::size_t>(w)].push_back(part);
+    }
+  }
+  out.reserve(by_window.size());
+  for (const std::vector<LatencyInterval>& window : by_window) {
+    out.push_back(window.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                 : Quantile(window, q, timeout_ms));
+  }
+  return out;
 }
 
 }  // namespace arbiter::sim

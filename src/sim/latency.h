@@ -17,6 +17,8 @@ struct LatencyInterval {
   double replica_rate = 0;      // mu
   std::int32_t replicas = 0;    // c
   double timeout_fraction = 0;  // of the requests, the share that timed out
+  std::int64_t start_ms = 0;    // the stretch of simulated time it covers
+  std::int64_t end_ms = 0;
 };
 
 // `replicas` may be a time average; it is rounded to the nearest whole replica.
@@ -32,5 +34,13 @@ double Survival(const LatencyInterval& interval, double x_ms, double timeout_ms)
 // The q-quantile of the latency in ms of one interval, and of all requests of many intervals.
 double IntervalQuantile(const LatencyInterval& interval, double q, double timeout_ms);
 double MixtureQuantile(const std::vector<LatencyInterval>& intervals, double q, double timeout_ms);
+
+// The q-quantile of the requests of each window of `window_ms` from time 0 up to `end_ms` (the
+// last window may be shorter), by the intervals' start_ms and end_ms: an interval across a
+// window's boundary counts in each window with its requests in proportion to its time there. A
+// window without requests gets NaN.
+std::vector<double> WindowQuantiles(const std::vector<LatencyInterval>& intervals,
+                                    std::int64_t window_ms, std::int64_t end_ms, double q,
+                                    double timeout_ms);
 
 }  // namespace arbiter::sim

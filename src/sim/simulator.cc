@@ -64,6 +64,7 @@ struct Run {
   JobId id = 0;
   QueueId queue = 0;          // spec->job.queue, at hand for the accounting of every start and stop
   std::int32_t service = -1;  // the service of an inference replica
+  GpuTypeId gpu_type = kNone;  // of its current allocation (per-model allocation)
   Phase phase = Phase::kFuture;
   std::uint32_t generation = 0;
   double gpus = 0;
@@ -241,6 +242,8 @@ class Simulation {
   Integral healthy_;    // milli-GPU on healthy nodes
   std::vector<Integral> queue_allocated_;
   std::vector<double> sample_queue_area_;
+  std::vector<Integral> type_allocated_;  // milli-GPU held, by GPU type
+  std::vector<double> sample_type_area_;
   double sample_allocated_area_ = 0;
   double sample_busy_area_ = 0;
   double sample_healthy_area_ = 0;
@@ -300,7 +303,8 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   run.run_start = std::max(now, start_after);
   Millis setup = 0;
   if (run.spec->kind == WorkKind::kInference) {
-    setup = workload_.services[run.service].startup;
+    // A replica started at time 0 serves at once: its service was up before the simulated time.
+    if (run.run_start > 0) setup = workload_.services[run.service].startup;
   } else if (run.ran_before) {
     setup = run.spec->job.restart_overhead;
   }
@@ -310,6 +314,7 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, milli);
   queue_allocated_[run.queue].Add(now, milli);
+  if (run.gpu_type != kNone) type_allocated_[run.gpu_type].Add(now, milli);
   if (run.progress_start <= now) {
     busy_.Add(now, milli);
     run.busy = true;
@@ -359,6 +364,8 @@ Status Simulation::StartInitialRun(const InitialRun& initial) {
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(0, milli);
   queue_allocated_[run.queue].Add(0, milli);
+  run.gpu_type = initial.allocation.gpu_type;
+  if (run.gpu_type != kNone) type_allocated_[run.gpu_type].Add(0, milli);
   if (run.progress_start <= 0) {
     busy_.Add(0, milli);
     run.busy = true;
@@ -382,6 +389,7 @@ void Simulation::Release(std::uint32_t r, Millis now) {
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(now, -milli);
   queue_allocated_[run.queue].Add(now, -milli);
+  if (run.gpu_type != kNone) type_allocated_[run.gpu_type].Add(now, -milli);
   if (run.busy) busy_.Add(now, -milli);
   run.busy = false;
   run.allocated_gpu_ms += run.gpus * static_cast<double>(now - run.bound_at);
@@ -455,6 +463,8 @@ void Simulation::CloseInterval(ServiceRun& s, Millis now) {
   LatencyInterval interval = MakeInterval(rate, s.spec->replica_rate, replicas,
                                           static_cast<double>(length) / kMillisPerSecond,
                                           static_cast<double>(s.spec->timeout));
+  interval.start_ms = s.interval_start;
+  interval.end_ms = now;
   const double p99 = IntervalQuantile(interval, 0.99, static_cast<double>(s.spec->timeout));
   if (p99 > static_cast<double>(s.spec->slo)) s.slo_miss_ms += static_cast<double>(length);
   s.worst_p99_ms = std::max(s.worst_p99_ms, p99);
@@ -571,7 +581,10 @@ Status Simulation::Cycle(Millis now) {
     if (run.service >= 0) SetServing(services_[run.service], now);
   }
   const bool bound = !plan.binds.empty();
-  for (const Bind& b : plan.binds) StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  for (const Bind& b : plan.binds) {
+    runs_[pending_runs_[b.pending_index]].gpu_type = b.allocation.gpu_type;
+    StartRun(pending_runs_[b.pending_index], now, b.start_after);
+  }
   // The jobs bound and their allocations move to the state; the pending list drops the jobs next.
   if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
   if (bound) {
@@ -612,6 +625,12 @@ void Simulation::TakeSample(Millis now) {
       below_guarantee_ms_[q] += static_cast<double>(length);
     }
   }
+  for (std::size_t t = 0; t < type_allocated_.size(); ++t) {
+    const double ta = type_allocated_[t].AreaAt(now);
+    s.type_allocated_gpus.push_back((ta - sample_type_area_[t]) / static_cast<double>(length) /
+                                    kMilliPerGpu);
+    sample_type_area_[t] = ta;
+  }
   for (ServiceRun& sr : services_) {
     s.service_latency_p99_ms.push_back(sr.worst_p99_ms);
     s.service_replicas.push_back(sr.serving_now);
@@ -641,6 +660,8 @@ Status Simulation::Start() {
   const std::size_t queues = state_.queue_count();
   queue_allocated_.assign(queues, Integral{});
   sample_queue_area_.assign(queues, 0);
+  type_allocated_.assign(state_.gpu_type_count(), Integral{});
+  sample_type_area_.assign(state_.gpu_type_count(), 0);
   below_guarantee_ms_.assign(queues, 0);
   guarantee_.assign(queues, 0);
   for (QueueId q = 0; q < queues; ++q) {
@@ -1042,6 +1063,7 @@ class GroupBuilder {
       return values[std::min(values.size() - 1, i == 0 ? 0 : i - 1)];
     };
     d.p50 = at(0.5);
+    d.p95 = at(0.95);
     d.p99 = at(0.99);
     d.max = values.back();
     return d;
@@ -1064,6 +1086,14 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     total_milli += NodeMilli(n);
   }
   out.total_gpus = total_milli / kMilliPerGpu;
+  for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) {
+    out.gpu_types.push_back(state_.gpu_type_name(t));
+    double gpus = 0;
+    for (NodeId n = 0; n < state_.node_count(); ++n) {
+      gpus += static_cast<double>(state_.NodeDevices(n, t));
+    }
+    out.gpu_type_totals.push_back(gpus);
+  }
 
   GroupBuilder overall;
   // Queues and classes by id (their names are unique); workloads by name, the last one at hand
@@ -1142,6 +1172,15 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
     m.latency_p50_ms = MixtureQuantile(s.intervals, 0.5, timeout);
     m.latency_p99_ms = MixtureQuantile(s.intervals, 0.99, timeout);
     m.slo_miss_minutes = s.slo_miss_ms / (60.0 * kMillisPerSecond);
+    m.slo_ms = static_cast<double>(s.spec->slo);
+    m.latency_window = options_.latency_window;
+    m.latency_p99_by_window_ms =
+        WindowQuantiles(s.intervals, options_.latency_window, end, 0.99, timeout);
+    for (const double p99 : m.latency_p99_by_window_ms) {
+      if (!std::isfinite(p99)) continue;
+      m.latency_p99_worst_window_ms = std::max(m.latency_p99_worst_window_ms, p99);
+      if (p99 > m.slo_ms) ++m.windows_over_slo;
+    }
     m.timeout_fraction = m.requests > 0 ? timeouts / m.requests : 0;
     if (end > 0) {
       m.mean_replicas_wanted = s.wanted_ms / static_cast<double>(end);

@@ -139,5 +139,33 @@ TEST(LatencyMixture, WeighsIntervalsByTheirRequests) {
   EXPECT_EQ(MixtureQuantile({}, 0.99, kTimeoutMs), 0);
 }
 
+// Per-window quantiles: each window holds the intervals within it, an interval across a
+// boundary split by its time on each side; a window without requests is NaN.
+TEST(LatencyWindows, SplitsIntervalsAtWindowBoundaries) {
+  auto at = [](LatencyInterval i, std::int64_t start, std::int64_t end) {
+    i.start_ms = start;
+    i.end_ms = end;
+    return i;
+  };
+  const LatencyInterval calm = MakeInterval(100, 10, 15, 60, kTimeoutMs);
+  const LatencyInterval busy = MakeInterval(140, 10, 16, 60, kTimeoutMs);
+  // 0-60 s calm, 60-120 s busy (across the boundary at 90 s), 120-180 s calm; windows of 90 s
+  // up to 240 s: [0, 90) holds the calm minute and half the busy one, [90, 180) the other half
+  // and the calm minute, [180, 240) nothing.
+  const std::vector<LatencyInterval> intervals = {at(calm, 0, 60'000), at(busy, 60'000, 120'000),
+                                                  at(calm, 120'000, 180'000)};
+  const std::vector<double> p99 = WindowQuantiles(intervals, 90'000, 240'000, 0.99, kTimeoutMs);
+  ASSERT_EQ(p99.size(), 3u);
+  LatencyInterval half = busy;
+  half.requests = busy.requests / 2;
+  const double expected = MixtureQuantile({calm, half}, 0.99, kTimeoutMs);
+  EXPECT_DOUBLE_EQ(p99[0], expected);
+  EXPECT_DOUBLE_EQ(p99[1], expected);
+  EXPECT_GT(expected, IntervalQuantile(calm, 0.99, kTimeoutMs));
+  EXPECT_LT(expected, IntervalQuantile(busy, 0.99, kTimeoutMs));
+  EXPECT_TRUE(std::isnan(p99[2]));
+  EXPECT_TRUE(WindowQuantiles(intervals, 0, 240'000, 0.99, kTimeoutMs).empty());
+}
+
 }  // namespace
 }  // namespace arbiter::sim

@@ -632,15 +632,67 @@ TEST(SimInference, TheSloCountsOnlyTheIntervalsThatMissIt) {
   EXPECT_GT(m.timeout_fraction, 0);
 }
 
-TEST(SimInference, StartupDelaysServing) {
+TEST(SimInference, StartupDelaysServingOfReplicasStartedAfterTimeZero) {
+  // 15 replicas from time 0; x2 from 10m to 20m wants 29, 14 more, which serve 30 s after they
+  // start at 10m. The 15 started at 0 serve at once: the service was up before the simulated
+  // time (a cold start at 0 would time out every request of the first 30 s, a false spike).
   Workload w;
   w.services.push_back(Service(100));
   w.services[0].startup = 30 * kSecond;
+  w.services[0].rate.spikes.push_back({10 * kMinute, 10 * kMinute, 2});
   SimOptions o;
   o.horizon = kHour;
-  const RunResult run = RunSim(OneNode(16), w, o);  // (m points into it)
+  const RunResult run = RunSim(OneNode(32), w, o);  // (m points into it)
   const ServiceMetrics& m = Svc(run);
-  EXPECT_NEAR(m.mean_replicas_serving, 15 * (1 - 0.5 / 60), 1e-9);
+  EXPECT_NEAR(m.mean_replicas_serving, (15 * 60 + 14 * 9.5) / 60, 1e-9);
+  const double steady = IntervalQuantile(MakeInterval(100, 10, 15, 60, 30000), 0.99, 30000);
+  ASSERT_FALSE(run.series.empty());
+  EXPECT_EQ(run.series[0].t, 5 * kMinute);
+  EXPECT_NEAR(run.series[0].service_latency_p99_ms.at(0), steady, 1e-6);
+  EXPECT_NEAR(SampleAt(run, 5 * kMinute)->busy_gpus, 15, 1e-9);
+}
+
+TEST(SimInference, P99PerWindowAndTheWorstWindow) {
+  // 100 requests/s on 15 replicas for 3 hours, but x3 from 70m to 90m: 43 replicas wanted, 16
+  // GPUs; the 16th replica serves from 72m (2 minutes of startup). The first hour and the last
+  // are steady, the second times out 28% of its requests.
+  Workload w;
+  w.services.push_back(Service(100));
+  w.services[0].startup = 2 * kMinute;
+  w.services[0].rate.spikes.push_back({70 * kMinute, 20 * kMinute, 3});
+  SimOptions o;
+  o.horizon = 3 * kHour;
+  const RunResult run = RunSim(OneNode(16), w, o);
+  const ServiceMetrics& m = Svc(run);
+  const double steady = IntervalQuantile(MakeInterval(100, 10, 15, 60, 30000), 0.99, 30000);
+  const double spike = MixtureQuantile(
+      {MakeInterval(100, 10, 15, 40 * 60, 30000), MakeInterval(300, 10, 15, 2 * 60, 30000),
+       MakeInterval(300, 10, 16, 18 * 60, 30000)},
+      0.99, 30000);
+  EXPECT_EQ(spike, 30000);
+  EXPECT_EQ(m.latency_window, kHour);
+  ASSERT_EQ(m.latency_p99_by_window_ms.size(), 3u);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[0], steady, 1e-6);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[1], spike, 1e-6);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[2], steady, 1e-6);
+  EXPECT_DOUBLE_EQ(m.latency_p99_worst_window_ms, m.latency_p99_by_window_ms[1]);
+  EXPECT_EQ(m.windows_over_slo, 1);  // the SLO is 1 s
+  EXPECT_DOUBLE_EQ(m.slo_ms, 1000);
+  EXPECT_LT(steady, 1000);
+
+  // Windows of 20 minutes: the fifth (80m to 100m) holds the last 10 minutes of the spike, the
+  // fourth (60m to 80m) its first 10; a horizon of 170m leaves a last window of 10 minutes.
+  o.latency_window = 20 * kMinute;
+  o.horizon = 170 * kMinute;
+  const RunResult shorter = RunSim(OneNode(16), w, o);
+  const ServiceMetrics& n = Svc(shorter);
+  ASSERT_EQ(n.latency_p99_by_window_ms.size(), 9u);
+  EXPECT_NEAR(n.latency_p99_by_window_ms[0], steady, 1e-6);
+  EXPECT_EQ(n.latency_p99_by_window_ms[3], 30000);
+  EXPECT_EQ(n.latency_p99_by_window_ms[4], 30000);
+  EXPECT_NEAR(n.latency_p99_by_window_ms[5], steady, 1e-6);
+  EXPECT_NEAR(n.latency_p99_by_window_ms[8], steady, 1e-6);
+  EXPECT_EQ(n.windows_over_slo, 2);
 }
 
 TEST(SimInference, ScaleDownStopsPendingReplicasFirst) {
@@ -696,6 +748,75 @@ TEST(SimInference, EvictedReplicasStopServingAtTheSignalAndComeBack) {
   EXPECT_NEAR(m.timeout_fraction, (10 + (1 - 20.0 / 28)) / 60, 1e-9);
   EXPECT_DOUBLE_EQ(SampleAt(r, 15 * kMinute)->service_replicas.at(0), 0);
   EXPECT_DOUBLE_EQ(SampleAt(r, 25 * kMinute)->service_replicas.at(0), 4);
+}
+
+TEST(SimInference, P99PerHourByHandOnOneReplica) {
+  // One replica (mu = 10/s) is M/M/1: a request's time in the system is exponential with rate
+  // mu - lambda, its P99 ln(100) / (mu - lambda). 5 requests/s give 921.0 ms; the second hour
+  // runs at 8 requests/s (x1.6): 2302.6 ms. The run's P99 over all requests lies between.
+  Workload w;
+  w.services.push_back(Service(5));
+  w.services[0].max_replicas = 1;
+  w.services[0].rate.spikes.push_back({kHour, kHour, 1.6});
+  SimOptions o;
+  o.horizon = 3 * kHour;
+  const RunResult run = RunSim(OneNode(1), w, o);
+  const ServiceMetrics& m = Svc(run);
+  ASSERT_EQ(m.latency_p99_by_window_ms.size(), 3u);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[0], std::log(100.0) / 5 * 1000, 0.01);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[1], std::log(100.0) / 2 * 1000, 0.01);
+  EXPECT_NEAR(m.latency_p99_by_window_ms[2], std::log(100.0) / 5 * 1000, 0.01);
+  EXPECT_NEAR(m.latency_p99_worst_window_ms, 2302.585, 0.01);
+  EXPECT_EQ(m.windows_over_slo, 1);  // the SLO is 1 s
+  EXPECT_LT(m.latency_p99_ms, m.latency_p99_worst_window_ms);
+  EXPECT_GT(m.latency_p99_ms, m.latency_p99_by_window_ms[0]);
+}
+
+TEST(SimSeries, AllocationPerGpuModel) {
+  // A 4-GPU job fits only the H800 node; the A100 node stays idle. Each sample's GPUs per model
+  // add up to its allocated GPUs.
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("a", 1, "A100", 2));
+  Add(spec, Nodes("h", 1, "H800", 4));
+  Workload w;
+  w.jobs.push_back(MakeJob("big", WorkKind::kBatch, 4, 0, 30 * kMinute));
+  SimOptions o;
+  o.horizon = kHour;
+  o.sample_interval = 20 * kMinute;
+  const RunResult r = RunSim(spec, w, o);
+  ASSERT_EQ(r.gpu_types.size(), 2u);
+  ASSERT_EQ(r.gpu_type_totals.size(), 2u);
+  const std::size_t h800 = r.gpu_types[0] == "H800" ? 0 : 1;
+  const std::size_t a100 = 1 - h800;
+  EXPECT_EQ(r.gpu_types[a100], "A100");
+  EXPECT_EQ(r.gpu_type_totals[h800], 4);
+  EXPECT_EQ(r.gpu_type_totals[a100], 2);
+  ASSERT_EQ(r.series.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.series[0].type_allocated_gpus.at(h800), 4);
+  EXPECT_DOUBLE_EQ(r.series[1].type_allocated_gpus.at(h800), 2);  // ends at 30m
+  EXPECT_DOUBLE_EQ(r.series[2].type_allocated_gpus.at(h800), 0);
+  for (const Sample& s : r.series) {
+    EXPECT_DOUBLE_EQ(s.type_allocated_gpus.at(a100), 0);
+    EXPECT_DOUBLE_EQ(s.type_allocated_gpus.at(h800) + s.type_allocated_gpus.at(a100),
+                     s.allocated_gpus);
+  }
+}
+
+TEST(SimMetrics, MeanMedianP95AndP99OfJctAndWait) {
+  // 20 one-GPU jobs of 1 to 20 minutes on 20 GPUs: each runs at once, its JCT its work. The
+  // quantiles are the nearest rank: the median the 10th value, P95 the 19th, P99 the 20th.
+  Workload w;
+  for (int i = 1; i <= 20; ++i) {
+    w.jobs.push_back(MakeJob("j" + std::to_string(i), WorkKind::kBatch, 1, 0, i * kMinute));
+  }
+  const RunResult r = RunSim(OneNode(20), w);
+  EXPECT_EQ(r.overall.jct.count, 20);
+  EXPECT_DOUBLE_EQ(r.overall.jct.mean, 10.5 * 60);
+  EXPECT_DOUBLE_EQ(r.overall.jct.p50, 10 * 60);
+  EXPECT_DOUBLE_EQ(r.overall.jct.p95, 19 * 60);
+  EXPECT_DOUBLE_EQ(r.overall.jct.p99, 20 * 60);
+  EXPECT_EQ(r.overall.wait.count, 20);
+  EXPECT_DOUBLE_EQ(r.overall.wait.p95, 0);
 }
 
 TEST(SimInference, NeedsAHorizon) {
