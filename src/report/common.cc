@@ -32,6 +32,20 @@ std::string WaitP99(const sim::GroupMetrics& group) {
   return group.wait.count > 0 ? FormatSeconds(group.wait.p99) : kMissing;
 }
 
+// A statistic of a distribution in seconds; "-" when it is empty.
+std::string Stat(const sim::Distribution& d, double seconds) {
+  return d.count > 0 ? FormatSeconds(seconds) : kMissing;
+}
+
+// The latency window of a service across runs (they share the simulator's options).
+std::string ServiceWindowName(std::span<const sim::RunResult> runs, const std::string& name) {
+  for (const sim::RunResult& run : runs) {
+    const sim::ServiceMetrics* s = FindService(run, name);
+    if (s != nullptr && s->latency_window > 0) return WindowName(s->latency_window);
+  }
+  return WindowName(3600 * kMillisPerSecond);
+}
+
 std::string Hours(double gpu_hours) {
   return Finite(gpu_hours) ? FormatNumber(gpu_hours) : kMissing;
 }
@@ -135,6 +149,30 @@ double TotalSloMissMinutes(const sim::RunResult& run, const Selection& in) {
   return total;
 }
 
+double MaxServiceP99WorstWindowMs(const sim::RunResult& run, const Selection& in) {
+  double worst = 0;
+  for (const sim::ServiceMetrics& service : run.services) {
+    if (in.Has(run, service) && Finite(service.latency_p99_worst_window_ms)) {
+      worst = std::max(worst, service.latency_p99_worst_window_ms);
+    }
+  }
+  return worst;
+}
+
+std::int64_t TotalWindowsOverSlo(const sim::RunResult& run, const Selection& in) {
+  std::int64_t total = 0;
+  for (const sim::ServiceMetrics& service : run.services) {
+    if (in.Has(run, service)) total += service.windows_over_slo;
+  }
+  return total;
+}
+
+std::string WindowName(Millis window) {
+  if (window == 3600 * kMillisPerSecond) return "hour";
+  return FormatSeconds(static_cast<double>(window) / static_cast<double>(kMillisPerSecond)) +
+         " window";
+}
+
 std::optional<double> TrainingJctMeanS(const sim::RunResult& run, const Selection& in) {
   double sum = 0;
   std::int64_t count = 0;
@@ -187,6 +225,19 @@ std::vector<Row> HeadlineRows(std::span<const sim::RunResult> runs) {
       const sim::ServiceMetrics* s = FindService(r, name);
       return s != nullptr ? FormatMillis(s->latency_p99_ms) : kMissing;
     });
+    const std::string window = ServiceWindowName(runs, name);
+    add("latency P99 worst " + window + " " + name, [&](const sim::RunResult& r) {
+      const sim::ServiceMetrics* s = FindService(r, name);
+      return s != nullptr && !s->latency_p99_by_window_ms.empty()
+                 ? FormatMillis(s->latency_p99_worst_window_ms)
+                 : kMissing;
+    });
+    add(window + "s over SLO " + name, [&](const sim::RunResult& r) {
+      const sim::ServiceMetrics* s = FindService(r, name);
+      return s != nullptr && !s->latency_p99_by_window_ms.empty()
+                 ? fmt::format("{} / {}", s->windows_over_slo, s->latency_p99_by_window_ms.size())
+                 : kMissing;
+    });
     add("SLO miss " + name, [&](const sim::RunResult& r) {
       const sim::ServiceMetrics* s = FindService(r, name);
       return s != nullptr && Finite(s->slo_miss_minutes)
@@ -203,6 +254,14 @@ std::vector<Row> HeadlineRows(std::span<const sim::RunResult> runs) {
     const sim::Distribution& d = r.overall.training_completion;
     return d.count > 0 ? FormatSeconds(d.mean) : kMissing;
   });
+  add("JCT mean", [](const sim::RunResult& r) { return Stat(r.overall.jct, r.overall.jct.mean); });
+  add("JCT median", [](const sim::RunResult& r) { return Stat(r.overall.jct, r.overall.jct.p50); });
+  add("JCT P95", [](const sim::RunResult& r) { return Stat(r.overall.jct, r.overall.jct.p95); });
+  add("wait mean",
+      [](const sim::RunResult& r) { return Stat(r.overall.wait, r.overall.wait.mean); });
+  add("wait median",
+      [](const sim::RunResult& r) { return Stat(r.overall.wait, r.overall.wait.p50); });
+  add("wait P95", [](const sim::RunResult& r) { return Stat(r.overall.wait, r.overall.wait.p95); });
   add("wait P99", [](const sim::RunResult& r) { return WaitP99(r.overall); });
   add("longest wait",
       [](const sim::RunResult& r) { return FormatSeconds(r.overall.longest_wait_s); });

@@ -41,6 +41,12 @@ struct Selection {
 double MaxServiceP50Ms(const sim::RunResult& run, const Selection& in = {});  // 0 without
 double MaxServiceP99Ms(const sim::RunResult& run, const Selection& in = {});  // 0 without
 double TotalSloMissMinutes(const sim::RunResult& run, const Selection& in = {});
+// The worst latency window's P99 over the services (0 without), and the windows whose P99
+// exceeded their service's SLO, summed over the services.
+double MaxServiceP99WorstWindowMs(const sim::RunResult& run, const Selection& in = {});
+std::int64_t TotalWindowsOverSlo(const sim::RunResult& run, const Selection& in = {});
+// A latency window for labels: "hour" for one hour, else its duration ("10.0 min window").
+std::string WindowName(Millis window);
 // Mean completion - submit of completed training jobs, in seconds; none when no training job
 // completed.
 std::optional<double> TrainingJctMeanS(const sim::RunResult& run, const Selection& in = {});

@@ -69,6 +69,7 @@ std::string SeriesCsv(const sim::RunResult& run) {
     header.push_back(Field("p99_ms_" + service.name));
     header.push_back(Field("replicas_" + service.name));
   }
+  for (const std::string& type : run.gpu_types) header.push_back(Field("type_alloc_" + type));
   std::string out;
   AppendRow(out, header);
   for (const sim::Sample& s : run.series) {
@@ -85,6 +86,9 @@ std::string SeriesCsv(const sim::RunResult& run) {
     for (std::size_t i = 0; i < run.services.size(); ++i) {
       row.push_back(i < s.service_latency_p99_ms.size() ? Cell(s.service_latency_p99_ms[i]) : "");
       row.push_back(i < s.service_replicas.size() ? Cell(s.service_replicas[i]) : "");
+    }
+    for (std::size_t t = 0; t < run.gpu_types.size(); ++t) {
+      row.push_back(t < s.type_allocated_gpus.size() ? Cell(s.type_allocated_gpus[t]) : "");
     }
     AppendRow(out, row);
   }

@@ -28,17 +28,23 @@ constexpr const char* kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "
                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 constexpr std::size_t kColorCount = sizeof(kColors) / sizeof(kColors[0]);
 
+// Each run also has its own dash pattern, so that lines of runs that overlap stay apart (a dashed
+// line over a solid one shows both colours) and the colours need not be told apart at all.
+constexpr const char* kDashes[] = {"", "9 4", "2 3", "12 3 3 3", "5 5", "1 5", "14 5"};
+constexpr std::size_t kDashCount = sizeof(kDashes) / sizeof(kDashes[0]);
+
 const char* Color(std::size_t run) { return kColors[run % kColorCount]; }
-// Runs beyond the palette repeat its colours with dashes.
-const char* Dash(std::size_t run) {
-  switch ((run / kColorCount) % 3) {
-    case 1:
-      return " stroke-dasharray=\"6 3\"";
-    case 2:
-      return " stroke-dasharray=\"2 2\"";
-    default:
-      return "";
-  }
+std::string Dash(std::size_t run) {
+  const char* dash = kDashes[run % kDashCount];
+  return *dash != 0 ? fmt::format(" stroke-dasharray=\"{}\"", dash) : std::string();
+}
+
+// A short line in the run's colour and dash pattern, to name the run beside text.
+std::string Swatch(std::size_t run) {
+  return fmt::format(
+      "<svg class=\"swatch\" width=\"30\" height=\"10\" viewBox=\"0 0 30 10\" aria-hidden=\"true\">"
+      "<line x1=\"1\" y1=\"5\" x2=\"29\" y2=\"5\" stroke-width=\"3\" stroke=\"{}\"{}/></svg>",
+      Color(run), Dash(run));
 }
 
 std::string G(double value) { return fmt::format("{:g}", value); }
@@ -190,11 +196,20 @@ struct Line {
   bool step = false;  // a step function (horizontal, then vertical)
 };
 
+// A horizontal rule at a value of the y axis (a latency objective), labelled at its right end.
+struct Rule {
+  double y = 0;
+  std::string label;
+};
+
 struct Chart {
   std::string title;
   Axis x;
   Axis y;
   std::vector<Line> lines;
+  std::vector<Rule> rules;
+  // Said in the plot when it has no line to draw: why it is empty.
+  std::string empty = "no data";
   int width = 960;
   int height = 300;
 };
@@ -217,7 +232,7 @@ std::string Svg(const Chart& chart) {
     double x = kLeft;
     int row = 0;
     for (const Line& line : chart.lines) {
-      const double item_width = 26 + kCharWidth * static_cast<double>(line.label.size()) + 16;
+      const double item_width = 36 + kCharWidth * static_cast<double>(line.label.size()) + 16;
       if (x + item_width > chart.width - kRight && x > kLeft) {
         x = kLeft;
         ++row;
@@ -304,9 +319,20 @@ std::string Svg(const Chart& chart) {
   }
   if (!any) {
     svg += fmt::format(
-        "<text class=\"empty\" fill=\"#999\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">no data"
+        "<text class=\"empty\" fill=\"#777\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}"
         "</text>\n",
-        kLeft + plot_w / 2, kTop + plot_h / 2);
+        kLeft + plot_w / 2, kTop + plot_h / 2, HtmlEscape(chart.empty));
+  }
+  // Rules above the lines.
+  for (const Rule& rule : chart.rules) {
+    if (!Finite(rule.y) || (chart.y.log && !(rule.y > 0))) continue;
+    const double y = py(rule.y);
+    svg += fmt::format(
+        "<line class=\"slo\" stroke=\"#222\" stroke-width=\"1.2\" "
+        "x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\"/>"
+        "<text class=\"slo\" font-size=\"11\" fill=\"#222\" x=\"{}\" y=\"{:.1f}\" "
+        "text-anchor=\"end\">{}</text>\n",
+        kLeft, y, kLeft + plot_w, y, kLeft + plot_w - 4, y - 4, HtmlEscape(rule.label));
   }
 
   // Legend.
@@ -317,7 +343,7 @@ std::string Svg(const Chart& chart) {
         "<line class=\"key\" stroke-width=\"3\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" "
         "stroke=\"{}\"{}/>"
         "<text class=\"legend\" x=\"{:.1f}\" y=\"{}\">{}</text>\n",
-        items[i].x, y, items[i].x + 20, y, Color(line.run), Dash(line.run), items[i].x + 26, y + 4,
+        items[i].x, y, items[i].x + 30, y, Color(line.run), Dash(line.run), items[i].x + 36, y + 4,
         HtmlEscape(line.label));
   }
   svg += "</svg>\n";
@@ -391,6 +417,41 @@ std::string GpuShareChart(std::span<const sim::RunResult> runs, const std::strin
   chart.y = LinearAxis(0, std::max(100.0, MaxY(chart.lines)), 5);
   chart.y.label = [](double v) { return G(v) + " %"; };
   chart.y.title = y_title;
+  chart.empty = "no samples: the scenario's sample_interval is 0";
+  return Svg(chart);
+}
+
+// The allocation of one GPU model over time, as a share of that model's GPUs, one line per run.
+std::string GpuTypeChart(std::span<const sim::RunResult> runs, const std::string& type) {
+  Chart chart;
+  chart.width = 470;
+  chart.height = 240;
+  chart.x = TimeAxis(HorizonS(runs));
+  double gpus = 0;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const int t = IndexOf(runs[r].gpu_types, type);
+    if (t < 0) continue;
+    const auto index = static_cast<std::size_t>(t);
+    const double total =
+        index < runs[r].gpu_type_totals.size() ? runs[r].gpu_type_totals[index] : 0;
+    gpus = std::max(gpus, total);
+    chart.lines.push_back(Line{runs[r].name, r,
+                               SeriesOf(
+                                   runs[r],
+                                   [index, total](const sim::Sample& s) {
+                                     return total > 0 && index < s.type_allocated_gpus.size()
+                                                ? s.type_allocated_gpus[index] / total * 100
+                                                : kNaN;
+                                   },
+                                   internal::Reduce::kMean),
+                               false});
+  }
+  chart.title = fmt::format("{} ({} GPUs)", type, internal::FormatNumber(gpus));
+  chart.y = LinearAxis(0, std::max(100.0, MaxY(chart.lines)), 4);
+  chart.y.label = [](double v) { return G(v) + " %"; };
+  chart.y.title = "allocated";
+  chart.empty = gpus > 0 ? "no samples: the scenario's sample_interval is 0"
+                         : "the cluster has no GPU of this model";
   return Svg(chart);
 }
 
@@ -427,7 +488,24 @@ std::string PendingChart(std::span<const sim::RunResult> runs, const std::string
   }
   chart.y = LinearAxis(0, std::max(1.0, MaxY(chart.lines)), 4);
   chart.y.title = "pending jobs";
+  chart.empty = "no samples: the scenario's sample_interval is 0";
   return Svg(chart);
+}
+
+// The service's SLO as a rule of a latency chart (the first run's that has the service), the axis'
+// range widened to show it.
+void AddSloRule(std::span<const sim::RunResult> runs, const std::string& service, Chart& chart,
+                double& min, double& max) {
+  for (const sim::RunResult& run : runs) {
+    const int i = ServiceIndex(run, service);
+    if (i < 0) continue;
+    const double slo = run.services[static_cast<std::size_t>(i)].slo_ms;
+    if (!(slo > 0) || !Finite(slo)) return;
+    chart.rules.push_back(Rule{slo, "SLO " + internal::FormatMillis(slo)});
+    min = std::min(min, slo);
+    max = std::max(max, slo);
+    return;
+  }
 }
 
 std::string LatencyChart(std::span<const sim::RunResult> runs, const std::string& service) {
@@ -459,7 +537,50 @@ std::string LatencyChart(std::span<const sim::RunResult> runs, const std::string
     }
     chart.lines.push_back(std::move(line));
   }
+  AddSloRule(runs, service, chart, min, max);
   chart.y = LatencyAxis(min, max);
+  chart.empty = "no samples: the scenario's sample_interval is 0";
+  return Svg(chart);
+}
+
+// The P99 of each latency window (an hour by default) as steps, one line per run, each labelled
+// with its worst window.
+std::string LatencyWindowChart(std::span<const sim::RunResult> runs, const std::string& service) {
+  Chart chart;
+  chart.width = 470;
+  chart.height = 240;
+  chart.x = TimeAxis(HorizonS(runs));
+  std::string window = internal::WindowName(3600 * kMillisPerSecond);
+  double min = std::numeric_limits<double>::infinity();
+  double max = 0;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const int i = ServiceIndex(runs[r], service);
+    if (i < 0) continue;
+    const sim::ServiceMetrics& m = runs[r].services[static_cast<std::size_t>(i)];
+    if (m.latency_window <= 0 || m.latency_p99_by_window_ms.empty()) continue;
+    window = internal::WindowName(m.latency_window);
+    const double w = static_cast<double>(m.latency_window) / kSecond;
+    std::vector<Point> points;
+    const std::size_t n = m.latency_p99_by_window_ms.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const double p99 = m.latency_p99_by_window_ms[k];
+      points.push_back(Point{static_cast<double>(k) * w, p99});
+      if (Finite(p99) && p99 > 0) {
+        min = std::min(min, p99);
+        max = std::max(max, p99);
+      }
+    }
+    // The last window ends at the horizon.
+    points.push_back(Point{static_cast<double>(runs[r].horizon) / kSecond, points.back().y});
+    chart.lines.push_back(Line{
+        fmt::format("{} (worst {}, {} / {} over SLO)", runs[r].name,
+                    internal::FormatMillis(m.latency_p99_worst_window_ms), m.windows_over_slo, n),
+        r, std::move(points), true});
+  }
+  chart.title = fmt::format("P99 per {}: {}", window, service);
+  AddSloRule(runs, service, chart, min, max);
+  chart.y = LatencyAxis(min, max);
+  chart.empty = "no latency windows: the run has no simulated time";
   return Svg(chart);
 }
 
@@ -468,6 +589,13 @@ std::string JctChart(std::span<const sim::RunResult> runs, const std::string& qu
   chart.width = 470;
   chart.height = 240;
   chart.title = "JCT CDF: " + queue;
+  bool any_submitted = false;
+  bool only_inference = true;
+  for (const sim::RunResult& run : runs) {
+    for (const sim::JobRecord& job : run.jobs) {
+      if (job.queue == queue && job.kind != sim::WorkKind::kInference) only_inference = false;
+    }
+  }
   double min = std::numeric_limits<double>::infinity();
   double max = 0;
   for (std::size_t r = 0; r < runs.size(); ++r) {
@@ -481,6 +609,7 @@ std::string JctChart(std::span<const sim::RunResult> runs, const std::string& qu
       }
     }
     if (submitted == 0) continue;
+    any_submitted = true;
     std::sort(jcts.begin(), jcts.end());
     // The fraction of completed jobs done within x, at evenly spaced ranks.
     // The line starts at 0 % at the shortest JCT and steps up at each.
@@ -499,6 +628,13 @@ std::string JctChart(std::span<const sim::RunResult> runs, const std::string& qu
         Line{fmt::format("{} ({}/{} done)", runs[r].name, n, submitted), r, points, true});
   }
   chart.x = DurationLogAxis(min, max);
+  if (!any_submitted) {
+    chart.empty = "no job was submitted to this queue";
+  } else if (only_inference) {
+    chart.empty = "inference replicas only: they never complete";
+  } else {
+    chart.empty = "no job of this queue completed";
+  }
   chart.y = LinearAxis(0, 100, 4);
   chart.y.label = [](double v) { return G(v) + " %"; };
   chart.y.title = "completed jobs";
@@ -512,9 +648,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans
        margin: 24px auto; max-width: 980px; padding: 0 12px; color: #222; }
 h1 { font-size: 22px; margin-bottom: 4px; }
 h2 { font-size: 17px; margin-top: 32px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-p.runs span.run { margin-right: 16px; white-space: nowrap; }
-span.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px;
-              margin-right: 5px; vertical-align: -1px; }
+p.runs span.run { margin-right: 18px; white-space: nowrap; }
+svg.swatch { margin-right: 5px; vertical-align: 0; }
 table.headline { border-collapse: collapse; font-size: 14px; }
 table.headline th, table.headline td { padding: 3px 12px; border-bottom: 1px solid #eee; }
 table.headline td.value, table.headline th.run { text-align: right;
@@ -525,16 +660,14 @@ table.headline tr.section th { text-align: left; padding-top: 14px; background: 
 div.grid { display: flex; flex-wrap: wrap; gap: 8px 20px; }
 svg { max-width: 100%; height: auto; }
 svg text { fill: #333; }
+p.empty { color: #666; font-style: italic; }
 footer { margin-top: 32px; color: #888; font-size: 12px; }
 )";
 
 std::string HeadlineTable(std::span<const sim::RunResult> runs) {
   std::string html = "<table class=\"headline\">\n<tr><th></th>";
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    html += fmt::format(
-        "<th class=\"run\"><span class=\"swatch\" style=\"background:{}\"></span>"
-        "{}</th>",
-        Color(r), HtmlEscape(runs[r].name));
+    html += fmt::format("<th class=\"run\">{}{}</th>", Swatch(r), HtmlEscape(runs[r].name));
   }
   html += "</tr>\n";
   for (const internal::Row& row : internal::HeadlineRows(runs)) {
@@ -566,10 +699,7 @@ std::string Html(std::span<const sim::RunResult> runs, const std::string& scenar
       name, kStyle);
   html += "<p class=\"runs\">";
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    html += fmt::format(
-        "<span class=\"run\"><span class=\"swatch\" style=\"background:{}\">"
-        "</span>{}</span>",
-        Color(r), HtmlEscape(runs[r].name));
+    html += fmt::format("<span class=\"run\">{}{}</span>", Swatch(r), HtmlEscape(runs[r].name));
   }
   html += "</p>\n";
   if (runs.empty()) {
@@ -581,18 +711,44 @@ std::string Html(std::span<const sim::RunResult> runs, const std::string& scenar
   html += "<h2>GPU allocation over time</h2>\n" + AllocationChart(runs);
   html += "<h2>GPU utilisation over time</h2>\n" + UtilisationChart(runs);
 
+  std::vector<std::string> types;
+  for (const sim::RunResult& run : runs) {
+    for (const std::string& type : run.gpu_types) {
+      if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+    }
+  }
+  html += "<h2>GPU allocation per GPU model (allocated / GPUs of the model)</h2>\n";
+  if (types.empty()) {
+    html += "<p class=\"empty\">The cluster has no GPU.</p>\n";
+  } else {
+    html += "<div class=\"grid\">\n";
+    for (const std::string& type : types) html += GpuTypeChart(runs, type);
+    html += "</div>\n";
+  }
+
   const std::vector<std::string> queues = internal::QueueUnion(runs);
   html += "<h2>Pending jobs per queue</h2>\n<div class=\"grid\">\n";
+  if (queues.empty()) html += "<p class=\"empty\">No queue.</p>\n";
   for (const std::string& queue : queues) html += PendingChart(runs, queue);
   html += "</div>\n";
 
   const std::vector<std::string> services = internal::ServiceUnion(runs);
-  html += "<h2>Inference P99 latency over time</h2>\n";
+  constexpr const char* kNoServices =
+      "<p class=\"empty\">No inference service in this scenario: no request latency to draw.</p>\n";
+  html += "<h2>Inference P99 latency over time (worst scale interval of each sample)</h2>\n";
   if (services.empty()) {
-    html += "<p>No inference services.</p>\n";
+    html += kNoServices;
   } else {
     html += "<div class=\"grid\">\n";
     for (const std::string& service : services) html += LatencyChart(runs, service);
+    html += "</div>\n";
+  }
+  html += "<h2>Inference P99 latency per window</h2>\n";
+  if (services.empty()) {
+    html += kNoServices;
+  } else {
+    html += "<div class=\"grid\">\n";
+    for (const std::string& service : services) html += LatencyWindowChart(runs, service);
     html += "</div>\n";
   }
 

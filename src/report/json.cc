@@ -26,9 +26,11 @@ void AddGroupKeys(const sim::GroupMetrics& g, Value& out) {
   out["jobs_completed"] = g.jobs_completed;
   out["wait_mean_s"] = Stat(g.wait, g.wait.mean);
   out["wait_p50_s"] = Stat(g.wait, g.wait.p50);
+  out["wait_p95_s"] = Stat(g.wait, g.wait.p95);
   out["wait_p99_s"] = Stat(g.wait, g.wait.p99);
   out["jct_mean_s"] = Stat(g.jct, g.jct.mean);
   out["jct_p50_s"] = Stat(g.jct, g.jct.p50);
+  out["jct_p95_s"] = Stat(g.jct, g.jct.p95);
   out["jct_p99_s"] = Stat(g.jct, g.jct.p99);
   out["training_completion_s"] = Stat(g.training_completion, g.training_completion.mean);
   out["longest_wait_s"] = Number(g.longest_wait_s);
@@ -54,6 +56,9 @@ Value GroupValue(const sim::RunResult& run, const sim::GroupMetrics& g,
   out["gpu_allocation"] = CapacityShare(run, g.gpu_hours_allocated);
   out["inference_latency_p50_ms"] = Number(internal::MaxServiceP50Ms(run, in));
   out["inference_latency_p99_ms"] = Number(internal::MaxServiceP99Ms(run, in));
+  out["inference_latency_p99_worst_hour_ms"] =
+      Number(internal::MaxServiceP99WorstWindowMs(run, in));
+  out["inference_hours_over_slo"] = internal::TotalWindowsOverSlo(run, in);
   out["slo_miss_minutes"] = Number(internal::TotalSloMissMinutes(run, in));
   out["training_jct_mean_s"] = Number(internal::TrainingJctMeanS(run, in));
   AddGroupKeys(g, out);
@@ -86,11 +91,45 @@ Value Services(const sim::RunResult& run) {
     service["requests"] = Number(s.requests);
     service["latency_p50_ms"] = Number(s.latency_p50_ms);
     service["latency_p99_ms"] = Number(s.latency_p99_ms);
+    service["slo_ms"] = Number(s.slo_ms);
+    service["latency_window_s"] =
+        static_cast<double>(s.latency_window) / static_cast<double>(kMillisPerSecond);
+    Value by_window = Value::array();
+    for (const double p99 : s.latency_p99_by_window_ms) by_window.push_back(Number(p99));
+    service["latency_p99_by_hour_ms"] = std::move(by_window);
+    service["latency_p99_worst_hour_ms"] = Number(s.latency_p99_worst_window_ms);
+    service["hours_over_slo"] = s.windows_over_slo;
     service["slo_miss_minutes"] = Number(s.slo_miss_minutes);
     service["timeout_fraction"] = Number(s.timeout_fraction);
     service["mean_replicas_wanted"] = Number(s.mean_replicas_wanted);
     service["mean_replicas_serving"] = Number(s.mean_replicas_serving);
     out.push_back(std::move(service));
+  }
+  return out;
+}
+
+// Each GPU model: its GPUs and the share of them allocated over the run (from the time series,
+// each sample weighted by its interval; null without samples).
+Value GpuTypes(const sim::RunResult& run) {
+  Value out = Value::object();
+  for (std::size_t t = 0; t < run.gpu_types.size(); ++t) {
+    const double gpus = t < run.gpu_type_totals.size() ? run.gpu_type_totals[t] : 0;
+    double area = 0;
+    Millis covered = 0;
+    Millis last = 0;
+    for (const sim::Sample& s : run.series) {
+      if (t < s.type_allocated_gpus.size()) {
+        area += s.type_allocated_gpus[t] * static_cast<double>(s.t - last);
+        covered += s.t - last;
+      }
+      last = s.t;
+    }
+    Value type = Value::object();
+    type["gpus"] = Number(gpus);
+    type["gpu_allocation"] = covered > 0 && gpus > 0
+                                 ? Number(area / static_cast<double>(covered) / gpus)
+                                 : Value(nullptr);
+    out[run.gpu_types[t]] = std::move(type);
   }
   return out;
 }
@@ -116,6 +155,7 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
     r["classes"] = Groups(run, run.classes, internal::Selection::By::kClass);
     r["workloads"] = Groups(run, run.workloads, internal::Selection::By::kWorkload);
     r["services"] = Services(run);
+    r["gpu_types"] = GpuTypes(run);
     list.push_back(std::move(r));
   }
   out["runs"] = std::move(list);

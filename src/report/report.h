@@ -12,9 +12,9 @@
 namespace arbiter::report {
 
 // A readable comparison for the terminal: one column per run; rows for the headline metrics
-// (GPU utilisation and allocation, inference latency P50/P99 and SLO-miss minutes, training JCT
-// and completion, wait P99, longest wait, evictions, GPU-hours lost, jobs completed), then the
-// same per queue.
+// (GPU utilisation and allocation, inference latency P50/P99, the worst hour's P99, hours over
+// the SLO and SLO-miss minutes, training JCT and completion, JCT and wait mean, median and P95,
+// wait P99, longest wait, evictions, GPU-hours lost, jobs completed), then the same per queue.
 std::string Table(std::span<const sim::RunResult> runs);
 
 // {"scenario": NAME, "runs": [{"name": ..., "metrics": {...}, "queues": {...}, "classes": {...},
@@ -26,8 +26,9 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
 Status WriteCsv(std::span<const sim::RunResult> runs, const std::string& dir);
 
 // One HTML page, no external resource: the headline table, then charts of GPU allocation over
-// time, pending jobs per queue, inference P99 latency over time, and the JCT CDF per queue, each
-// with every run.
+// time (all GPUs and per GPU model), pending jobs per queue, inference P99 latency over time and
+// per hour (with the SLO), and the JCT CDF per queue, each with every run (its own colour and
+// dash pattern); an empty chart says why.
 std::string Html(std::span<const sim::RunResult> runs, const std::string& scenario);
 
 }  // namespace arbiter::report

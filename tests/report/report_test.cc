@@ -52,9 +52,10 @@ sim::RunResult MakeRun(std::string name) {
   run.cycles = 56;
   run.overall.jobs_submitted = 3;
   run.overall.jobs_completed = 2;
-  run.overall.wait = {3, 60, 45, 120, 120};
-  run.overall.jct = {2, 5400, 3600, 7200, 7200};
-  run.overall.training_completion = {2, 6300, 6000, 7200, 7200};
+  // count, mean, p50, p95, p99, max
+  run.overall.wait = {3, 60, 45, 110, 120, 120};
+  run.overall.jct = {2, 5400, 3600, 7000, 7200, 7200};
+  run.overall.training_completion = {2, 6300, 6000, 7200, 7200, 7200};
   run.overall.longest_wait_s = 1800;
   run.overall.evictions = 4;
   run.overall.gpu_hours_lost = 2.5;
@@ -64,7 +65,7 @@ sim::RunResult MakeRun(std::string name) {
   sim::GroupMetrics training;
   training.jobs_submitted = 2;
   training.jobs_completed = 1;
-  training.wait = {2, 30, 30, 60, 60};
+  training.wait = {2, 30, 30, 60, 60, 60};
   training.guarantee_gpus = 16;
   training.mean_gpus = 12;
   training.evictions = 3;
@@ -90,7 +91,14 @@ sim::RunResult MakeRun(std::string name) {
   chat.timeout_fraction = 0.01;
   chat.mean_replicas_wanted = 4;
   chat.mean_replicas_serving = 3.5;
+  chat.slo_ms = 250;
+  chat.latency_window = kHour;
+  chat.latency_p99_by_window_ms = {300, 1500};  // the second hour misses the SLO
+  chat.latency_p99_worst_window_ms = 1500;
+  chat.windows_over_slo = 1;
   run.services.push_back(chat);
+  run.gpu_types = {"H800", "A100"};
+  run.gpu_type_totals = {16, 16};
 
   for (int i = 0; i <= 2; ++i) {
     sim::Sample s;
@@ -100,6 +108,7 @@ sim::RunResult MakeRun(std::string name) {
     s.pending_jobs = 2 - i;
     s.running_jobs = i;
     s.queue_allocated_gpus = {4.0 * i, 4.0 * i};
+    s.type_allocated_gpus = {8.0 * i, 0};
     s.queue_pending = {1, 2 - i};
     s.service_latency_p99_ms = {100.0 + i};
     s.service_replicas = {3};
@@ -200,6 +209,26 @@ TEST(ReportTable, OneColumnPerRunWideEnoughForItsName) {
   EXPECT_TRUE(HasSubstr(table, "queue training"));
   EXPECT_TRUE(HasSubstr(table, "queue batch"));
   EXPECT_TRUE(HasSubstr(table, "12 / 16 (75 %)"));
+  // Per-hour latency; JCT and wait mean, median and P95.
+  EXPECT_TRUE(HasSubstr(table, "latency P99 worst hour chat"));
+  EXPECT_TRUE(HasSubstr(table, "1.5 s"));
+  EXPECT_TRUE(HasSubstr(table, "hours over SLO chat"));
+  EXPECT_TRUE(HasSubstr(table, "1 / 2"));
+  for (const char* row :
+       {"JCT mean", "JCT median", "JCT P95", "wait mean", "wait median", "wait P95"}) {
+    EXPECT_TRUE(HasSubstr(table, std::string("\n") + row + " ")) << row;
+  }
+  for (const std::string& line : Lines(table)) {
+    if (line.rfind("JCT P95", 0) == 0) {
+      EXPECT_TRUE(HasSubstr(line, "1.9 h"));  // 7000 s
+    }
+    if (line.rfind("wait P95", 0) == 0) {
+      EXPECT_TRUE(HasSubstr(line, "1.8 min"));  // 110 s
+    }
+    if (line.rfind("wait median", 0) == 0) {
+      EXPECT_TRUE(HasSubstr(line, "45 s"));
+    }
+  }
 }
 
 TEST(ReportTable, MissingValuesAsDash) {
@@ -209,7 +238,9 @@ TEST(ReportTable, MissingValuesAsDash) {
   const std::string table = Table(runs);
   for (const std::string& line : Lines(table)) {
     if (line.rfind("training JCT mean", 0) == 0 || line.rfind("latency P99 chat", 0) == 0 ||
-        line.rfind("wait P99", 0) == 0 || line.rfind("  mean GPUs", 0) == 0) {
+        line.rfind("wait P99", 0) == 0 || line.rfind("  mean GPUs", 0) == 0 ||
+        line.rfind("latency P99 worst hour chat", 0) == 0 || line.rfind("JCT P95", 0) == 0 ||
+        line.rfind("wait median", 0) == 0) {
       EXPECT_EQ(line.back(), '-') << line;
     }
   }
@@ -225,6 +256,10 @@ TEST(ReportJson, ShapeAndDefinitions) {
   search.latency_p50_ms = 90;
   search.latency_p99_ms = 300;
   search.slo_miss_minutes = 3;
+  search.slo_ms = 100;
+  search.latency_p99_by_window_ms = {900, std::numeric_limits<double>::quiet_NaN()};
+  search.latency_p99_worst_window_ms = 900;
+  search.windows_over_slo = 2;
   runs[0].services.push_back(search);
   const std::string text = Json(runs, "diurnal");
   const nlohmann::json json = nlohmann::json::parse(text);
@@ -256,11 +291,17 @@ TEST(ReportJson, ShapeAndDefinitions) {
   EXPECT_DOUBLE_EQ(m["jct_mean_s"].get<double>(), 5400);
   EXPECT_DOUBLE_EQ(m["jct_p50_s"].get<double>(), 3600);
   EXPECT_DOUBLE_EQ(m["jct_p99_s"].get<double>(), 7200);
+  EXPECT_DOUBLE_EQ(m["jct_p95_s"].get<double>(), 7000);
+  EXPECT_DOUBLE_EQ(m["wait_p95_s"].get<double>(), 110);
+  // The worst hour over the services: chat's second hour (search's worst hour is 900 ms); the
+  // hours over the SLO add up over the services.
+  EXPECT_DOUBLE_EQ(m["inference_latency_p99_worst_hour_ms"].get<double>(), 1500);
+  EXPECT_EQ(m["inference_hours_over_slo"], 3);
   EXPECT_DOUBLE_EQ(m["longest_wait_s"].get<double>(), 1800);
   EXPECT_EQ(m["failures"], 0);
   EXPECT_DOUBLE_EQ(m["gpu_hours_allocated"].get<double>(), 51.2);
   EXPECT_DOUBLE_EQ(m["gpu_hours_useful"].get<double>(), 48.7);
-  EXPECT_EQ(m.size(), 21u);
+  EXPECT_EQ(m.size(), 25u);
 
   const nlohmann::json& training = run["queues"]["training"];
   EXPECT_DOUBLE_EQ(training["guarantee_gpus"].get<double>(), 16);
@@ -293,6 +334,23 @@ TEST(ReportJson, ShapeAndDefinitions) {
   EXPECT_DOUBLE_EQ(chat["timeout_fraction"].get<double>(), 0.01);
   EXPECT_DOUBLE_EQ(chat["mean_replicas_wanted"].get<double>(), 4);
   EXPECT_DOUBLE_EQ(chat["mean_replicas_serving"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(chat["slo_ms"].get<double>(), 250);
+  EXPECT_DOUBLE_EQ(chat["latency_window_s"].get<double>(), 3600);
+  EXPECT_EQ(chat["latency_p99_by_hour_ms"], nlohmann::json::parse("[300.0, 1500.0]"));
+  EXPECT_DOUBLE_EQ(chat["latency_p99_worst_hour_ms"].get<double>(), 1500);
+  EXPECT_EQ(chat["hours_over_slo"], 1);
+  // An hour without requests is null.
+  EXPECT_TRUE(run["services"][1]["latency_p99_by_hour_ms"][1].is_null());
+  // The queue of neither service: no latency.
+  EXPECT_EQ(run["queues"]["training"]["inference_latency_p99_worst_hour_ms"], 0);
+  EXPECT_EQ(run["queues"]["training"]["inference_hours_over_slo"], 0);
+  EXPECT_EQ(run["queues"]["batch"]["inference_latency_p99_worst_hour_ms"], 1500);
+
+  // Each GPU model's GPUs and allocation over the run: samples at 1 h and 2 h hold 8 and 16
+  // H800 (the one at 0 covers no time): (8 + 16) / 2 / 16.
+  EXPECT_DOUBLE_EQ(run["gpu_types"]["H800"]["gpus"].get<double>(), 16);
+  EXPECT_DOUBLE_EQ(run["gpu_types"]["H800"]["gpu_allocation"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(run["gpu_types"]["A100"]["gpu_allocation"].get<double>(), 0);
 }
 
 TEST(ReportJson, NonFiniteAndMissingAsNull) {
@@ -327,9 +385,10 @@ TEST(ReportCsv, WritesSeriesAndJobs) {
   ASSERT_EQ(series.size(), 4u);
   EXPECT_EQ(series[0],
             "t_s,allocated_gpus,busy_gpus,healthy_gpus,pending_jobs,running_jobs,alloc_training,"
-            "pending_training,alloc_batch,pending_batch,p99_ms_chat,replicas_chat");
-  EXPECT_EQ(series[1], "0,0,0,32,2,0,0,1,0,2,100,3");
-  EXPECT_EQ(series[2], "3600,8,0,32,1,1,4,1,4,1,101,3");
+            "pending_training,alloc_batch,pending_batch,p99_ms_chat,replicas_chat,"
+            "type_alloc_H800,type_alloc_A100");
+  EXPECT_EQ(series[1], "0,0,0,32,2,0,0,1,0,2,100,3,0,0");
+  EXPECT_EQ(series[2], "3600,8,0,32,1,1,4,1,4,1,101,3,8,0");
 
   const std::vector<std::string> jobs = Lines(ReadFile(dir / "baseline-jobs.csv"));
   ASSERT_EQ(jobs.size(), 4u);
@@ -372,8 +431,10 @@ TEST(ReportHtml, SelfContainedWithChartsOfEveryRunAndQueue) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_TRUE(HasSubstr(html, "<svg"));
   EXPECT_TRUE(HasSubstr(html, "diurnal"));
-  for (const char* part : {"baseline", "arbiter", "training", "batch", "chat", "GPU allocation",
-                           "Pending jobs", "P99 latency", "JCT CDF", "GPU utilisation"}) {
+  for (const char* part :
+       {"baseline", "arbiter", "training", "batch", "chat", "GPU allocation", "Pending jobs",
+        "P99 latency", "JCT CDF", "GPU utilisation", "GPU allocation per GPU model",
+        "H800 (16 GPUs)", "A100 (16 GPUs)", "P99 per hour: chat"}) {
     EXPECT_TRUE(HasSubstr(html, part)) << part;
   }
   // The only URL is the SVG namespace.
@@ -391,6 +452,67 @@ TEST(ReportHtml, SelfContainedWithChartsOfEveryRunAndQueue) {
   EXPECT_EQ(html.find("<script src"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_EQ(html.find("<img"), std::string::npos);
+}
+
+TEST(ReportHtml, RunsDifferInDashPatternShownInTheLegend) {
+  std::vector<sim::RunResult> runs = {MakeRun("baseline"), MakeRun("arbiter"), MakeRun("third")};
+  const std::string html = Html(runs, "s");
+  // The first run is solid, the second and third dashed, each pattern its own; lines and legend
+  // keys alike.
+  for (const char* dash : {"stroke-dasharray=\"9 4\"", "stroke-dasharray=\"2 3\""}) {
+    EXPECT_TRUE(HasSubstr(html, std::string("<path class=\"line\"")));
+    std::size_t lines = 0;
+    std::size_t keys = 0;
+    for (std::size_t at = html.find(dash); at != std::string::npos; at = html.find(dash, at + 1)) {
+      const std::size_t open = html.rfind('<', at);
+      if (html.compare(open, 18, "<path class=\"line\"") == 0) ++lines;
+      if (html.compare(open, 16, "<line class=\"key") == 0) ++keys;
+    }
+    EXPECT_GT(lines, 0u) << dash;
+    EXPECT_EQ(keys, lines) << dash;  // every chart's legend shows each of its lines' pattern
+  }
+  // The run list and the table's header show each run's colour and pattern.
+  EXPECT_TRUE(HasSubstr(html, "<svg class=\"swatch\""));
+}
+
+TEST(ReportHtml, SloOnLatencyChartsAndP99PerHour) {
+  const std::string html = Html(std::vector<sim::RunResult>{MakeRun("baseline")}, "s");
+  // A rule at the SLO on the latency chart and on the per-hour one, labelled.
+  std::size_t rules = 0;
+  for (std::size_t at = html.find("<line class=\"slo\""); at != std::string::npos;
+       at = html.find("<line class=\"slo\"", at + 1)) {
+    ++rules;
+  }
+  EXPECT_EQ(rules, 2u);
+  EXPECT_TRUE(HasSubstr(html, ">SLO 250 ms</text>"));
+  EXPECT_TRUE(HasSubstr(html, "P99 per hour: chat"));
+  EXPECT_TRUE(HasSubstr(html, "baseline (worst 1.5 s, 1 / 2 over SLO)"));
+  EXPECT_TRUE(HasSubstr(html, "latency P99 worst hour chat"));
+}
+
+TEST(ReportHtml, AnEmptyPanelSaysWhy) {
+  sim::RunResult run = MakeRun("baseline");
+  run.services.clear();
+  for (sim::Sample& s : run.series) s.service_latency_p99_ms.clear();
+  run.queue_names.push_back("idle");  // no job at all
+  run.queue_names.push_back("serving");
+  for (sim::Sample& s : run.series) {
+    s.queue_pending.resize(4, 0);
+    s.queue_allocated_gpus.resize(4, 0);
+  }
+  run.jobs.push_back(Job(4, "chat-0", "serving", sim::WorkKind::kInference, 0, 0, -1));
+  run.jobs.push_back(Job(5, "stuck", "batch", sim::WorkKind::kBatch, 0, -1, -1));
+  run.jobs[2].end = -1;  // etl: batch now has no completed job
+  const std::string html = Html(std::vector<sim::RunResult>{run}, "s");
+  EXPECT_TRUE(HasSubstr(html, "No inference service in this scenario"));
+  EXPECT_TRUE(HasSubstr(html, ">no job was submitted to this queue</text>"));
+  EXPECT_TRUE(HasSubstr(html, ">inference replicas only: they never complete</text>"));
+  EXPECT_TRUE(HasSubstr(html, ">no job of this queue completed</text>"));
+  EXPECT_EQ(html.find(">no data<"), std::string::npos);
+
+  run.series.clear();
+  const std::string unsampled = Html(std::vector<sim::RunResult>{run}, "s");
+  EXPECT_TRUE(HasSubstr(unsampled, "no samples: the scenario&#39;s sample_interval is 0"));
 }
 
 TEST(ReportHtml, EscapesNames) {
@@ -414,6 +536,7 @@ TEST(ReportHtml, LinesHaveAtMost600Points) {
     s.busy_gpus = i % 16;
     s.queue_pending = {i % 7, 1};
     s.queue_allocated_gpus = {1, 1};
+    s.type_allocated_gpus = {double(i % 16), 1};
     s.service_latency_p99_ms = {10.0 + i % 100};
     s.service_replicas = {2};
     run.series.push_back(s);
@@ -431,8 +554,9 @@ TEST(ReportHtml, LinesHaveAtMost600Points) {
     EXPECT_GT(points, 1u);
     ++paths;
   }
-  // Allocation, utilisation, two pending charts, one latency chart, two JCT CDFs.
-  EXPECT_EQ(paths, 7u);
+  // Allocation, utilisation, two GPU models, two pending charts, one latency chart and one per
+  // hour, two JCT CDFs.
+  EXPECT_EQ(paths, 10u);
 }
 
 }  // namespace
