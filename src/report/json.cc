@@ -147,6 +147,7 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
     r["total_gpus"] = Number(run.total_gpus);
     r["events"] = run.events;
     r["cycles"] = run.cycles;
+    r["cycles_skipped"] = run.cycles_skipped;
     Value metrics = GroupValue(run, run.overall, internal::Selection{});
     metrics["gpu_utilization"] = Number(run.gpu_utilization);  // the simulator's own figures
     metrics["gpu_allocation"] = Number(run.gpu_allocation);

@@ -230,7 +230,7 @@ class Simulation {
   Millis last_cycle_ = std::numeric_limits<Millis>::min() / 2;
   Millis next_cycle_ = kNever;
   Millis last_sample_ = 0;
-  bool changed_ = false;  // something happened since the last cycle
+  bool changed_ = false;     // something happened since the last cycle
   Millis stable_until_ = 0;  // the last plan's stable_until
   // Inspect: the loop stops after the event that set `stop_`, or once the run `watch_` (an index
   // of runs_) is no longer pending.
