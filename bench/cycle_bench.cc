@@ -230,7 +230,8 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|cli] "
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|"
+          "cli] "
           "[--reps N] "
           "[--seed N] "
           "[--no-clock]");
@@ -255,8 +256,9 @@ int main(int argc, char** argv) {
     self[n] = '\0';
     std::string pass;
     for (int i = 1; i < argc; ++i) pass += std::string(" '") + argv[i] + "'";
-    for (const char* name : {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k",
-                             "sim", "sim1m", "backlog", "fill", "store", "pg", "server", "ha", "cli"}) {
+    for (const char* name :
+         {"memory", "10k", "1k", "100k", "incremental", "preempt", "sim10k", "sim", "sim1m",
+          "backlog", "fill", "store", "pg", "server", "ha", "cli"}) {
       const std::string command = std::string("'") + self + "' --only " + name + pass;
       if (std::system(command.c_str()) != 0) Fail(std::string("the benchmark ") + name + " failed");
     }
