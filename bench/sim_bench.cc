@@ -16,8 +16,13 @@
 
 namespace arbiter::bench {
 
-void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus,
-                 std::uint64_t seed, const std::string& label) {
+namespace {
+
+// `jobs` jobs drawn from the rows of the Philly sample (GPU count and duration of one row each),
+// Poisson arrivals at the rate that offers `load` times the GPU-hours of `gpus` GPUs, dealt round
+// robin to the queues 1..`queues`; batch work, runtime estimates exact.
+sim::Workload PhillyWorkload(const std::string& sample, std::int64_t jobs, double load,
+                             std::int64_t gpus, int queues, std::uint64_t seed) {
   Result<trace::Trace> philly = trace::ReadTraceFile(sample, "philly");
   if (!philly.ok()) Fail(philly.status().message());
   if (philly->jobs.empty()) Fail(sample + ": no jobs");
@@ -27,31 +32,7 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
                  kMilliPerGpu * static_cast<double>(j.duration) / 3.6e6;
   }
   gpu_hours /= static_cast<double>(philly->jobs.size());
-  const double per_hour = 0.8 * static_cast<double>(gpus) / gpu_hours;
-
-  ClusterSpec cluster;
-  cluster.topology.levels = {"rack"};
-  cluster.priority_classes = {{"normal", 0, true}};
-  for (const char* q : {"root", "vc"}) {
-    QueueSpec spec;
-    spec.name = q;
-    if (std::string(q) == "vc") spec.parent = "root";
-    cluster.queues.push_back(spec);
-  }
-  const std::int64_t nodes = (gpus + 7) / 8;
-  for (std::int64_t n = 0; n < nodes; ++n) {
-    NodeSpec node;
-    node.name = "n" + std::to_string(n);
-    node.cpu = MilliCpu(64'000);
-    node.memory = MemMiB(512 * 1024);
-    for (int d = 0; d < 8; ++d) {
-      node.devices.push_back(
-          DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
-    }
-    node.domains = {"rack-" + std::to_string(n / 16)};
-    cluster.nodes.push_back(std::move(node));
-  }
-
+  const double per_hour = load * static_cast<double>(gpus) / gpu_hours;
   sim::Workload workload;
   sim::Rng rng(seed);
   double t = 0;
@@ -62,7 +43,7 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
         rng.Uniform() * static_cast<double>(philly->jobs.size()))];
     sim::SimJob j;
     j.job.name = "philly-" + std::to_string(k);
-    j.job.queue = 1;
+    j.job.queue = static_cast<QueueId>(1 + k % queues);
     j.job.submit_time = static_cast<Millis>(t);
     TaskGroup g;
     g.name = "main";
@@ -77,6 +58,41 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
     j.job.runtime_estimate = j.work;
     workload.jobs.push_back(std::move(j));
   }
+  return workload;
+}
+
+// `nodes` nodes of 8 V100 (two NVLink groups of 4) in racks of 16.
+void AddV100Nodes(ClusterSpec& cluster, std::int64_t nodes) {
+  for (std::int64_t n = 0; n < nodes; ++n) {
+    NodeSpec node;
+    node.name = "n" + std::to_string(n);
+    node.cpu = MilliCpu(64'000);
+    node.memory = MemMiB(512 * 1024);
+    for (int d = 0; d < 8; ++d) {
+      node.devices.push_back(
+          DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
+    }
+    node.domains = {"rack-" + std::to_string(n / 16)};
+    cluster.nodes.push_back(std::move(node));
+  }
+}
+
+}  // namespace
+
+void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus,
+                 std::uint64_t seed, const std::string& label) {
+  ClusterSpec cluster;
+  cluster.topology.levels = {"rack"};
+  cluster.priority_classes = {{"normal", 0, true}};
+  for (const char* q : {"root", "vc"}) {
+    QueueSpec spec;
+    spec.name = q;
+    if (std::string(q) == "vc") spec.parent = "root";
+    cluster.queues.push_back(spec);
+  }
+  AddV100Nodes(cluster, (gpus + 7) / 8);
+
+  const sim::Workload workload = PhillyWorkload(sample, jobs, 0.8, gpus, 1, seed);
 
   sim::SimOptions options;
   options.sample_interval = 3600 * kMillisPerSecond;
@@ -119,18 +135,7 @@ ClusterSpec BacklogCluster(bool strict_fifo) {
     vc.strict_fifo = strict_fifo;
     cluster.queues.push_back(vc);
   }
-  for (int n = 0; n < 64; ++n) {
-    NodeSpec node;
-    node.name = "n" + std::to_string(n);
-    node.cpu = MilliCpu(64'000);
-    node.memory = MemMiB(512 * 1024);
-    for (int d = 0; d < 8; ++d) {
-      node.devices.push_back(
-          DeviceSpec{"V100", GpuMemMiB(32 * 1024), static_cast<std::uint32_t>(d / 4)});
-    }
-    node.domains = {"rack-" + std::to_string(n / 16)};
-    cluster.nodes.push_back(std::move(node));
-  }
+  AddV100Nodes(cluster, 64);
   return cluster;
 }
 
@@ -138,43 +143,9 @@ ClusterSpec BacklogCluster(bool strict_fifo) {
 
 void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
                      const std::string& policy, bool skip) {
-  Result<trace::Trace> philly = trace::ReadTraceFile(sample, "philly");
-  if (!philly.ok()) Fail(philly.status().message());
-  if (philly->jobs.empty()) Fail(sample + ": no jobs");
   constexpr std::int64_t kGpus = 64 * 8;
-  double gpu_hours = 0;  // mean per row, whole GPUs, at most a node's 8 per task
-  for (const trace::TraceJob& j : philly->jobs) {
-    gpu_hours += static_cast<double>(j.tasks) * static_cast<double>(j.gpu_per_task.value()) /
-                 kMilliPerGpu * static_cast<double>(j.duration) / 3.6e6;
-  }
-  gpu_hours /= static_cast<double>(philly->jobs.size());
   // Arrivals compressed so that the offered load is three times the cluster's GPU-hours.
-  const double per_hour = 3.0 * static_cast<double>(kGpus) / gpu_hours;
-  sim::Workload workload;
-  sim::Rng rng(seed);
-  double t = 0;
-  workload.jobs.reserve(static_cast<std::size_t>(jobs));
-  for (std::int64_t k = 0; k < jobs; ++k) {
-    t += rng.Exponential(3.6e6 / per_hour);
-    const trace::TraceJob& row = philly->jobs[static_cast<std::size_t>(
-        rng.Uniform() * static_cast<double>(philly->jobs.size()))];
-    sim::SimJob j;
-    j.job.name = "philly-" + std::to_string(k);
-    j.job.queue = static_cast<QueueId>(1 + k % 4);
-    j.job.submit_time = static_cast<Millis>(t);
-    TaskGroup g;
-    g.name = "main";
-    g.count = row.tasks;
-    g.request.gpu = row.gpu_per_task;
-    g.request.cpu = MilliCpu(4000);
-    g.request.memory = MemMiB(32 * 1024);
-    j.job.groups.push_back(g);
-    j.kind = sim::WorkKind::kBatch;
-    j.workload = "philly";
-    j.work = std::max<Millis>(1000, row.duration);
-    j.job.runtime_estimate = j.work;
-    workload.jobs.push_back(std::move(j));
-  }
+  const sim::Workload workload = PhillyWorkload(sample, jobs, 3.0, kGpus, 4, seed);
   struct Policy {
     const char* name;
     bool strict_fifo;
