@@ -25,6 +25,13 @@ packages=(
   clang-16 libclang-rt-16-dev
   # The dashboard's browser tests (tests/ui): headless Chromium, driven by playwright-core (npm).
   chromium
+  # The server's metrics (prometheus-cpp) and their check in the tests (promtool, from prometheus);
+  # the API contract tests validate the server's answers against docs/openapi.yaml.
+  prometheus-cpp-dev prometheus python3-jsonschema python3-yaml
+  # Packaging (make package): man pages from the commands' own help, the systemd units' check.
+  help2man dpkg-dev systemd
+  # The Python module (pybind11) and its package (pip install python/, no download).
+  pybind11-dev python3-dev python3-setuptools python3-pip python3-pandas
 )
 # Node.js and npm for the browser tests' driver: from Debian only where no `node` is installed.
 if ! command -v node >/dev/null 2>&1; then

@@ -21,8 +21,8 @@ rules=(
   "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
   "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
   "src/net|^(arbiter/status\.h|net/.*)$"
-  "src/server|^(${core_api}|arbiter/store\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
-  "src/agent|^(arbiter/status\.h|crypto/crypto\.h|net/.*|agent/.*)$"
+  "src/server|^(${core_api}|version\.h|arbiter/store\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
+  "src/agent|^(version\.h|arbiter/status\.h|crypto/crypto\.h|net/.*|agent/.*)$"
 )
 
 status=0

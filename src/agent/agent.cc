@@ -30,6 +30,7 @@
 #include "crypto/crypto.h"
 #include "net/follow.h"
 #include "net/tls.h"
+#include "version.h"
 
 namespace arbiter::agent {
 namespace {
@@ -151,8 +152,8 @@ class Agent {
       fmt::print(stderr, "error: {}\n", st.message());
       return 2;
     }
-    fmt::print("arbiter agent: node {}, {} GPU(s), logs on {}\n", args_.name, devices_.size(),
-               log_url_);
+    fmt::print("arbiter agent {}: node {}, {} GPU(s), logs on {}\n", arbiter::Version(), args_.name,
+               devices_.size(), log_url_);
     std::fflush(stdout);
 
     while (!stop) {

@@ -24,6 +24,7 @@
 #include "crypto/crypto.h"
 #include "server/server.h"
 #include "store/copy_store.h"
+#include "version.h"
 
 namespace arbiter::cli {
 namespace {
@@ -449,6 +450,8 @@ int RunLint(const std::string& cluster_path, const std::string& jobs_path, bool 
 int main(int argc, char** argv) {
   CLI::App app{"arbiter: a GPU-cluster job scheduler"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("arbiter {}", arbiter::Version()),
+                       "Print the version and exit");
 
   std::string cluster, jobs, now, plan_snapshot;
   bool json = false;

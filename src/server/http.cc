@@ -35,6 +35,7 @@
 #include "server/web_assets.h"
 #include "store/codec.h"
 #include "store/leader.h"
+#include "version.h"
 
 namespace arbiter::server {
 namespace {
@@ -1307,7 +1308,7 @@ int RunServer(const ServerArgs& given) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string host = args.listen.substr(0, args.listen.rfind(':'));
   Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
-    fmt::print("arbiter server: listening on {}://{}:{}\n",
+    fmt::print("arbiter server {}: listening on {}://{}:{}\n", arbiter::Version(),
                args.tls_cert.empty() ? "http" : "https", host, port);
     std::fflush(stdout);
   });
