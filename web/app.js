@@ -26,7 +26,7 @@ const JOB_KINDS_MOVING = new Set(['started', 'evicted', 'requeued', 'retried', '
 const STOPPING_KINDS = new Set(['evicted', 'requeued', 'retried', 'completed', 'failed',
   'cancelled']);
 const TIMELINE_KINDS = new Set(['evicted', 'eviction_signalled', 'requeued', 'retried', 'failed',
-  'node_cordoned', 'node_draining']);
+  'node_cordoned', 'node_draining', 'node_lost']);
 
 // Figures the browser tests read (window.__arbiter): render and repaint times, readiness.
 const perf = { renders: [], repaints: [], mapBytes: 0, ready: false, events: 0 };
@@ -205,6 +205,8 @@ function onEvent(ev) {
     view.repaintJob(e.job);
   } else if (kind === 'node_cordoned' || kind === 'node_draining' || kind === 'node_uncordoned') {
     view.setNodeAdmin(e.target, kind === 'node_cordoned' ? 1 : kind === 'node_draining' ? 2 : 0);
+  } else if (kind === 'node_lost' || kind === 'node_ready') {
+    view.setNodeHealth(e.target, kind === 'node_lost' ? 2 : 0);
   }
   if (TIMELINE_KINDS.has(kind)) {
     state.timeline.unshift(e);
@@ -472,9 +474,9 @@ async function showJob(id) {
   if (actions.childElementCount) parts.push(actions);
   const events = el('ol', { class: 'events', id: 'job-events' });
   parts.push(el('h4', {}, 'Events'), events);
-  const logBox = el('pre', { class: 'log', hidden: true });
+  const logBox = el('pre', { class: 'log', id: 'job-log', hidden: true });
   parts.push(el('h4', {}, 'Log'), el('button', {
-    type: 'button',
+    type: 'button', id: 'job-log-button',
     onclick: async () => {
       logBox.hidden = false;
       logBox.textContent = 'loading…';
@@ -637,8 +639,8 @@ function renderTimeline() {
   const now = Date.now();
   const oldest = list.length ? Math.min(...list.map((e) => e.time_ms)) : now - 3600e3;
   const span = Math.max(now - oldest, 10 * 60e3);
-  const lanes = ['eviction_signalled', 'evicted', 'requeued', 'retried', 'failed', 'node_cordoned', 'node_draining'];
-  const colours = { eviction_signalled: '#f28e2b', evicted: '#e15759', requeued: '#4e79a7', retried: '#9c6ade', failed: '#c92a2a', node_cordoned: '#e08a00', node_draining: '#e08a00' };
+  const lanes = ['eviction_signalled', 'evicted', 'requeued', 'retried', 'failed', 'node_cordoned', 'node_draining', 'node_lost'];
+  const colours = { eviction_signalled: '#f28e2b', evicted: '#e15759', requeued: '#4e79a7', retried: '#9c6ade', failed: '#c92a2a', node_cordoned: '#e08a00', node_draining: '#e08a00', node_lost: '#c92a2a' };
   ctx.font = '10px system-ui, sans-serif';
   ctx.fillStyle = '#667';
   const left = 110;

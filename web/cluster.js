@@ -440,6 +440,14 @@ export class ClusterView {
     this.paintNode(i);
   }
 
+  // A node's health from its events: 0 healthy (node_ready), 2 lost (node_lost).
+  setNodeHealth(name, health) {
+    const i = this.nodeIndex.get(name);
+    if (i === undefined) return;
+    this.map.nodes[i][4] = health;
+    this.paintNode(i);
+  }
+
   // ---- Reading ----
   // What is under (x, y) in the canvas's CSS pixels: {node, device, global} or null.
   hit(x, y) {

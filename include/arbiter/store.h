@@ -160,8 +160,13 @@ enum class EventKind : std::uint8_t {
   kNodeCordoned,
   kNodeDraining,
   kNodeUncordoned,
+  // A node's agent: registered, so the node runs work (kNodeReady; `actor` the agent, `message`
+  // its address and devices), or silent past the lost timeout (kNodeLost; `message` for how
+  // long). Written by the server when the node's health changes.
+  kNodeReady,
+  kNodeLost,
 };
-const char* EventKindName(EventKind kind);  // "submitted", "held", ..., "node_uncordoned"
+const char* EventKindName(EventKind kind);  // "submitted", "held", ..., "node_lost"
 std::optional<EventKind> ParseEventKind(std::string_view name);
 inline bool IsJobEvent(EventKind k) { return k <= EventKind::kCancelled; }
 
@@ -282,6 +287,10 @@ class Store {
                                         const std::string& actor) = 0;
   // Cordons, drains or uncordons (kSchedulable) a node; records the matching event.
   virtual Result<Event> SetNodeState(NodeAdmin node) = 0;
+  // Records changes of nodes' health seen by the server (each event's kind kNodeReady or
+  // kNodeLost, its target the node), in one transaction: events only, no other state. Returns
+  // them with their seq.
+  virtual Result<std::vector<Event>> RecordNodeHealth(std::vector<Event> events) = 0;
   // Replaces the saved recent usage of every queue (no event: a periodic snapshot).
   virtual Status SaveQueueUsage(std::vector<QueueUsage> usage) = 0;
 

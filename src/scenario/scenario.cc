@@ -181,8 +181,9 @@ class ScenarioLoader {
       : base_dir_(std::move(base_dir)), seed_override_(seed) {}
 
   Scenario Load(const Value& root) {
-    Map m(root, {"name", "description", "seed", "horizon", "cycle", "sample_interval", "cluster",
-                 "start", "failures", "outages", "workloads", "configurations"});
+    Map m(root,
+          {"name", "description", "seed", "horizon", "cycle", "sample_interval", "latency_window",
+           "cluster", "start", "failures", "outages", "workloads", "configurations"});
     out_.name = m.Get("name").NonEmptyString();
     if (const Value* v = m.Find("description")) out_.description = v->String();
     if (const Value* v = m.Find("seed"))
@@ -200,6 +201,10 @@ class ScenarioLoader {
     if (const Value* v = m.Find("sample_interval")) {
       out_.options.sample_interval = v->Duration();
       if (out_.options.sample_interval <= 0) v->Fail("must be above 0");
+    }
+    if (const Value* v = m.Find("latency_window")) {
+      out_.options.latency_window = v->Duration();
+      if (out_.options.latency_window <= 0) v->Fail("must be above 0");
     }
     if (const Value* start = m.Find("start")) LoadStart(*start, m);
     const Value cluster = snapshot_ ? *snapshot_cluster_ : m.Get("cluster");

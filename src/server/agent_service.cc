@@ -97,6 +97,31 @@ void Core::ApplyHealthLocked(const std::string& node) {
   }
 }
 
+void Core::RecordNodeHealthLocked(EventKind kind, const std::string& node, Millis now,
+                                  const std::string& actor, std::string message) {
+  Event ev;
+  ev.time = now;
+  ev.kind = kind;
+  ev.target = node;
+  ev.actor = actor;
+  ev.message = std::move(message);
+  node_health_events_.push_back(std::move(ev));
+}
+
+void Core::FlushNodeHealthLocked() {
+  if (node_health_events_.empty()) return;
+  std::vector<Event> events;
+  events.swap(node_health_events_);
+  // Only the record of the changes: the nodes' health itself is the server's (memory), so a
+  // store that refuses the events changes nothing else.
+  const std::size_t n = events.size();
+  if (Result<std::vector<Event>> written = store_->RecordNodeHealth(std::move(events));
+      !written.ok()) {
+    fmt::print(stderr, "error: the store refused {} node health event(s): {}\n", n,
+               written.status().message());
+  }
+}
+
 void Core::TouchNodesLocked(const store::StoredAllocation& allocation) {
   if (!agents()) return;
   for (const store::StoredTask& t : allocation.tasks) touched_nodes_.insert(t.node);
@@ -290,10 +315,15 @@ Answer Core::RegisterAgent(const Caller& caller, const std::string& node, const 
     config_ = std::move(changed);
   }
   const Millis now = Now();
+  const bool was_ready = a.registered && !a.lost;
   a.problem.clear();
   a.registered = true;
   a.lost = false;
   a.last_seen = now;
+  if (!was_ready) {
+    RecordNodeHealthLocked(EventKind::kNodeReady, node, now, caller.name,
+                           fmt::format("agent at {} with {} GPU(s)", address, body.devices.size()));
+  }
   if (a.address != address) {
     // Its jobs' tasks elsewhere name it as their rendezvous (MASTER_ADDR): tell their nodes.
     if (const std::optional<NodeId> n = state_->FindNode(node)) {
@@ -536,8 +566,10 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
   for (const std::string& name : lost) {
     AgentNode& a = agent_nodes_[name];
     a.lost = true;
-    fmt::print(stderr, "node {}: lost (no word from its agent for {})\n", name,
-               FormatDuration(now - a.last_seen));
+    const std::string silence =
+        fmt::format("no word from its agent for {}", FormatDuration(now - a.last_seen));
+    fmt::print(stderr, "node {}: lost ({})\n", name, silence);
+    RecordNodeHealthLocked(EventKind::kNodeLost, name, now, "scheduler", silence);
     const std::optional<NodeId> n = state_->FindNode(name);
     std::set<JobId> jobs;
     if (n) {

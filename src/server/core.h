@@ -259,6 +259,13 @@ class Core {
   // Every node's health: an agent node is healthy while registered and not lost.
   void ApplyHealthLocked();
   void ApplyHealthLocked(const std::string& node);
+  // Records a change of a node's health (node_ready, node_lost) in the store's event log; a
+  // refusal is reported on standard error.
+  void RecordNodeHealthLocked(store::EventKind kind, const std::string& node, Millis now,
+                              const std::string& actor, std::string message);
+  // Writes the node health events recorded since the last flush, in one transaction (the loop
+  // calls it, so that 10,000 agents registering at a server's start cost a few writes).
+  void FlushNodeHealthLocked();
   // Asks the loop for a cycle (after its minimum interval). Called with mu_ held.
   void Wake();
 
@@ -281,6 +288,7 @@ class Core {
   std::map<JobId, Millis> draining_;   // GUARDED_BY(mu_): victims -> stop time
   std::map<std::string, store::NodeAdmin> nodes_admin_;  // GUARDED_BY(mu_)
   std::map<std::string, AgentNode> agent_nodes_;         // GUARDED_BY(mu_)
+  std::vector<store::Event> node_health_events_;         // GUARDED_BY(mu_): node_ready, node_lost
   std::set<std::string> touched_nodes_;                  // GUARDED_BY(mu_)
   // Revisions of nodes' tasks: "INCARNATION.N", N from one counter; the incarnation (random,
   // per start) tells a revision of an earlier run of the server, which gets everything.

@@ -37,6 +37,7 @@ void Core::Loop() {
       DrainInboxLocked();
       const Millis now = Now();
       const Millis due = std::min(DueEventsLocked(now), LoseSilentNodesLocked(now));
+      FlushNodeHealthLocked();
       if (now - last_usage_save_ >= kUsageSavePeriod) SaveUsageLocked(now);
       if (now - last_usage_sample_ >= kUsageSamplePeriod) SampleUsageLocked(now);
       if (due <= now) continue;  // it changed something: look again

@@ -82,6 +82,28 @@ Status ValidateNode(const NodeAdmin& node) {
   return Status::Ok();
 }
 
+Status ValidateNodeHealth(const std::vector<Event>& events) {
+  if (events.empty()) return Status::InvalidArgument("give at least one event", "events");
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    const std::string field = fmt::format("events[{}]", i);
+    if (e.kind != EventKind::kNodeReady && e.kind != EventKind::kNodeLost) {
+      return Status::InvalidArgument(
+          fmt::format("must be node_ready or node_lost, got '{}'", EventKindName(e.kind)),
+          field + ".kind");
+    }
+    if (e.job != 0) return Status::InvalidArgument("a node's event names no job", field + ".job");
+    Status s = ValidateNode({e.target, NodeAdminState::kSchedulable, e.message, e.time, e.actor});
+    if (!s.ok()) {
+      const std::string name = s.field() == "node"     ? "target"
+                               : s.field() == "reason" ? "message"
+                                                       : s.field();
+      return Status::InvalidArgument(s.message(), field + "." + name);
+    }
+  }
+  return Status::Ok();
+}
+
 JobStatus NewStatus(const JobSpec& spec) {
   JobStatus status;
   status.priority_class = spec.priority_class;

@@ -20,6 +20,8 @@ Status EventError(std::size_t index, const Event& event, std::string_view proble
 
 Status ValidateQuota(const QueueQuotaOverride& quota);
 Status ValidateNode(const NodeAdmin& node);
+// kNodeReady or kNodeLost events, each naming its node (RecordNodeHealth): "events[i].kind".
+Status ValidateNodeHealth(const std::vector<Event>& events);
 
 // A new job's status and its kSubmitted event (seq and job unset).
 JobStatus NewStatus(const JobSpec& spec);

@@ -79,6 +79,14 @@ class MemoryStore final : public Store {
     return Publish(e);
   }
 
+  Result<std::vector<Event>> RecordNodeHealth(std::vector<Event> events) override {
+    if (Status s = internal::ValidateNodeHealth(events); !s.ok()) return s;
+    std::lock_guard lock(mu_);
+    for (Event& e : events) AddEvent(e);
+    PublishEvents(events);
+    return events;
+  }
+
   Status SaveQueueUsage(std::vector<QueueUsage> usage) override {
     std::lock_guard lock(mu_);
     usage_ = std::move(usage);

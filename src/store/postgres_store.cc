@@ -267,6 +267,7 @@ class PostgresStore final : public Store {
   Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
                                 const std::string& actor) override;
   Result<Event> SetNodeState(NodeAdmin node) override;
+  Result<std::vector<Event>> RecordNodeHealth(std::vector<Event> events) override;
   Status SaveQueueUsage(std::vector<QueueUsage> usage) override;
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override;
   Result<std::optional<StoredJob>> GetJob(JobId id) override;
@@ -840,6 +841,19 @@ Result<Event> PostgresStore::SetNodeState(NodeAdmin node) {
              "store: write a node state");
       },
       internal::NodeEvent(node));
+}
+
+Result<std::vector<Event>> PostgresStore::RecordNodeHealth(std::vector<Event> events) {
+  if (Status s = internal::ValidateNodeHealth(events); !s.ok()) return s;
+  Status s = Execute([&](std::uint64_t& seq) {
+    for (Event& e : events) {
+      InsertEvent(e, {});
+      seq = e.seq;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return events;
 }
 
 Status PostgresStore::SaveQueueUsage(std::vector<QueueUsage> usage) {

@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::array<const char*, 6> kJobStateNames = {"pending",   "held",   "running",
                                                        "completed", "failed", "cancelled"};
-constexpr std::array<const char*, 17> kEventKindNames = {"submitted",
+constexpr std::array<const char*, 19> kEventKindNames = {"submitted",
                                                          "held",
                                                          "released",
                                                          "priority_changed",
@@ -32,9 +32,11 @@ constexpr std::array<const char*, 17> kEventKindNames = {"submitted",
                                                          "queue_quota_changed",
                                                          "node_cordoned",
                                                          "node_draining",
-                                                         "node_uncordoned"};
+                                                         "node_uncordoned",
+                                                         "node_ready",
+                                                         "node_lost"};
 constexpr std::array<const char*, 3> kNodeAdminStateNames = {"schedulable", "cordoned", "draining"};
-static_assert(kEventKindNames.size() == static_cast<std::size_t>(EventKind::kNodeUncordoned) + 1);
+static_assert(kEventKindNames.size() == static_cast<std::size_t>(EventKind::kNodeLost) + 1);
 
 bool SameToleration(const Toleration& a, const Toleration& b) {
   return a.key == b.key && a.op == b.op && a.value == b.value && a.effect == b.effect;

@@ -406,6 +406,7 @@ class SqliteStore final : public Store {
   Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
                                 const std::string& actor) override;
   Result<Event> SetNodeState(NodeAdmin node) override;
+  Result<std::vector<Event>> RecordNodeHealth(std::vector<Event> events) override;
   Status SaveQueueUsage(std::vector<QueueUsage> usage) override;
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override;
   Result<std::optional<StoredJob>> GetJob(JobId id) override;
@@ -922,6 +923,19 @@ Result<Event> SqliteStore::SetNodeState(NodeAdmin node) {
         return Run(wdb_, upsert_node_, "write a node state");
       },
       internal::NodeEvent(node));
+}
+
+Result<std::vector<Event>> SqliteStore::RecordNodeHealth(std::vector<Event> events) {
+  if (Status s = internal::ValidateNodeHealth(events); !s.ok()) return s;
+  Status s = Execute([&](std::uint64_t& seq) {
+    for (Event& e : events) {
+      if (Status st = InsertEvent(e, {}); !st.ok()) return st;
+      seq = e.seq;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return events;
 }
 
 Status SqliteStore::SaveQueueUsage(std::vector<QueueUsage> usage) {

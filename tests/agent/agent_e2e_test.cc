@@ -266,6 +266,18 @@ TEST_F(AgentTest, LostNodeRerunsTheJobElsewhereAndItsAgentKillsTheStaleTask) {
   EXPECT_TRUE(WaitFor([&] { return !Alive(first); }));
   EXPECT_TRUE(WaitFor([&] { return ReadyAgents() == 3; }));
   EXPECT_EQ(State(job), "running");
+  // The node's health is in the event log: ready when each agent joined, lost, ready again.
+  std::vector<std::string> health;
+  EXPECT_TRUE(WaitFor([&] {
+    health.clear();
+    const Reply events = Api(kAdmin, "GET", "/v1/events?cursor=0&limit=10000");
+    for (const Json& e : events.body["events"]) {
+      const std::string kind = e["kind"];
+      if (kind.rfind("node_", 0) == 0 && e.value("target", "") == node) health.push_back(kind);
+    }
+    return health.size() == 3;
+  }));
+  EXPECT_EQ(health, (std::vector<std::string>{"node_ready", "node_lost", "node_ready"}));
 }
 
 TEST_F(AgentTest, ServerAndAgentRestartsLoseAndDuplicateNothing) {

@@ -1373,6 +1373,11 @@ TEST(ScenarioErrors, PositionAndPath) {
   EXPECT_TRUE(HasSubstr(e, "cycle.period: must be above 0"));
   e = ScenarioError(Scn(kBatch, "horizon: 1d\nsample_interval: 0s\n"));
   EXPECT_TRUE(HasSubstr(e, "sample_interval: must be above 0"));
+  e = ScenarioError(Scn(kBatch, "horizon: 1d\nlatency_window: 0s\n"));
+  EXPECT_TRUE(HasSubstr(e, "latency_window: must be above 0"));
+  EXPECT_EQ(MustParse(Scn(kBatch, "horizon: 1d\nlatency_window: 15m\n")).options.latency_window,
+            15 * kMinute);
+  EXPECT_EQ(MustParse(Scn(kBatch, "horizon: 1d\n")).options.latency_window, kHour);
   e = ScenarioError(Scn(kBatch, "horizon: 1d\nseed: -3\n"));
   EXPECT_TRUE(HasSubstr(e, "seed: must not be negative"));
   e = ScenarioError(Scn(kBatch, "horizon: 1d\nhorizn: 2d\n"));

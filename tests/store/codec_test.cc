@@ -492,7 +492,7 @@ TEST(StoreRecords, ValidateEventNamesTheField) {
 }
 
 TEST(StoreRecords, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(EventKind::kNodeUncordoned); ++i) {
+  for (int i = 0; i <= static_cast<int>(EventKind::kNodeLost); ++i) {
     const auto kind = static_cast<EventKind>(i);
     EXPECT_EQ(ParseEventKind(EventKindName(kind)), kind);
   }

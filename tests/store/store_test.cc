@@ -380,6 +380,46 @@ TEST_P(StoreTest, QueueQuotasAndNodeStates) {
                       "node_draining h800-2", "node_uncordoned h800-1"}));
 }
 
+// A node's health changes are events only, written in one call, in order, with their seq; a bad
+// one names its field and nothing of the call is written.
+TEST_P(StoreTest, NodeHealthEventsAreRecorded) {
+  Event ready;
+  ready.time = 100;
+  ready.kind = EventKind::kNodeReady;
+  ready.target = "n-0";
+  ready.actor = "agent";
+  ready.message = "agent at 10.0.0.5 with 8 GPU(s)";
+  Event lost = ready;
+  lost.time = 200;
+  lost.kind = EventKind::kNodeLost;
+  lost.target = "n-1";
+  lost.actor = "scheduler";
+  lost.message = "no word from its agent for 40s";
+  Result<std::vector<Event>> written = store_->RecordNodeHealth({ready, lost});
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  ASSERT_EQ(written->size(), 2u);
+  EXPECT_LT((*written)[0].seq, (*written)[1].seq);
+
+  Event job_event = lost;
+  job_event.kind = EventKind::kCancelled;
+  Result<std::vector<Event>> refused = store_->RecordNodeHealth({ready, job_event});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().field(), "events[1].kind");
+  Event unnamed = lost;
+  unnamed.target.clear();
+  EXPECT_EQ(store_->RecordNodeHealth({unnamed}).status().field(), "events[0].target");
+
+  Result<std::vector<Event>> events = store_->EventsSince(0, 100);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].kind, EventKind::kNodeReady);
+  EXPECT_EQ((*events)[0].target, "n-0");
+  EXPECT_EQ((*events)[0].message, "agent at 10.0.0.5 with 8 GPU(s)");
+  EXPECT_EQ((*events)[1].kind, EventKind::kNodeLost);
+  EXPECT_EQ((*events)[1].actor, "scheduler");
+  EXPECT_EQ((*events)[1].time, 200);
+}
+
 TEST_P(StoreTest, LoadWithoutFinishedJobs) {
   const JobId a = MustSubmit(Spec("a"));
   const JobId b = MustSubmit(Spec("b"));

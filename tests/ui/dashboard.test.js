@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The dashboard (web/, served at /ui/) in a real browser: Debian's Chromium, headless, driven by
-// playwright-core, against real `arbiter server` processes with virtual nodes.
+// playwright-core, against real `arbiter server` processes: with virtual nodes, and with real
+// agents (`arbiter agent`, declared devices) running real tasks.
 //
 //   node tests/ui/dashboard.test.js --arbiter BUILD/arbiter [--chromium /usr/bin/chromium]
 //                                   [--screenshots docs/img] [--web web]
@@ -10,7 +11,9 @@
 // (the text of `arbiter explain`); that a user token sees no admin action and its cancel of
 // another user's job is refused; that a viewer token changes nothing; and it measures, in the
 // browser (performance.now), how long a 10,000-node x 8-GPU cluster takes to draw and a change
-// to repaint (printed; only generous bounds are asserted). Everything it starts is stopped, on
+// to repaint (printed; only generous bounds are asserted). With agents: a job's task runs on its
+// node and the job's log button shows what it printed; an agent killed shows its node lost, and
+// back when it returns, without a reload. Everything it starts is stopped, on
 // failure too. --web DIR serves the dashboard's files from DIR instead of the binary (through a
 // proxy in front of the server): a change of web/ tried without a rebuild.
 'use strict';
@@ -66,9 +69,9 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 // A hung browser or server fails the test rather than holding ctest.
 const watchdog = setTimeout(() => {
-  console.error('FAIL: the test took more than 110 s');
+  console.error('FAIL: the test took more than 170 s');
   cleanup().finally(() => process.exit(1));
-}, 110000);
+}, 170000);
 
 let failures = 0;
 function check(ok, what) {
@@ -82,11 +85,13 @@ function check(ok, what) {
 
 // ---- A server ----
 
-function startServer(dir, config) {
+// A server of `config`; with virtual nodes unless `agents` (then real agents run its nodes).
+function startServer(dir, config, { agents = false } = {}) {
   fs.writeFileSync(path.join(dir, 'cluster.yaml'), config);
   return new Promise((resolve, reject) => {
     const child = spawn(args.arbiter, ['server', '--config', path.join(dir, 'cluster.yaml'),
-      '--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--dev', '--virtual-nodes'],
+      '--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--dev',
+      ...(agents ? [] : ['--virtual-nodes'])],
     { stdio: ['ignore', 'pipe', 'pipe'] });
     let stopped = false;
     cleanups.push(() => new Promise((done) => {
@@ -432,6 +437,99 @@ async function smallCluster(browser, dir) {
   await admin.context.close();
 }
 
+// ---- Real agents: a task's log, a node lost and back ----
+
+const AGENT = 'ui-agent-token-0001';
+const AGENTS = `
+priority_classes:
+  - {name: normal, value: 10}
+queues:
+  - {name: main}
+nodes:
+  - name: a-{i}
+    count: 2
+    gpus: {model: G, count: 2, memory: 40Gi}
+    cpu: 1
+    memory: 256Mi
+server:
+  tokens:
+    - {name: admin, token: ${ADMIN}, role: admin}
+    - {name: agent, token: ${AGENT}, role: agent}
+  cycle_min_interval: 20ms
+  cycle_period: 200ms
+  node_lost_timeout: 2s
+  agent_sync_wait: 200ms
+  kill_after: 2s
+`;
+
+// An `arbiter agent` for node `name` with two declared G GPUs; stopped (SIGKILL) at the end.
+function startAgent(dir, port, name) {
+  const child = spawn(args.arbiter, ['agent', '--server', `127.0.0.1:${port}`, '--token', AGENT,
+    '--name', name, '--devices', '2xG-40G', '--work-dir', path.join(dir, `agent-${name}`),
+    '--listen', '127.0.0.1:0', '--address', '127.0.0.1'], { stdio: ['ignore', 'ignore', 'ignore'] });
+  cleanups.push(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  return child;
+}
+
+async function agentCluster(browser, dir) {
+  const { port } = await startServer(dir, AGENTS, { agents: true });
+  const agents = { 'a-0': startAgent(dir, port, 'a-0'), 'a-1': startAgent(dir, port, 'a-1') };
+  const agentState = async (name) => (await call(port, ADMIN, 'GET', '/v1/nodes')).body.nodes
+    .find((n) => n.name === name).agent?.state;
+  await waitFor('both agents to register', async () =>
+    (await agentState('a-0')) === 'ready' && (await agentState('a-1')) === 'ready');
+  const admin = await signIn(browser, port, ADMIN);
+  const page = admin.page;
+  const health = (name) => page.evaluate((n) =>
+    window.__arbiter.view.map.nodes.find((x) => x[0] === n)[4], name);
+  await waitFor('both nodes drawn healthy', async () => (await health('a-0')) === 0 && (await health('a-1')) === 0, 10000)
+    .then(() => check(true, 'nodes run by agents are drawn healthy'), (e) => check(false, e.message));
+
+  // A real task: it prints, then waits until the test lets it go (at most a minute).
+  const finish = path.join(dir, 'finish');
+  cleanups.push(() => fs.writeFileSync(finish, ''));
+  const id = await submit(port, ADMIN, job('hello-task', 'main', 'normal', 1, 1000, {
+    argv: ['/bin/sh', '-c', `echo "hello from rank $RANK on $CUDA_VISIBLE_DEVICES"; ` +
+      `for i in $(seq 600); do [ -f '${finish}' ] && break; sleep 0.1; done`] }));
+  const running = await waitFor('the task to run', async () => {
+    const j = await jobState(port, id);
+    return j.status.state === 'running' ? j : null;
+  });
+  const node = running.status.allocation.tasks[0].node;
+  const other = node === 'a-0' ? 'a-1' : 'a-0';
+  await page.click('#tabs button[data-tab=jobs]');
+  await page.waitForSelector(`#jobs-table tr[data-job="${id}"]`, { timeout: 10000 });
+  await page.click(`#jobs-table tr[data-job="${id}"]`);
+  await page.waitForSelector('#job-log-button', { timeout: 10000 });
+  // The agent writes the log as the task prints it; the button shows it through the server.
+  const log = await waitFor('the task\'s log', async () => {
+    await page.click('#job-log-button');
+    const text = await page.waitForFunction(() => {
+      const box = document.getElementById('job-log');
+      return box && !box.hidden && box.textContent !== 'loading…' ? box.textContent : null;
+    }, null, { timeout: 5000 }).then((h) => h.jsonValue()).catch(() => '');
+    return text.includes('hello from rank 0') ? text : null;
+  }, 15000).catch((e) => e.message);
+  check(log.includes('hello from rank 0'), `job ${id}'s log button shows its task's output from the agent on ${node} ("${log.trim()}")`);
+
+  // The other node's agent dies: its node is drawn lost without a reload, and comes back.
+  await page.click('#tabs button[data-tab=timeline]');
+  agents[other].kill('SIGKILL');
+  await waitFor(`${other} drawn lost`, async () => (await health(other)) === 2, 15000)
+    .then(() => check(true, `a killed agent shows its node ${other} lost without a reload`), (e) => check(false, e.message));
+  await page.waitForSelector('#timeline-table tr.k-node_lost', { timeout: 5000 }).then(
+    () => check(true, 'and the loss in the timeline'), () => check(false, 'the loss shows in the timeline'));
+  agents[other] = startAgent(dir, port, other);
+  await waitFor(`${other} drawn healthy again`, async () => (await health(other)) === 0, 15000)
+    .then(() => check(true, `its agent back, ${other} is drawn healthy again`), (e) => check(false, e.message));
+  check((await jobState(port, id)).status.state === 'running', `and job ${id} on ${node} kept running`);
+
+  const cancelled = await call(port, ADMIN, 'POST', `/v1/jobs/${id}/cancel`);
+  check(cancelled.status === 200, `the job is cancelled (${cancelled.status})`);
+  fs.writeFileSync(finish, '');
+  await admin.context.close();
+}
+
 // ---- 10,000 nodes x 8 GPUs: the initial draw and a repaint, measured in the browser ----
 
 function bigConfig() {
@@ -506,7 +604,9 @@ async function main() {
   cleanups.push(() => browser.close());
   fs.mkdirSync(path.join(root, 'small'));
   fs.mkdirSync(path.join(root, 'big'));
+  fs.mkdirSync(path.join(root, 'agents'));
   await smallCluster(browser, path.join(root, 'small'));
+  await agentCluster(browser, path.join(root, 'agents'));
   await bigCluster(browser, path.join(root, 'big'));
 }
 
