@@ -278,10 +278,10 @@ class ClusterLoader {
 
   // `server:`: tokens and the server's limits. Runs after the queues (user tokens name them).
   void LoadServer(const Value& value) {
-    Map m(value,
-          {"tokens", "cycle_min_interval", "cycle_period", "max_active_jobs_per_user",
-           "max_active_gpus_per_user", "max_body_bytes", "max_watchers", "max_watchers_per_token",
-           "node_lost_timeout", "agent_sync_wait", "kill_after", "checkpoint_root"});
+    Map m(value, {"tokens", "cycle_min_interval", "cycle_period", "max_active_jobs_per_user",
+                  "max_active_gpus_per_user", "max_body_bytes", "max_watchers",
+                  "max_watchers_per_token", "event_window_bytes", "node_lost_timeout",
+                  "agent_sync_wait", "kill_after", "checkpoint_root"});
     ServerConfig& s = out_.server;
     if (const Value* v = m.Find("cycle_min_interval")) s.cycle_min_interval = v->Duration();
     if (const Value* v = m.Find("cycle_period")) s.cycle_period = PositiveDuration(*v);
@@ -293,6 +293,8 @@ class ClusterLoader {
     if (const Value* v = m.Find("max_watchers")) s.max_watchers = v->Int(1, 1000000);
     if (const Value* v = m.Find("max_watchers_per_token"))
       s.max_watchers_per_token = v->Int(1, 1000000);
+    if (const Value* v = m.Find("event_window_bytes"))
+      s.event_window_bytes = v->Int(64 << 10, 1LL << 34);
     if (const Value* v = m.Find("node_lost_timeout")) s.node_lost_timeout = PositiveDuration(*v);
     if (const Value* v = m.Find("agent_sync_wait")) s.agent_sync_wait = PositiveDuration(*v);
     if (const Value* v = m.Find("kill_after")) s.kill_after = v->Duration();

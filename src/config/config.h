@@ -68,6 +68,9 @@ struct ServerConfig {
   // Each costs a connection and a little memory, no thread.
   std::int64_t max_watchers = 10000;
   std::int64_t max_watchers_per_token = 1000;
+  // The recent events the server keeps serialized for its watchers: a live event stream that
+  // falls further behind than this is ended with `event: dropped` and its resume cursor.
+  std::int64_t event_window_bytes = 64LL << 20;
   // Node agents (without --virtual-nodes). A node whose agent has not been heard from for
   // `node_lost_timeout` is lost: out of the schedulable pool, its jobs requeued or failed.
   Millis node_lost_timeout = 30 * kMillisPerSecond;

@@ -23,10 +23,6 @@ using store::EventKind;
 using store::JobState;
 using Role = config::TokenSpec::Role;
 
-// The event feed's window: the newest events within this many bytes (both serializations), about
-// 50,000 events; readers behind it read the store.
-constexpr std::size_t kFeedBytes = 64 << 20;
-
 }  // namespace
 
 Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options)
@@ -37,7 +33,8 @@ Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, Co
       engine_(config_.engine),
       probe_engine_(config_.engine),
       incarnation_(crypto::RandomHex(4)) {
-  feed_ = std::make_unique<EventFeed>(store_->LastSeq(), kFeedBytes);
+  feed_ = std::make_unique<EventFeed>(store_->LastSeq(),
+                                      static_cast<std::size_t>(config_.server.event_window_bytes));
   store_->SetCommitListener(
       [feed = feed_.get()](std::span<const Event> events) { feed->Publish(events); });
 }
