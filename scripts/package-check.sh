@@ -15,6 +15,7 @@ set -euo pipefail
 build=${1:-build}
 start=$SECONDS
 
+step() { echo "== $* (at $((SECONDS - start)) s)"; }
 fail() {
   echo "package-check: FAIL: $*" >&2
   exit 1
@@ -44,7 +45,7 @@ cleanup() {
 trap cleanup EXIT
 work=$(mktemp -d)
 
-echo "== install $deb"
+step "install $deb"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$deb" >"$work/apt.log" 2>&1 ||
   { cat "$work/apt.log"; fail "apt-get install"; }
 dpkg-query -L arbiter >"$work/files"
@@ -56,20 +57,20 @@ for f in /etc/arbiter/tokens/admin /etc/arbiter/tokens/join; do
 done
 
 units=(/usr/lib/systemd/system/arbiter-server.service /usr/lib/systemd/system/arbiter-agent.service)
-echo "== systemd-analyze verify ${units[*]}"
+step "systemd-analyze verify ${units[*]}"
 systemd-analyze verify "${units[@]}" 2>&1 | tee "$work/verify.log"
 # verify reports problems of the units on stderr and in its status; nothing about them may show.
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "systemd-analyze verify"
 ! grep -q 'arbiter-' "$work/verify.log" || fail "systemd-analyze verify reported on the units"
 
-echo "== arbiter --version"
+step "arbiter --version"
 out=$(/usr/bin/arbiter --version)
 echo "$out"
 [[ "$out" == *"$version"* ]] || fail "arbiter --version: '$out' does not name the package's version $version"
 man_pages=$(grep -c '^/usr/share/man/man1/arbiter.*\.1\.gz$' "$work/files" || true)
 [ "$man_pages" -ge 10 ] || fail "$man_pages man pages installed, expected arbiter(1) and one per command"
 
-echo "== the server as its unit starts it"
+step "the server as its unit starts it"
 exec_start=$(sed -n 's/^ExecStart=//p' "${units[0]}")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # As systemd would: the state directory, the options of /etc/default/arbiter-server, the user.
@@ -82,7 +83,7 @@ echo "${argv[*]}"
 server_pid=$!
 healthy=0
 for _ in $(seq 100); do
-  if exec 3<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+  if { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
     printf 'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
     IFS= read -r status <&3 || true
     exec 3>&-
@@ -102,7 +103,7 @@ wait "$server_pid" || true
 server_pid=
 [ "$(stat -c '%U' /var/lib/arbiter/arbiter.db)" = arbiter ] || fail "the store is not the arbiter user's"
 
-echo "== purge"
+step "purge"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq arbiter >"$work/apt.log" 2>&1 ||
   { cat "$work/apt.log"; fail "apt-get purge"; }
 while IFS= read -r f; do
