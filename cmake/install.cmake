@@ -70,4 +70,6 @@ if(ARBITER_TESTS AND (NOT ARBITER_TEST_DIRS OR "cli" IN_LIST ARBITER_TEST_DIRS))
              COMMAND ${CMAKE_SOURCE_DIR}/tests/install/install_test.sh ${CMAKE_BINARY_DIR}
                      ${PROJECT_VERSION} ${mode})
   endforeach()
+  # One at a time: each install writes BUILD/install_manifest.txt.
+  set_tests_properties(install_destdir install_relocated PROPERTIES RESOURCE_LOCK arbiter_install)
 endif()
