@@ -10,7 +10,8 @@ FUZZ_BUILD ?= build-fuzz
 # Seconds each fuzz target runs (make fuzz).
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build run test bench clean format format-check tidy asan tsan fuzz
+.PHONY: all deps build run test bench clean format format-check tidy asan tsan fuzz package \
+	package-check
 
 all: build
 
@@ -30,6 +31,16 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The Debian package (CPack, cmake/install.cmake): $(BUILD)/arbiter_VERSION_ARCH.deb, for
+# `apt install ./$(BUILD)/arbiter_*.deb`.
+package: build
+	cd $(BUILD) && cpack -G DEB
+
+# As root on Debian 12: installs the package, checks its units, starts its server, purges it
+# (scripts/package-check.sh; docs/operations.md).
+package-check: package
+	./scripts/package-check.sh $(BUILD)
 
 bench: build
 	./$(BUILD)/arbiter_bench
