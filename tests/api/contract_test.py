@@ -9,7 +9,8 @@
    errors; every response's status must be one the operation documents, its content type one
    the response lists, and a JSON body must validate against the response's schema. Response
    objects are closed: a field the schema does not list fails (the schema lists every field the
-   server writes). Every request body sent validates against the operation's request schema.
+   server writes). Every request body meant to be valid validates against the operation's
+   request schema (bad ones are sent as text, unchecked).
 3. Every operation of the schema was exercised at least once.
 
     python3 tests/api/contract_test.py --arbiter build/arbiter [--source .]

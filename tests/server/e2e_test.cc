@@ -192,7 +192,7 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
           "arbiter_evicted_jobs_total{class=\"low\",queue=\"main\",reason=\"within_queue\"} 1"),
       std::string::npos)
       << res->body;
-  EXPECT_NE(res->body.find("arbiter_queue_pending_jobs{queue=\"main\",reason=\"place\"} 1"),
+  EXPECT_NE(res->body.find("arbiter_queue_pending_jobs{queue=\"main\",reason=\"filter\"} 1"),
             std::string::npos);
   EXPECT_NE(res->body.find("arbiter_allocated_gpus{gpu_type=\"G\"} 8"), std::string::npos);
   EXPECT_NE(res->body.find("arbiter_admission_wait_time_seconds_count{queue=\"main\"} 3"),
