@@ -128,10 +128,12 @@ SubmitFigures RunSubmitClients(int clients, double seconds, const std::string& n
     httplib::Result metrics = client.Get("/metrics");
     double sum = 0, count = 0;
     if (metrics) {
-      std::sscanf(
-          metrics->body.c_str() + metrics->body.find("arbiter_cycle_duration_seconds_sum"),
-          "arbiter_cycle_duration_seconds_sum %lf\narbiter_cycle_duration_seconds_count %lf", &sum,
-          &count);
+      // Each line on its own: the text format fixes no order between a histogram's lines.
+      const std::string& text = metrics->body;
+      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_sum "); at != text.npos)
+        std::sscanf(text.c_str() + at, "\narbiter_cycle_duration_seconds_sum %lf", &sum);
+      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_count "); at != text.npos)
+        std::sscanf(text.c_str() + at, "\narbiter_cycle_duration_seconds_count %lf", &count);
     }
     std::printf("# server: %.0f cycles, %.1f ms each on average\n", count,
                 count > 0 ? 1000 * sum / count : 0.0);

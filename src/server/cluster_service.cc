@@ -357,66 +357,123 @@ Result<std::vector<EventFeed::Item>> Core::Events(std::uint64_t cursor, std::siz
   return items;
 }
 
-std::string Core::MetricsText() {
-  std::string out;
+void Core::CollectMetrics(std::vector<prometheus::MetricFamily>& out) {
+  Scrape scrape;
   {
     std::lock_guard lock(mu_);
     DrainInboxLocked();
+    state_->AccrueUsage(Now());
     const ClusterState& state = *state_;
-    std::vector<std::int64_t> pending(state.queue_count(), 0);
-    for (const auto& [id, entry] : jobs_) {
-      if (entry.stored.status.state == JobState::kPending) ++pending[entry.job.queue];
-    }
-    out +=
-        "# HELP arbiter_queue_pending_jobs Jobs waiting to be placed, per queue.\n"
-        "# TYPE arbiter_queue_pending_jobs gauge\n";
+    auto resource_name = [&](std::size_t r) {
+      return r == 0 ? std::string(kAllGpusResource)
+                    : state.gpu_type_name(static_cast<GpuTypeId>(r - 1));
+    };
+    auto gpus = [](std::int64_t milli) { return static_cast<double>(milli) / kMilliPerGpu; };
+
+    // Quotas and usage, per queue and quota resource (`gpu`: all types together), as
+    // GET /v1/queues shows them; a limit is written only where one is set.
+    auto& nominal = scrape.Gauge("arbiter_queue_nominal_quota_gpus",
+                                 "GPUs guaranteed to the queue (its own nominal quota plus its "
+                                 "children's), per GPU type (gpu_type=\"gpu\": any type).");
+    auto& borrowing = scrape.Gauge("arbiter_queue_borrowing_limit_gpus",
+                                   "GPUs the queue may borrow above its nominal quota, where "
+                                   "limited.");
+    auto& lending = scrape.Gauge("arbiter_queue_lending_limit_gpus",
+                                 "GPUs of its unused nominal quota the queue may lend, where "
+                                 "limited.");
+    auto& max_gpus =
+        scrape.Gauge("arbiter_queue_max_gpus", "GPUs the queue may never exceed, where set.");
+    auto& usage = scrape.Gauge("arbiter_queue_resource_usage_gpus",
+                               "GPUs held by the queue's running jobs (and its children's), per "
+                               "GPU type (gpu_type=\"gpu\": any type).");
     for (QueueId q = 0; q < state.queue_count(); ++q) {
-      if (!state.queue(q).children.empty()) continue;
-      out += fmt::format("arbiter_queue_pending_jobs{{queue=\"{}\"}} {}\n",
-                         state.queue(q).spec.name, pending[q]);
-    }
-    std::vector<std::int64_t> milli(state.gpu_type_count(), 0);
-    for (const auto& [id, running] : state.running()) {
-      for (const TaskAllocation& t : running.allocation.tasks) {
-        for (const DeviceShare& d : t.devices) milli[running.allocation.gpu_type] += d.gpu.value();
+      const std::string& queue = state.queue(q).spec.name;
+      for (std::size_t r = 0; r < state.quota_resource_count(); ++r) {
+        const QuotaLimits& limits = state.quota(q, r);
+        const std::int64_t used = state.usage(q, r);
+        if (!limits.limited && used == 0) continue;
+        const prometheus::Labels labels{{"queue", queue}, {"gpu_type", resource_name(r)}};
+        usage.Add(labels).Set(gpus(used));
+        if (!limits.limited) continue;
+        nominal.Add(labels).Set(gpus(limits.nominal));
+        if (limits.borrowing_limit >= 0) borrowing.Add(labels).Set(gpus(limits.borrowing_limit));
+        if (limits.lending_limit >= 0) lending.Add(labels).Set(gpus(limits.lending_limit));
+        if (limits.max >= 0) max_gpus.Add(labels).Set(gpus(limits.max));
       }
     }
-    out += fmt::format(
-        "# HELP arbiter_running_jobs Jobs holding an allocation.\n"
-        "# TYPE arbiter_running_jobs gauge\narbiter_running_jobs {}\n",
-        state.running().size());
-    out +=
-        "# HELP arbiter_allocated_gpus GPUs allocated to running jobs, per GPU type.\n"
-        "# TYPE arbiter_allocated_gpus gauge\n";
+
+    // Pending jobs and the GPUs they ask for, per leaf queue and the stage that last refused
+    // them (`unscheduled`: no cycle has looked at them yet).
+    auto& pending_jobs = scrape.Gauge("arbiter_queue_pending_jobs",
+                                      "Jobs waiting to be placed, per leaf queue and reason (the "
+                                      "stage of the last cycle that refused them).");
+    auto& pending_gpus = scrape.Gauge("arbiter_queue_pending_gpus",
+                                      "GPUs asked for by the jobs waiting to be placed, per leaf "
+                                      "queue and reason.");
+    auto& held_jobs = scrape.Gauge("arbiter_queue_held_jobs", "Jobs held, per leaf queue.");
+    for (QueueId q = 0; q < state.queue_count(); ++q) {
+      if (!state.queue(q).children.empty()) continue;
+      held_jobs.Add({{"queue", state.queue(q).spec.name}});
+    }
+    for (const auto& [id, entry] : jobs_) {
+      const JobState s = entry.stored.status.state;
+      const std::string& queue = state.queue(entry.job.queue).spec.name;
+      if (s == JobState::kHeld) held_jobs.Add({{"queue", queue}}).Increment();
+      if (s != JobState::kPending) continue;
+      const prometheus::Labels labels{
+          {"queue", queue}, {"reason", entry.reason.empty() ? "unscheduled" : entry.reason_stage}};
+      pending_jobs.Add(labels).Increment();
+      std::int64_t milli = 0;
+      for (const TaskGroup& g : entry.job.groups) milli += g.count * g.request.gpu.value();
+      pending_gpus.Add(labels).Increment(gpus(milli));
+    }
+
+    // GPUs: on the nodes and allocated, per GPU type.
+    std::vector<std::int64_t> allocated(state.gpu_type_count(), 0);
+    for (const auto& [id, running] : state.running()) {
+      for (const TaskAllocation& t : running.allocation.tasks) {
+        for (const DeviceShare& d : t.devices)
+          allocated[running.allocation.gpu_type] += d.gpu.value();
+      }
+    }
+    std::vector<std::int64_t> capacity(state.gpu_type_count(), 0);
+    for (NodeId n = 0; n < state.node_count(); ++n) {
+      for (const DeviceState& dev : state.node(n).devices) ++capacity[dev.type];
+    }
+    scrape.Gauge("arbiter_running_jobs", "Jobs holding an allocation.")
+        .Add({})
+        .Set(static_cast<double>(state.running().size()));
+    auto& allocated_gpus =
+        scrape.Gauge("arbiter_allocated_gpus", "GPUs allocated to running jobs, per GPU type.");
+    auto& capacity_gpus =
+        scrape.Gauge("arbiter_capacity_gpus", "GPUs of the configured nodes, per GPU type.");
     for (GpuTypeId t = 0; t < state.gpu_type_count(); ++t) {
-      out += fmt::format("arbiter_allocated_gpus{{type=\"{}\"}} {}\n", state.gpu_type_name(t),
-                         static_cast<double>(milli[t]) / kMilliPerGpu);
+      allocated_gpus.Add({{"gpu_type", state.gpu_type_name(t)}}).Set(gpus(allocated[t]));
+      capacity_gpus.Add({{"gpu_type", state.gpu_type_name(t)}})
+          .Set(static_cast<double>(capacity[t]));
+    }
+
+    // Nodes by administrative state and health (every combination, zeros included).
+    auto& nodes = scrape.Gauge("arbiter_nodes",
+                               "Nodes per administrative state (schedulable, cordoned, draining) "
+                               "and health (healthy, unhealthy, lost: its agent fell silent).");
+    for (const char* admin : {"schedulable", "cordoned", "draining"}) {
+      for (const char* health : {"healthy", "unhealthy", "lost"})
+        nodes.Add({{"state", admin}, {"health", health}});
+    }
+    for (NodeId n = 0; n < state.node_count(); ++n) {
+      const NodeState& node = state.node(n);
+      std::string admin = node.cordoned ? "cordoned" : "schedulable";
+      if (auto it = nodes_admin_.find(node.name); it != nodes_admin_.end())
+        admin = store::NodeAdminStateName(it->second.state);
+      std::string health = node.healthy ? "healthy" : "unhealthy";
+      if (auto a = agent_nodes_.find(node.name); a != agent_nodes_.end() && a->second.lost)
+        health = "lost";
+      nodes.Add({{"state", admin}, {"health", health}}).Increment();
     }
   }
-  out += fmt::format(
-      "# HELP arbiter_evictions_total Jobs evicted by the scheduler.\n"
-      "# TYPE arbiter_evictions_total counter\narbiter_evictions_total {}\n"
-      "# HELP arbiter_jobs_submitted_total Jobs accepted.\n"
-      "# TYPE arbiter_jobs_submitted_total counter\narbiter_jobs_submitted_total {}\n"
-      "# HELP arbiter_cycles_total Scheduling cycles run.\n"
-      "# TYPE arbiter_cycles_total counter\narbiter_cycles_total {}\n"
-      "# HELP arbiter_bad_requests_total Requests refused as bad input.\n"
-      "# TYPE arbiter_bad_requests_total counter\narbiter_bad_requests_total {}\n"
-      "# HELP arbiter_internal_errors_total State changes that failed after the store had "
-      "recorded them (restart the server to rebuild from the store).\n"
-      "# TYPE arbiter_internal_errors_total counter\narbiter_internal_errors_total {}\n",
-      metrics_.evictions.load(), metrics_.submitted.load(), metrics_.cycles.load(),
-      metrics_.bad_requests.load(), metrics_.internal_errors.load());
-  out += fmt::format(
-      "# HELP arbiter_cycles_skipped_total Scheduling cycles skipped: nothing had changed since a "
-      "plan that holds until later.\n"
-      "# TYPE arbiter_cycles_skipped_total counter\narbiter_cycles_skipped_total {}\n",
-      metrics_.cycles_skipped.load());
-  out += metrics_.cycle_seconds.Text("arbiter_cycle_duration_seconds",
-                                     "Time of one scheduling cycle.");
-  out += metrics_.submit_seconds.Text("arbiter_submit_duration_seconds",
-                                      "Time from a submission's arrival to its durable commit.");
-  return out;
+  scrape.CollectInto(out);
+  metrics_.CollectInto(out);
 }
 
 }  // namespace arbiter::server

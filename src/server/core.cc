@@ -23,6 +23,17 @@ using store::EventKind;
 using store::JobState;
 using Role = config::TokenSpec::Role;
 
+// The scheduling loop's engine times its stages (arbiter_cycle_stage_duration_seconds) with the
+// steady clock; the clock changes no decision.
+EngineOptions Timed(EngineOptions options) {
+  options.clock_micros = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  return options;
+}
+
 }  // namespace
 
 Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options)
@@ -30,7 +41,7 @@ Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, Co
       base_(config),
       store_(std::move(store)),
       config_(std::move(config)),
-      engine_(config_.engine),
+      engine_(Timed(config_.engine)),
       probe_engine_(config_.engine),
       incarnation_(crypto::RandomHex(4)) {
   feed_ = std::make_unique<EventFeed>(store_->LastSeq(),
@@ -299,7 +310,7 @@ Status Core::RebindLocked(const Job& job, Millis now) {
 
 void Core::Check(const Status& status, std::string_view what) {
   if (status.ok()) return;
-  metrics_.internal_errors.fetch_add(1, std::memory_order_relaxed);
+  metrics_.internal_errors.Increment();
   fmt::print(stderr,
              "error: internal: cannot {}: {} (memory may disagree with the store until the server "
              "restarts)\n",
@@ -310,7 +321,8 @@ void Core::ApplyLocked(const Event& event) {
   auto it = jobs_.find(event.job);
   if (it == jobs_.end()) return;
   Entry& entry = it->second;
-  const bool was_finished = store::IsFinished(entry.stored.status.state);
+  const JobState before = entry.stored.status.state;
+  const bool was_finished = store::IsFinished(before);
   // The nodes it ran on and the nodes it runs on now: their agents are told.
   TouchNodesLocked(entry.stored.status.allocation);
   // The store has applied the same event to the same status: it cannot be refused here.
@@ -322,6 +334,8 @@ void Core::ApplyLocked(const Event& event) {
   }
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending) {
     entry.run_start = -1;
+    // Pending again (evicted, requeued, released): its wait for admission starts now.
+    if (before != JobState::kPending) entry.pending_since = event.time;
   }
   if (!was_finished && store::IsFinished(entry.stored.status.state)) Finish(entry);
 }

@@ -146,7 +146,9 @@ class Core {
   // from the feed's window, else from the store.
   Result<std::vector<EventFeed::Item>> Events(std::uint64_t cursor, std::size_t limit) const;
   EventFeed& feed() { return *feed_; }
-  std::string MetricsText();
+  // The metrics of the cluster now (quotas, usage, pending jobs, nodes) and the counters and
+  // histograms of the server's work, appended to `out` (docs/metrics.md).
+  void CollectMetrics(std::vector<prometheus::MetricFamily>& out);
   Metrics& metrics() { return metrics_; }
 
  private:
@@ -154,6 +156,8 @@ class Core {
     store::StoredJob stored;
     Job job;                     // the engine's form, current priority class
     std::string reason;          // pending: why, from the last cycle
+    std::string reason_stage;    // the stage that refused it (StageName), for the metrics
+    Millis pending_since = -1;   // when it last became pending (-1: its submission)
     bool never = false;          // the reason says it can never fit
     Millis reserved_start = -1;  // a backfill reservation's expected start
     Millis run_start = -1;       // running: when its work starts (after its victims stop)

@@ -31,6 +31,7 @@
 #include "server/agent_wire.h"
 #include "server/auth.h"
 #include "server/core.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/web_assets.h"
 #include "store/codec.h"
@@ -457,15 +458,23 @@ class Api {
         },
         HttpServer::kInline);
     http.Route("GET", "/metrics", [this](HttpRequest&, const HttpExchangePtr& ex) {
-      // A standby has no core: only its connections' figures, and that it does not lead.
+      // A standby has no core: only its build, its connections' figures, and that it does not
+      // lead.
       Core* c = core();
+      std::vector<prometheus::MetricFamily> families;
+      Scrape scrape;
+      scrape.Gauge("arbiter_build_info", "The build of this server (always 1): its version.")
+          .Add({{"version", arbiter::Version()}})
+          .Set(1);
+      scrape.Gauge("arbiter_leader", "Whether this server leads (schedules and writes).")
+          .Add({})
+          .Set(c ? 1 : 0);
+      HttpMetrics(scrape);
+      scrape.CollectInto(families);
+      if (c) c->CollectMetrics(families);
       HttpResponse r;
-      r.content_type = "text/plain; version=0.0.4";
-      r.body = (c ? c->MetricsText() : std::string()) + HttpMetrics() +
-               fmt::format(
-                   "# HELP arbiter_leader Whether this server leads (schedules and writes).\n"
-                   "# TYPE arbiter_leader gauge\narbiter_leader {}\n",
-                   c ? 1 : 0);
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      r.body = MetricsText(families);
       ex->Respond(std::move(r));
     });
 
@@ -665,8 +674,10 @@ class Api {
                 Send(ex, c.AgentChanges(node, revision, ticket->load()));
               },
               kAgentLane);
+          const auto t0 = std::chrono::steady_clock::now();
           Core::SyncOutcome out = c.SyncAgent(who, node, body->reports, revision,
                                               wait > 0 ? waiting->Waker() : nullptr);
+          ObserveSince(c.metrics().agent_sync_seconds, t0);
           if (!out.waiting) return Send(ex, out.answer);
           ticket->store(out.ticket);
           waiting->Arm(std::chrono::milliseconds(wait));
@@ -928,24 +939,26 @@ class Api {
   }
 
   // The connection layer's figures, for /metrics.
-  std::string HttpMetrics() const {
+  void HttpMetrics(Scrape& scrape) const {
     const net::HttpServerStats s = http_->stats();
-    return fmt::format(
-        "# HELP arbiter_http_connections Open connections.\n"
-        "# TYPE arbiter_http_connections gauge\narbiter_http_connections {}\n"
-        "# HELP arbiter_http_connections_refused_total Connections closed at once at the "
-        "connection limit.\n"
-        "# TYPE arbiter_http_connections_refused_total counter\n"
-        "arbiter_http_connections_refused_total {}\n"
-        "# HELP arbiter_http_requests_total Requests read.\n"
-        "# TYPE arbiter_http_requests_total counter\narbiter_http_requests_total {}\n"
-        "# HELP arbiter_watchers Long polls and event streams open.\n"
-        "# TYPE arbiter_watchers gauge\narbiter_watchers {}\n",
-        s.connections_open, s.connections_refused, s.requests, watchers_.in_use());
+    scrape.Gauge("arbiter_http_connections", "Open connections.")
+        .Add({})
+        .Set(static_cast<double>(s.connections_open));
+    scrape
+        .Counter("arbiter_http_connections_refused_total",
+                 "Connections closed at once at the connection limit.")
+        .Add({})
+        .Increment(static_cast<double>(s.connections_refused));
+    scrape.Counter("arbiter_http_requests_total", "Requests read.")
+        .Add({})
+        .Increment(static_cast<double>(s.requests));
+    scrape.Gauge("arbiter_watchers", "Long polls and event streams open.")
+        .Add({})
+        .Set(static_cast<double>(watchers_.in_use()));
   }
 
   void CountBad() {
-    if (Core* c = core()) c->metrics().bad_requests.fetch_add(1, std::memory_order_relaxed);
+    if (Core* c = core()) c->metrics().bad_requests.Increment();
   }
 
   std::atomic<Core*> core_{nullptr};

@@ -153,8 +153,8 @@ Answer Core::Committed(store::JobSpec spec, Job job, const Result<store::Submitt
   const bool wake = inbox_.empty() && loop_waits_for_inbox_;
   inbox_.push_back(std::move(entry));
   if (wake) cv_.notify_one();
-  metrics_.submitted.fetch_add(1, std::memory_order_relaxed);
-  metrics_.submit_seconds.ObserveSince(t0);
+  metrics_.submitted.Increment();
+  ObserveSince(metrics_.submit_seconds, t0);
   return Answer(Json{{"id", id}, {"name", name}, {"duplicate", false}}, true);
 }
 

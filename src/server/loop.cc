@@ -26,6 +26,19 @@ constexpr Millis kUsageSavePeriod = 60 * kMillisPerSecond;
 // How often the queues' usage is sampled for the dashboard's chart (QueueUsageHistory).
 constexpr Millis kUsageSamplePeriod = 60 * kMillisPerSecond;
 
+// An eviction's reason as the metrics name it.
+const char* EvictionKindName(Eviction::Kind kind) {
+  switch (kind) {
+    case Eviction::Kind::kWithinQueue:
+      return "within_queue";
+    case Eviction::Kind::kQueuePriority:
+      return "queue_priority";
+    case Eviction::Kind::kReclaim:
+      return "reclaim";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 void Core::Loop() {
@@ -69,7 +82,7 @@ void Core::CycleLocked(Millis now) {
   // Nothing changed since a plan that holds until later: this cycle would decide as it did.
   if (unchanged && now < stable_until_) {
     state_->AccrueUsage(now);
-    metrics_.cycles_skipped.fetch_add(1, std::memory_order_relaxed);
+    metrics_.cycles_skipped.Increment();
     return;
   }
   std::vector<Job> pending;
@@ -115,23 +128,36 @@ void Core::CycleLocked(Millis now) {
   }
   for (const Eviction& e : plan.evictions) {
     draining_[e.job] = std::max(e.stop_at, now);
-    metrics_.evictions.fetch_add(1, std::memory_order_relaxed);
+    const Entry& victim = jobs_.at(e.job);
+    metrics_.Evicted(victim.stored.spec.queue, victim.stored.status.priority_class,
+                     EvictionKindName(e.kind), e.lost_gpu_hours * 3600);
   }
   for (const Bind& b : plan.binds) {
     Entry& entry = jobs_.at(b.job);
     entry.run_start = std::max(now, b.start_after);
+    const Millis since =
+        entry.pending_since >= 0 ? entry.pending_since : entry.stored.spec.submit_time;
+    metrics_.Admitted(entry.stored.spec.queue,
+                      static_cast<double>(std::max<Millis>(0, now - since)) /
+                          static_cast<double>(kMillisPerSecond));
+    entry.pending_since = -1;
     entry.reason.clear();
+    entry.reason_stage.clear();
     entry.never = false;
     entry.reserved_start = -1;
   }
   for (const Unplaced& u : plan.unplaced) {
     Entry& entry = jobs_.at(u.job);
     entry.reason = u.reason.Describe(TimeStyle::kCalendar);
+    entry.reason_stage = StageName(u.reason.stage);
     entry.never = u.reason.verdict == Verdict::kNever;
     entry.reserved_start = u.reason.reserved_start;
   }
-  metrics_.cycles.fetch_add(1, std::memory_order_relaxed);
-  metrics_.cycle_seconds.ObserveSince(t0);
+  for (const StageTiming& t : plan.timings) {
+    if (t.calls > 0) metrics_.StageTime(StageName(t.stage), static_cast<double>(t.micros) / 1e6);
+  }
+  metrics_.cycles.Increment();
+  ObserveSince(metrics_.cycle_seconds, t0);
 }
 
 Millis Core::DueEventsLocked(Millis now) {

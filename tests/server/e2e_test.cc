@@ -187,9 +187,16 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   httplib::Client client("127.0.0.1", port());
   auto res = client.Get("/metrics");
   ASSERT_TRUE(res);
-  EXPECT_NE(res->body.find("arbiter_evictions_total 1"), std::string::npos) << res->body;
-  EXPECT_NE(res->body.find("arbiter_queue_pending_jobs{queue=\"main\"} 1"), std::string::npos);
-  EXPECT_NE(res->body.find("arbiter_allocated_gpus{type=\"G\"} 8"), std::string::npos);
+  EXPECT_NE(
+      res->body.find(
+          "arbiter_evicted_jobs_total{class=\"low\",queue=\"main\",reason=\"within_queue\"} 1"),
+      std::string::npos)
+      << res->body;
+  EXPECT_NE(res->body.find("arbiter_queue_pending_jobs{queue=\"main\",reason=\"filter\"} 1"),
+            std::string::npos);
+  EXPECT_NE(res->body.find("arbiter_allocated_gpus{gpu_type=\"G\"} 8"), std::string::npos);
+  EXPECT_NE(res->body.find("arbiter_admission_wait_time_seconds_count{queue=\"main\"} 3"),
+            std::string::npos);
   EXPECT_NE(res->body.find("arbiter_cycle_duration_seconds_bucket"), std::string::npos);
   EXPECT_NE(res->body.find("arbiter_submit_duration_seconds_count 3"), std::string::npos);
   // A long poll from the end of the stream answers with the next event.
