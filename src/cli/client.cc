@@ -66,7 +66,7 @@ struct ClientOptions {
   std::string format;  // -o: listing.h
   bool watch = false;
   // set-quota
-  std::string resource, nominal, borrowing_limit, lending_limit, max;
+  std::string quota_queue, resource, nominal, borrowing_limit, lending_limit, max;
   bool reset = false, remove = false;
   // job ids, node, reason
   std::vector<std::string> ids;
@@ -501,7 +501,7 @@ std::string JobsQuery(const ClientOptions& o) {
       query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key, EncodeQueryParam(value));
     }
   };
-  static constexpr std::string_view kStates[] = {"pending", "held", "running",
+  static constexpr std::string_view kStates[] = {"pending",   "held",   "running",
                                                  "completed", "failed", "cancelled"};
   for (const std::string& state : listing::CommaList(o.filter_state)) {
     if (std::find(std::begin(kStates), std::end(kStates), state) == std::end(kStates))
@@ -764,28 +764,33 @@ std::string QuotaText(const Json& quota) {
 // those given, in the cluster file's units (16, 0.5, 500m), keeping its other resources;
 // `--remove` drops the resource, `--reset` goes back to the configuration's quota (admin).
 int SetQuota(const ClientOptions& o) {
-  const std::string& queue = o.ids.at(0);
+  const std::string& queue = o.quota_queue;
   const bool limits_given = !o.nominal.empty() || !o.borrowing_limit.empty() ||
                             !o.lending_limit.empty() || !o.max.empty();
   if (o.reset && (limits_given || o.remove || !o.resource.empty()))
-    throw UsageError{"--reset: the whole quota goes back to the configuration's; give no "
-                     "RESOURCE, limit or --remove with it"};
+    throw UsageError{
+        "--reset: the whole quota goes back to the configuration's; give no "
+        "RESOURCE, limit or --remove with it"};
   std::optional<Json> answer;
   if (o.reset) {
     answer = Call(o, "DELETE", "/v1/queues/" + EncodeQueryParam(queue) + "/quota");
   } else {
     if (o.resource.empty())
-      throw UsageError{"RESOURCE: required (gpu, for all GPU types together, or a GPU model), "
-                       "or --reset"};
+      throw UsageError{
+          "RESOURCE: required (gpu, for all GPU types together, or a GPU model), "
+          "or --reset"};
     if (!limits_given && !o.remove)
-      throw UsageError{"give at least one of --nominal, --borrowing-limit, --lending-limit, "
-                       "--max, or --remove"};
+      throw UsageError{
+          "give at least one of --nominal, --borrowing-limit, --lending-limit, "
+          "--max, or --remove"};
     if (limits_given && o.remove) throw UsageError{"--remove: give no limit with it"};
     std::optional<Json> queues = Call(o, "GET", "/v1/queues");
     if (!queues) return 1;
     const Json* found = nullptr;
     std::vector<std::string> names;
-    for (const Json& q : queues->value("queues", Json::array())) {
+    if (!queues->contains("queues") || !(*queues)["queues"].is_array())
+      throw UsageError{"GET /v1/queues: expected a list of queues"};
+    for (const Json& q : (*queues)["queues"]) {
       names.push_back(q.value("name", ""));
       if (q.value("name", "") == queue) found = &q;
     }
@@ -940,6 +945,10 @@ int HistoryCommand(const ClientOptions& o) {
     fmt::print(stderr, "error: GET /v1/jobs: expected a list of jobs\n");
     return 1;
   }
+  if (answer->value("truncated", false))
+    fmt::print(stderr,
+               "note: the server lists at most {} jobs: the history has the first of them\n",
+               list->size());
   History history;
   history.taken_at = loaded->snapshot.taken_at;
   history.snapshot_text = *snapshot;
@@ -1093,8 +1102,7 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
                         "token allows; every id is checked first)",
                         &SetPriority);
     cmd->add_option("ID", o.ids, "Job ids")->required();
-    cmd->add_option("-p,--priority-class", o.priority_class, "The new priority class")
-        ->required();
+    cmd->add_option("-p,--priority-class", o.priority_class, "The new priority class")->required();
   }
   if (wanted("set-quota")) {
     CLI::App* cmd =
@@ -1102,11 +1110,10 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
             "Change one resource of a queue's quota, in the cluster file's units: GPUs, 16, 0.5 "
             "or 500m (admin); stored, until --reset",
             &SetQuota);
-    cmd->add_option("QUEUE", o.ids, "Queue")->required()->expected(1);
+    cmd->add_option("QUEUE", o.quota_queue, "Queue")->required();
     cmd->add_option("RESOURCE", o.resource, "gpu (all GPU types together) or a GPU model");
     cmd->add_option("--nominal", o.nominal, "Guaranteed GPUs");
-    cmd->add_option("--borrowing-limit", o.borrowing_limit,
-                    "How far above nominal it may borrow");
+    cmd->add_option("--borrowing-limit", o.borrowing_limit, "How far above nominal it may borrow");
     cmd->add_option("--lending-limit", o.lending_limit, "How much of its unused nominal it lends");
     cmd->add_option("--max", o.max, "At most this many GPUs");
     cmd->add_flag("--remove", o.remove, "Drop RESOURCE from the quota");

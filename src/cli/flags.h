@@ -79,8 +79,7 @@ inline std::string NameTheFlag(std::string_view command, std::string_view field,
                                const std::string& message) {
   const std::string flag = FlagOf(command, field);
   if (flag.empty() || field.empty()) return message;
-  if (message.rfind(std::string(field) + ": ", 0) == 0)
-    return flag + message.substr(field.size());
+  if (message.rfind(std::string(field) + ": ", 0) == 0) return flag + message.substr(field.size());
   return flag + ": " + message;
 }
 

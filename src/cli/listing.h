@@ -39,14 +39,14 @@ struct Column {
   std::string name;    // as -o names it: "state"
   std::string header;  // "STATE"
   std::function<std::string(const Json&)> value;
-  bool right = false;         // aligned right (numbers)
-  bool in_default = true;     // in the default table
-  bool in_wide = true;        // in -o wide
+  bool right = false;      // aligned right (numbers)
+  bool in_default = true;  // in the default table
+  bool in_wide = true;     // in -o wide
 };
 
 // What a list command lists.
 struct Kind {
-  std::string what;         // "jobs": the answer's key and the notices' word
+  std::string what;  // "jobs": the answer's key and the notices' word
   std::vector<Column> columns;
   std::string name_column;  // the column -o name prints
 };
@@ -231,7 +231,8 @@ inline std::string Render(const Format& format, const Kind& kind, const Json& it
       const auto it = std::find_if(kind.columns.begin(), kind.columns.end(),
                                    [&](const Column& c) { return c.name == kind.name_column; });
       std::string out;
-      for (const Json& item : items) out += (it == kind.columns.end() ? "" : it->value(item)) + "\n";
+      for (const Json& item : items)
+        out += (it == kind.columns.end() ? "" : it->value(item)) + "\n";
       return out;
     }
     case Format::Style::kTable:
@@ -258,8 +259,8 @@ inline std::string Render(const Format& format, const Kind& kind, const Json& it
   for (const auto& row : rows) {
     std::string line;
     for (std::size_t c = 0; c < n; ++c) {
-      const bool right =
-          format.shown[c].column >= 0 && kind.columns[static_cast<std::size_t>(format.shown[c].column)].right;
+      const bool right = format.shown[c].column >= 0 &&
+                         kind.columns[static_cast<std::size_t>(format.shown[c].column)].right;
       const bool last = c + 1 == n;
       if (c > 0) line += "  ";
       if (right) {
@@ -269,6 +270,7 @@ inline std::string Render(const Format& format, const Kind& kind, const Json& it
         if (!last) line += std::string(width[c] - row[c].size(), ' ');
       }
     }
+    while (!line.empty() && line.back() == ' ') line.pop_back();  // an empty last cell
     out += line + "\n";
   }
   return out;
@@ -287,7 +289,6 @@ inline std::vector<std::string> CommaList(std::string_view text) {
   return out;
 }
 
-
 // ---- The list commands' columns ----
 
 inline std::string Str(const Json& j, const char* key) {
@@ -295,7 +296,7 @@ inline std::string Str(const Json& j, const char* key) {
 }
 inline std::int64_t Int(const Json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number_integer() ? j[key].get<std::int64_t>()
-                                                                         : 0;
+                                                                        : 0;
 }
 inline std::string Gpus(std::int64_t milli) { return limits::FormatGpus(milli); }
 
@@ -336,41 +337,63 @@ inline Kind JobsKind(std::function<Millis()> now) {
                  bool right, bool in_default, bool in_wide) {
     k.columns.push_back({name, header, std::move(f), right, in_default, in_wide});
   };
-  add("id", "ID", [](const Json& j) { return Cell(j["id"]); }, true, true, true);
-  add("name", "NAME", [=](const Json& j) { return Str(spec(j), "name"); }, false, true, true);
-  add("user", "USER", [=](const Json& j) { return Str(spec(j), "user"); }, false, true, true);
-  add("queue", "QUEUE", [=](const Json& j) { return Str(spec(j), "queue"); }, false, true, true);
-  add("class", "CLASS", [=](const Json& j) {
+  add(
+      "id", "ID", [](const Json& j) { return Cell(j["id"]); }, true, true, true);
+  add(
+      "name", "NAME", [=](const Json& j) { return Str(spec(j), "name"); }, false, true, true);
+  add(
+      "user", "USER", [=](const Json& j) { return Str(spec(j), "user"); }, false, true, true);
+  add(
+      "queue", "QUEUE", [=](const Json& j) { return Str(spec(j), "queue"); }, false, true, true);
+  add(
+      "class", "CLASS",
+      [=](const Json& j) {
         const std::string c = Str(status(j), "priority_class");
         return c.empty() ? Str(spec(j), "priority_class") : c;
-      }, false, true, true);
+      },
+      false, true, true);
   add("state", "STATE", state, false, true, true);
-  add("tasks", "TASKS", [=](const Json& j) {
+  add(
+      "tasks", "TASKS",
+      [=](const Json& j) {
         std::int64_t n = 0;
         if (spec(j).contains("groups"))
           for (const Json& g : spec(j)["groups"]) n += g.contains("tasks") ? Int(g, "tasks") : 1;
         return std::to_string(n);
-      }, true, false, true);
-  add("gpus", "GPUS", [](const Json& j) { return Gpus(Int(j, "gpu_milli")); }, true, true, true);
-  add("types", "TYPES", [=](const Json& j) {
+      },
+      true, false, true);
+  add(
+      "gpus", "GPUS", [](const Json& j) { return Gpus(Int(j, "gpu_milli")); }, true, true, true);
+  add(
+      "types", "TYPES",
+      [=](const Json& j) {
         std::string out;
         if (spec(j).contains("gpu_types"))
           for (const Json& t : spec(j)["gpu_types"]) out += (out.empty() ? "" : ",") + Cell(t);
         return out.empty() ? std::string("any") : out;
-      }, false, false, true);
-  add("age", "AGE", [=](const Json& j) { return Age(Int(spec(j), "submit_time_ms"), now()); }, true,
-      true, true);
-  add("submitted", "SUBMITTED", [=](const Json& j) { return Moment(spec(j), "submit_time_ms"); },
+      },
       false, false, true);
-  add("started", "STARTED", [=](const Json& j) { return Moment(status(j), "start_time_ms"); },
+  add(
+      "age", "AGE", [=](const Json& j) { return Age(Int(spec(j), "submit_time_ms"), now()); }, true,
+      true, true);
+  add(
+      "submitted", "SUBMITTED", [=](const Json& j) { return Moment(spec(j), "submit_time_ms"); },
+      false, false, true);
+  add(
+      "started", "STARTED", [=](const Json& j) { return Moment(status(j), "start_time_ms"); },
       false, false, true);
   // A running job's nodes, or its reason while it is evicted; any other job's reason.
-  add("detail", "REASON / NODES", [=](const Json& j) {
+  add(
+      "detail", "REASON / NODES",
+      [=](const Json& j) {
         if (j.contains("reason")) return Str(j, "reason");
         return state(j) == "running" ? Where(j) : std::string();
-      }, false, true, false);
-  add("nodes", "NODES", [](const Json& j) { return Where(j); }, false, false, true);
-  add("reason", "REASON", [](const Json& j) { return Str(j, "reason"); }, false, false, true);
+      },
+      false, true, false);
+  add(
+      "nodes", "NODES", [](const Json& j) { return Where(j); }, false, false, true);
+  add(
+      "reason", "REASON", [](const Json& j) { return Str(j, "reason"); }, false, false, true);
   return k;
 }
 
@@ -388,20 +411,28 @@ inline Kind QueuesKind() {
       return q.contains("jobs") ? std::to_string(Int(q["jobs"], state)) : std::string("0");
     };
   };
-  add("queue", "QUEUE", [](const Json& q) { return Str(q, "name"); }, false, true, true);
-  add("parent", "PARENT", [](const Json& q) {
+  add(
+      "queue", "QUEUE", [](const Json& q) { return Str(q, "name"); }, false, true, true);
+  add(
+      "parent", "PARENT",
+      [](const Json& q) {
         const std::string p = Str(q, "parent");
         return p.empty() ? std::string("-") : p;
-      }, false, true, true);
-  add("priority", "PRIO", [](const Json& q) { return std::to_string(Int(q, "priority")); }, true,
+      },
+      false, true, true);
+  add(
+      "priority", "PRIO", [](const Json& q) { return std::to_string(Int(q, "priority")); }, true,
       true, true);
-  add("weight", "WEIGHT", [](const Json& q) { return std::to_string(Int(q, "weight")); }, true,
+  add(
+      "weight", "WEIGHT", [](const Json& q) { return std::to_string(Int(q, "weight")); }, true,
       true, true);
   add("pending", "PENDING", jobs("pending"), true, true, true);
   add("running", "RUNNING", jobs("running"), true, true, true);
   add("held", "HELD", jobs("held"), true, true, true);
   // Per resource: used / guaranteed (the subtree's nominal) / max, "-" where there is no limit.
-  add("usage", "GPUS USED / GUARANTEED / MAX", [](const Json& q) {
+  add(
+      "usage", "GPUS USED / GUARANTEED / MAX",
+      [](const Json& q) {
         std::string out;
         if (!q.contains("resources")) return out;
         for (const Json& r : q["resources"]) {
@@ -413,9 +444,12 @@ inline Kind QueuesKind() {
                              milli("usage_milli"), milli("nominal_milli"), milli("max_milli"));
         }
         return out;
-      }, false, true, true);
+      },
+      false, true, true);
   // The quota in force, as the cluster file writes it (set-quota changes it).
-  add("quota", "QUOTA", [](const Json& q) {
+  add(
+      "quota", "QUOTA",
+      [](const Json& q) {
         std::string out;
         if (!q.contains("quota") || !q["quota"].is_object()) return std::string("-");
         for (auto it = q["quota"].begin(); it != q["quota"].end(); ++it) {
@@ -429,7 +463,8 @@ inline Kind QueuesKind() {
           out += fmt::format("{}{} {{{}}}", out.empty() ? "" : "; ", it.key(), limits);
         }
         return out.empty() ? std::string("-") : out;
-      }, false, false, true);
+      },
+      false, false, true);
   return k;
 }
 
@@ -442,38 +477,60 @@ inline Kind NodesKind() {
                  bool right, bool in_default, bool in_wide) {
     k.columns.push_back({name, header, std::move(f), right, in_default, in_wide});
   };
-  add("node", "NODE", [](const Json& n) { return Str(n, "name"); }, false, true, true);
+  add(
+      "node", "NODE", [](const Json& n) { return Str(n, "name"); }, false, true, true);
   // An agent's node that is not ready says so: "schedulable (agent lost)".
-  add("state", "STATE", [](const Json& n) {
+  add(
+      "state", "STATE",
+      [](const Json& n) {
         std::string state = Str(n, "state");
         if (n.contains("agent") && n["agent"].is_object() && Str(n["agent"], "state") != "ready")
           state += " (agent " + Str(n["agent"], "state") + ")";
         return state;
-      }, false, true, true);
-  add("gpu_type", "GPU TYPE", [](const Json& n) {
+      },
+      false, true, true);
+  add(
+      "gpu_type", "GPU TYPE",
+      [](const Json& n) {
         return n.contains("gpus") && n["gpus"].is_array() && !n["gpus"].empty()
                    ? Str(n["gpus"][0], "type")
                    : std::string("-");
-      }, false, true, true);
-  add("gpus", "GPUS FREE", [](const Json& n) {
+      },
+      false, true, true);
+  add(
+      "gpus", "GPUS FREE",
+      [](const Json& n) {
         return Gpus(Int(n, "gpu_free_milli")) + "/" + Gpus(Int(n, "gpu_milli"));
-      }, true, true, true);
-  add("cpu", "CPU FREE", [](const Json& n) {
+      },
+      true, true, true);
+  add(
+      "cpu", "CPU FREE",
+      [](const Json& n) {
         return Gpus(Int(n, "cpu_free_milli")) + "/" + Gpus(Int(n, "cpu_milli"));
-      }, true, true, true);
-  add("memory", "MEM FREE GiB", [](const Json& n) {
+      },
+      true, true, true);
+  add(
+      "memory", "MEM FREE GiB",
+      [](const Json& n) {
         return fmt::format("{}/{}", Int(n, "memory_free_mib") / 1024, Int(n, "memory_mib") / 1024);
-      }, true, true, true);
-  add("jobs", "JOBS", [](const Json& n) {
+      },
+      true, true, true);
+  add(
+      "jobs", "JOBS",
+      [](const Json& n) {
         std::string out;
         if (n.contains("jobs"))
           for (const Json& id : n["jobs"]) out += (out.empty() ? "" : ",") + Cell(id);
         return out.empty() ? std::string("-") : out;
-      }, false, true, true);
-  add("reason", "REASON", [](const Json& n) {
+      },
+      false, true, true);
+  add(
+      "reason", "REASON",
+      [](const Json& n) {
         const std::string r = Str(n, "reason");
         return r.empty() ? std::string("-") : r;
-      }, false, false, true);
+      },
+      false, false, true);
   return k;
 }
 

@@ -601,9 +601,9 @@ class ClusterLoader {
     std::vector<std::optional<Value>> parents;
     std::vector<std::string> names;
     for (const Value& item : items) {
-      Map m(item, {"name", "parent", "weight", "priority", "preemptible", "preemptable",
-                   "preempt_within_queue", "preempt_lower_priority", "reclaim", "strict_fifo",
-                   "quota"});
+      Map m(item,
+            {"name", "parent", "weight", "priority", "preemptible", "preemptable",
+             "preempt_within_queue", "preempt_lower_priority", "reclaim", "strict_fifo", "quota"});
       QueueSpec q;
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();

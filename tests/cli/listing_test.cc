@@ -50,7 +50,7 @@ TEST(Listing, WideAddsTasksTypesTimesAndSplitsNodesFromReason) {
   const std::string wide = Show("wide", Jobs(), TwoJobs());
   EXPECT_EQ(wide.substr(0, wide.find('\n')),
             "ID  NAME      USER   QUEUE     CLASS  STATE    TASKS  GPUS  TYPES  AGE  SUBMITTED"
-            "                 STARTED               NODES                    REASON");
+            "             STARTED               NODES                    REASON");
   EXPECT_NE(wide.find("2027-01-15T07:59:57Z"), std::string::npos) << wide;  // submitted
   EXPECT_NE(wide.find("any"), std::string::npos) << wide;                   // job 2's types
 }
@@ -63,8 +63,8 @@ TEST(Listing, ColumnsByNameInTheGivenOrderCaseInsensitive) {
 }
 
 TEST(Listing, CustomColumnsReadJsonPaths) {
-  EXPECT_EQ(Show("custom-columns=JOB:.id,WHO:.spec.user,FIRST:.tasks[0],NONE:.spec.nothing",
-                 Jobs(), TwoJobs()),
+  EXPECT_EQ(Show("custom-columns=JOB:.id,WHO:.spec.user,FIRST:.tasks[0],NONE:.spec.nothing", Jobs(),
+                 TwoJobs()),
             "JOB  WHO    FIRST        NONE\n"
             "1    alice  h800-0[0-7]  -\n"
             "2    bob    -            -\n");
@@ -130,7 +130,7 @@ TEST(Listing, NodesSayWhenTheirAgentIsNotReady) {
     "memory_free_mib": 1048576, "memory_mib": 2097152, "jobs": [3, 4]}])");
   EXPECT_EQ(Show("node,state,gpus,jobs", NodesKind(), nodes),
             "NODE    STATE                     GPUS FREE  JOBS\n"
-            "h800-0  schedulable (agent lost)    7.5/8  3,4\n");
+            "h800-0  schedulable (agent lost)      7.5/8  3,4\n");
 }
 
 TEST(Listing, CommaListsLeaveEmptyValuesOut) {

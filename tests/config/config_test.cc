@@ -302,24 +302,24 @@ TEST(ConfigCluster, Parses) {
 // "May be evicted" has one spelling, preemptible, for classes and queues; preemptable, the
 // queues' old spelling, is its alias, kept for lint to note.
 TEST(ConfigCluster, PreemptibleAndItsAlias) {
-  ClusterConfig c = MustParseCluster(
-      Edit("  - name: batch\n", "  - name: batch\n    preemptible: false\n"));
+  ClusterConfig c =
+      MustParseCluster(Edit("  - name: batch\n", "  - name: batch\n    preemptible: false\n"));
   EXPECT_FALSE(c.cluster.queues[2].preemptable);
   EXPECT_TRUE(c.aliases.empty());
-  ClusterConfig alias = MustParseCluster(Edit(
-      "  - name: batch\n", "  - name: batch\n    preemptable: false\n"));
+  ClusterConfig alias =
+      MustParseCluster(Edit("  - name: batch\n", "  - name: batch\n    preemptable: false\n"));
   EXPECT_FALSE(alias.cluster.queues[2].preemptable);
   ASSERT_EQ(alias.aliases.size(), 1u);
   EXPECT_EQ(alias.aliases[0].field, "queues[2].preemptable");
   EXPECT_EQ(alias.aliases[0].canonical, "preemptible");
-  ClusterConfig of_class = MustParseCluster(Edit("{name: P1, value: 100}",
-                                                 "{name: P1, value: 100, preemptable: false}"));
+  ClusterConfig of_class = MustParseCluster(
+      Edit("{name: P1, value: 100}", "{name: P1, value: 100, preemptable: false}"));
   EXPECT_FALSE(of_class.cluster.priority_classes[1].preemptible);
   ASSERT_EQ(of_class.aliases.size(), 1u);
   EXPECT_EQ(of_class.aliases[0].field, "priority_classes[1].preemptable");
   EXPECT_EQ(ClusterError(Edit("  - name: batch\n",
                               "  - name: batch\n    preemptible: true\n    preemptable: true\n")),
-            "c.yaml:15:5: queues[2].preemptable: give preemptible or its alias preemptable, not "
+            "c.yaml:14:5: queues[2].preemptable: give preemptible or its alias preemptable, not "
             "both");
 }
 
