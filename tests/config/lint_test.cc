@@ -766,6 +766,23 @@ configurations:
   EXPECT_EQ(w[3].field, "workloads[0].job.gpu_memory");
 }
 
+TEST(LintScenario, AliasSpellingInEachConfiguration) {
+  std::string yaml = std::string(kScenario) + R"(  - name: prep
+    arrivals: {every: 6h}
+    work: 10m
+    job: {queue: q, priority_class: hi, gpus: 1}
+configurations:
+  - name: a
+  - name: b
+)";
+  yaml.replace(yaml.find("{name: q}"), std::string("{name: q}").size(),
+               "{name: q, preemptable: true}");
+  std::vector<LintWarning> w = WithCode(LintScenarioYaml(yaml), kLintAliasSpelling);
+  ASSERT_EQ(w.size(), 2u) << Describe(w);
+  EXPECT_EQ(w[0].field, "cluster.queues[0].preemptable");
+  EXPECT_EQ(w[1].field, "cluster.queues[0].preemptable");
+}
+
 // ---- The examples ----
 
 TEST(LintExamples, ClusterWarnsOnlyAboutItsTokensAndJobsAboutCheckpoints) {
