@@ -779,8 +779,9 @@ configurations:
                "{name: q, preemptable: true}");
   std::vector<LintWarning> w = WithCode(LintScenarioYaml(yaml), kLintAliasSpelling);
   ASSERT_EQ(w.size(), 2u) << Describe(w);
-  EXPECT_EQ(w[0].field, "cluster.queues[0].preemptable");
-  EXPECT_EQ(w[1].field, "cluster.queues[0].preemptable");
+  // Named in the configuration it reaches (the cluster merged with its overrides).
+  EXPECT_EQ(w[0].field, "configurations[0].queues[0].preemptable");
+  EXPECT_EQ(w[1].field, "configurations[1].queues[0].preemptable");
 }
 
 // ---- The examples ----
