@@ -7,9 +7,11 @@
 // status: 0 on success, 1 when the server refuses or cannot be reached, 2 on usage errors.
 #include <fmt/format.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -29,8 +31,10 @@
 #include "arbiter/quantity.h"
 #include "arbiter/store.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/history.h"
 #include "cli/http.h"
+#include "cli/listing.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/reader.h"
@@ -41,12 +45,10 @@ namespace arbiter::cli {
 
 using Json = nlohmann::json;
 
-std::string FormatGpus(std::int64_t milli) {
-  if (milli % kMilliPerGpu == 0) return std::to_string(milli / kMilliPerGpu);
-  return fmt::format("{:.3g}", static_cast<double>(milli) / kMilliPerGpu);
-}
+std::string FormatGpus(std::int64_t milli) { return limits::FormatGpus(milli); }
 
 struct ClientOptions {
+  std::string subcommand;  // the one run: errors name its flags (flags.h)
   std::string server, token, token_file, ca_file, failover_timeout;
   bool json = false;
   // submit
@@ -58,9 +60,14 @@ struct ClientOptions {
   // logs
   int task = 0;
   std::int64_t tail = -1;
-  // jobs
+  // jobs (comma-separated lists), queues, nodes
   std::string filter_queue, filter_state, filter_user;
   int limit = 0;
+  std::string format;  // -o: listing.h
+  bool watch = false;
+  // set-quota
+  std::string quota_queue, resource, nominal, borrowing_limit, lending_limit, max;
+  bool reset = false, remove = false;
   // job ids, node, reason
   std::vector<std::string> ids;
   std::string node, reason;
@@ -291,8 +298,14 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
   Json json = parsed.ok() ? Printable(std::move(parsed).value()) : Json(Json::value_t::discarded);
   if (res.status >= 400) {
     std::string message = limits::Printable(res.body, "\n");
-    if (!json.is_discarded() && json.contains("error") && json["error"].is_object())
-      message = json["error"].value("message", "");
+    if (!json.is_discarded() && json.contains("error") && json["error"].is_object()) {
+      const Json& error = json["error"];
+      message = error.value("message", "");
+      // A job from a file is the file's: its fields are not flags.
+      if (error.contains("field") && error["field"].is_string() &&
+          !(o.subcommand == "submit" && !o.file.empty()))
+        message = NameTheFlag(o.subcommand, error["field"].get<std::string>(), message);
+    }
     fmt::print(stderr, "error: {}{} (HTTP {})\n", what, message, res.status);
     return std::nullopt;
   }
@@ -307,15 +320,6 @@ Millis NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// A job's age for the listing's narrow column: its largest unit only (`42s`, `5m`, `3h`, `2d`).
-std::string Age(Millis since) {
-  const Millis s = std::max<Millis>(0, (NowMillis() - since) / 1000);
-  if (s < 120) return fmt::format("{}s", s);
-  if (s < 7200) return fmt::format("{}m", s / 60);
-  if (s < 172800) return fmt::format("{}h", s / 3600);
-  return fmt::format("{}d", s / 86400);
 }
 
 // A moment of the server's (Unix milliseconds) as every output prints it: ISO 8601 UTC.
@@ -341,32 +345,6 @@ template <typename T>
 T Check(Result<T> r) {
   if (!r.ok()) throw UsageError{r.status().message()};
   return std::move(r).value();
-}
-
-// The flag that sets a field of a spec built from flags alone, for its errors.
-std::string FlagOf(const std::string& field) {
-  static const std::vector<std::pair<std::string, std::string>> kFlags = {
-      {"name", "--name"},
-      {"queue", "-q/--queue"},
-      {"priority_class", "-p/--priority-class"},
-      {"groups[0].tasks", "-n/--tasks"},
-      {"groups[0].gpu_milli", "-g/--gpus"},
-      {"groups[0].gpu_memory_mib", "--gpu-memory"},
-      {"groups[0].cpu_milli", "--cpu"},
-      {"groups[0].memory_mib", "--memory"},
-      {"gpu_types", "-t/--gpu-type"},
-      {"topology.level", "--topology"},
-      {"runtime_estimate_ms", "-r/--runtime"},
-      {"checkpoint_interval_ms", "--checkpoint-interval"},
-      {"argv", "the command after --"},
-      {"command", "--sh"},
-      {"env", "-e/--env"},
-      {"max_retries", "--max-retries"},
-      {"idempotency_key", "--idempotency-key"}};
-  for (const auto& [f, flag] : kFlags) {
-    if (field == f || field.rfind(f + "[", 0) == 0 || field.rfind(f + ".", 0) == 0) return flag;
-  }
-  return field;
 }
 
 // A job from a file (`-f`, read as a jobs file: config::ParseJobSpecs) or from the flags alone,
@@ -449,11 +427,11 @@ std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
   job.groups.push_back(TaskGroup{limits::DefaultGroupName(0, 1), 1, {}});
   apply(job);
   if (Status st = store::ValidateJobSpec(job); !st.ok()) {
-    const std::string flag = FlagOf(st.field());
-    if (st.detail() == "must not be empty" && flag != st.field()) {
+    const std::string flag = FlagOf("submit", st.field());
+    if (st.detail() == "must not be empty" && !flag.empty()) {
       throw UsageError{fmt::format("{}: required", flag)};
     }
-    throw UsageError{fmt::format("{}: {}", flag, st.detail())};
+    throw UsageError{fmt::format("{}: {}", flag.empty() ? st.field() : flag, st.detail())};
   }
   return {std::move(job)};
 }
@@ -513,45 +491,110 @@ int Submit(const ClientOptions& o) {
 
 std::string JobGpus(const Json& job) { return FormatGpus(job.value("gpu_milli", 0)); }
 
-std::string Where(const Json& job) {
-  std::string out;
-  for (const auto& t : job.value("tasks", Json::array()))
-    out += (out.empty() ? "" : " ") + t.get<std::string>();
-  return out;
-}
+std::string Where(const Json& job) { return listing::Where(job); }
 
-int Jobs(const ClientOptions& o) {
+// The query of `arbiter jobs`'s filters: comma-separated values, as the server takes them.
+std::string JobsQuery(const ClientOptions& o) {
   std::string query;
   auto add = [&](const char* key, const std::string& value) {
     if (!value.empty()) {
       query += fmt::format("{}{}={}", query.empty() ? "?" : "&", key, EncodeQueryParam(value));
     }
   };
+  static constexpr std::string_view kStates[] = {"pending",   "held",   "running",
+                                                 "completed", "failed", "cancelled"};
+  for (const std::string& state : listing::CommaList(o.filter_state)) {
+    if (std::find(std::begin(kStates), std::end(kStates), state) == std::end(kStates))
+      throw UsageError{fmt::format(
+          "-s/--state: unknown job state '{}' (known: pending, held, running, completed, "
+          "failed, cancelled; several separated by commas)",
+          state)};
+  }
   add("queue", o.filter_queue);
   add("state", o.filter_state);
   add("user", o.filter_user);
+  if (o.limit < 0) throw UsageError{fmt::format("--limit: must be positive, got {}", o.limit)};
   if (o.limit > 0) add("limit", std::to_string(o.limit));
-  std::optional<Json> answer = Call(o, "GET", "/v1/jobs" + query);
-  if (!answer) return 1;
-  if (o.json) {
-    fmt::print("{}\n", (*answer)["jobs"].dump(2));
-    return 0;
+  return query;
+}
+
+// One listing: the items at `path`, under `kind.what` in the answer, printed as `format` says;
+// a truncated listing says so on standard error. Returns the answer's event cursor (0 if none),
+// or nullopt when the call failed.
+std::optional<std::uint64_t> ListOnce(const ClientOptions& o, const listing::Kind& kind,
+                                      const listing::Format& format, const std::string& path,
+                                      bool again) {
+  std::optional<Json> answer = Call(o, "GET", path);
+  if (!answer) return std::nullopt;
+  const Json items = answer->value(kind.what, Json::array());
+  std::string text = listing::Render(format, kind, items);
+  if (again) {
+    // A terminal is redrawn; anything else gets each listing after the last.
+    if (::isatty(STDOUT_FILENO) != 0) {
+      text = "\033[H\033[2J" + text;
+    } else {
+      text = (format.style == listing::Format::Style::kYaml ? "---\n" : "\n") + text;
+    }
   }
-  fmt::print("{:>7} {:<20} {:<10} {:<11} {:<6} {:<9} {:>5} {:>5}  {}\n", "ID", "NAME", "USER",
-             "QUEUE", "CLASS", "STATE", "GPUS", "AGE", "REASON / NODES");
-  for (const Json& j : (*answer)["jobs"]) {
-    const Json& spec = j["spec"];
-    const Json& status = j["status"];
-    const std::string state = status.value("state", "pending");
-    std::string detail = state == "running" ? Where(j) : j.value("reason", std::string());
-    if (state == "running" && j.contains("reason")) detail = j["reason"].get<std::string>();
-    fmt::print("{:>7} {:<20} {:<10} {:<11} {:<6} {:<9} {:>5} {:>5}  {}\n",
-               j["id"].get<std::uint64_t>(), spec.value("name", ""), spec.value("user", ""),
-               spec.value("queue", ""),
-               status.value("priority_class", spec.value("priority_class", "")), state, JobGpus(j),
-               Age(spec.value("submit_time_ms", Millis{0})), detail);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  if (answer->value("truncated", false)) {
+    fmt::print(stderr,
+               "note: listed the first {} {} only, more match: give --limit with a larger number "
+               "(at most 10000 are kept), or narrow with -q, -s or -u\n",
+               items.size(), kind.what);
   }
-  return 0;
+  return answer->value("cursor", std::uint64_t{0});
+}
+
+// Waits (a long poll of the event stream, docs/api.md "Events") until something happens after
+// `cursor`; returns the new cursor, or nullopt when the server cannot be reached.
+std::optional<std::uint64_t> WaitForChange(const ClientOptions& o, std::uint64_t cursor) {
+  const Connection c = Connect(o);
+  HttpRequest request;
+  request.method = "GET";
+  request.path = fmt::format("/v1/events?cursor={}&limit=1000&wait=30", cursor);
+  request.connect_timeout = std::chrono::seconds(5);
+  request.read_timeout = std::chrono::seconds(90);
+  const HttpAnswer res = Send(c, std::move(request));
+  if (res.status == 0) {
+    fmt::print(stderr, "error: --watch: {}\n", Unreachable(c, res.error));
+    return std::nullopt;
+  }
+  Result<Json> json = store::ParseJson(res.body);
+  if (res.status != 200 || !json.ok() || !json->is_object()) {
+    std::string message = limits::Printable(res.body);
+    if (json.ok() && json->contains("error") && (*json)["error"].is_object())
+      message = limits::Printable((*json)["error"].value("message", ""));
+    fmt::print(stderr, "error: --watch: {} (HTTP {})\n", message, res.status);
+    return std::nullopt;
+  }
+  return json->value("cursor", cursor);
+}
+
+// `arbiter jobs|queues|nodes [-o FORMAT] [--watch]`: the listing, and with --watch again at each
+// change the event stream reports (at most once a second) until interrupted.
+int List(const ClientOptions& o, const listing::Kind& kind, const std::string& path) {
+  const std::string spelled = o.json && o.format.empty() ? std::string("json") : o.format;
+  Result<listing::Format> format = listing::ParseFormat(spelled, kind);
+  if (!format.ok()) throw UsageError{format.status().message()};
+  std::optional<std::uint64_t> cursor = ListOnce(o, kind, *format, path, false);
+  if (!cursor) return 1;
+  if (!o.watch) return 0;
+  while (true) {
+    const auto since = std::chrono::steady_clock::now();
+    const std::optional<std::uint64_t> next = WaitForChange(o, *cursor);
+    if (!next) return 1;
+    if (*next == *cursor) continue;  // the long poll's wait ended with nothing new
+    std::this_thread::sleep_until(since + std::chrono::seconds(1));
+    cursor = ListOnce(o, kind, *format, path, true);
+    if (!cursor) return 1;
+    *cursor = std::max(*cursor, *next);
+  }
+}
+
+int Jobs(const ClientOptions& o) {
+  return List(o, listing::JobsKind(&NowMillis), "/v1/jobs" + JobsQuery(o));
 }
 
 // A job id: a positive number. `none`: what the error adds ("nothing was cancelled").
@@ -683,65 +726,107 @@ int JobAction(const ClientOptions& o, const std::string& action) {
   return status;
 }
 
-int Queues(const ClientOptions& o) {
-  std::optional<Json> answer = Call(o, "GET", "/v1/queues");
+// `arbiter set-priority ID... -p CLASS`: each job's priority class (PATCH /v1/jobs/ID; admin, or
+// the submitter with a class its token allows). Every id is checked first, as cancel does.
+int SetPriority(const ClientOptions& o) {
+  if (o.priority_class.empty()) throw UsageError{"-p/--priority-class: required"};
+  for (const std::string& id : o.ids) CheckId(id, " (no priority was changed)");
+  int status = 0;
+  for (const std::string& id : o.ids) {
+    std::optional<Json> answer =
+        Call(o, "PATCH", "/v1/jobs/" + id, Json{{"priority_class", o.priority_class}},
+             "job " + id + ": ");
+    if (!answer) {
+      status = 1;
+      continue;
+    }
+    if (o.json) {
+      fmt::print("{}\n", answer->dump());
+    } else {
+      fmt::print("job {}: priority class {}\n", id, o.priority_class);
+    }
+  }
+  return status;
+}
+
+// A queue's quota (the store's milli-GPU form, as GET /v1/queues shows it) in the cluster file's
+// words: "H800 {nominal: 48, borrowing_limit: 8}; gpu {max: 100}".
+std::string QuotaText(const Json& quota) {
+  Json queue{{"quota", quota}};
+  const listing::Kind kind = listing::QueuesKind();
+  for (const listing::Column& c : kind.columns)
+    if (c.name == "quota") return c.value(queue);
+  return "-";
+}
+
+// `arbiter set-quota QUEUE RESOURCE [--nominal N] [--borrowing-limit N] [--lending-limit N]
+// [--max N]`: sets the limits of one resource (`gpu` or a GPU model) of the queue's quota to
+// those given, in the cluster file's units (16, 0.5, 500m), keeping its other resources;
+// `--remove` drops the resource, `--reset` goes back to the configuration's quota (admin).
+int SetQuota(const ClientOptions& o) {
+  const std::string& queue = o.quota_queue;
+  const bool limits_given = !o.nominal.empty() || !o.borrowing_limit.empty() ||
+                            !o.lending_limit.empty() || !o.max.empty();
+  if (o.reset && (limits_given || o.remove || !o.resource.empty()))
+    throw UsageError{
+        "--reset: the whole quota goes back to the configuration's; give no "
+        "RESOURCE, limit or --remove with it"};
+  std::optional<Json> answer;
+  if (o.reset) {
+    answer = Call(o, "DELETE", "/v1/queues/" + EncodeQueryParam(queue) + "/quota");
+  } else {
+    if (o.resource.empty())
+      throw UsageError{
+          "RESOURCE: required (gpu, for all GPU types together, or a GPU model), "
+          "or --reset"};
+    if (!limits_given && !o.remove)
+      throw UsageError{
+          "give at least one of --nominal, --borrowing-limit, --lending-limit, "
+          "--max, or --remove"};
+    if (limits_given && o.remove) throw UsageError{"--remove: give no limit with it"};
+    std::optional<Json> queues = Call(o, "GET", "/v1/queues");
+    if (!queues) return 1;
+    const Json* found = nullptr;
+    std::vector<std::string> names;
+    if (!queues->contains("queues") || !(*queues)["queues"].is_array())
+      throw UsageError{"GET /v1/queues: expected a list of queues"};
+    for (const Json& q : (*queues)["queues"]) {
+      names.push_back(q.value("name", ""));
+      if (q.value("name", "") == queue) found = &q;
+    }
+    if (found == nullptr) {
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw UsageError{fmt::format("QUEUE: no queue '{}' (queues: {})", queue, known)};
+    }
+    Json quota = found->value("quota", Json::object());
+    if (!quota.is_object()) quota = Json::object();
+    if (o.remove) {
+      quota.erase(o.resource);
+    } else {
+      // The values as typed: the server reads them with the cluster file's parser.
+      Json limits = Json::object();
+      if (!o.nominal.empty()) limits["nominal"] = o.nominal;
+      if (!o.borrowing_limit.empty()) limits["borrowing_limit"] = o.borrowing_limit;
+      if (!o.lending_limit.empty()) limits["lending_limit"] = o.lending_limit;
+      if (!o.max.empty()) limits["max"] = o.max;
+      quota[o.resource] = std::move(limits);
+    }
+    answer = Call(o, "PUT", "/v1/queues/" + EncodeQueryParam(queue) + "/quota", quota);
+  }
   if (!answer) return 1;
   if (o.json) {
-    fmt::print("{}\n", (*answer)["queues"].dump(2));
-    return 0;
-  }
-  fmt::print("{:<14} {:<10} {:>4} {:>6} {:>7} {:>7} {:>5}  {}\n", "QUEUE", "PARENT", "PRIO",
-             "WEIGHT", "PENDING", "RUNNING", "HELD", "GPUS USED / GUARANTEED / MAX");
-  for (const Json& q : (*answer)["queues"]) {
-    std::string usage;
-    for (const Json& r : q["resources"]) {
-      auto milli = [&](const char* k) {
-        return r.contains(k) && !r[k].is_null() ? FormatGpus(r[k].get<std::int64_t>()) : "-";
-      };
-      usage +=
-          fmt::format("{}{} {}/{}/{}", usage.empty() ? "" : ", ", r["resource"].get<std::string>(),
-                      milli("usage_milli"), milli("nominal_milli"), milli("max_milli"));
-    }
-    const Json& jobs = q["jobs"];
-    fmt::print("{:<14} {:<10} {:>4} {:>6} {:>7} {:>7} {:>5}  {}\n", q["name"].get<std::string>(),
-               q["parent"].is_null() ? "-" : q["parent"].get<std::string>(),
-               q["priority"].get<int>(), q["weight"].get<int>(), jobs.value("pending", 0),
-               jobs.value("running", 0), jobs.value("held", 0), usage);
+    fmt::print("{}\n", answer->dump());
+  } else {
+    fmt::print("queue {}: quota {}{}\n", queue, QuotaText(answer->value("quota", Json::object())),
+               o.reset ? " (the configuration's)" : "");
   }
   return 0;
 }
 
-int Nodes(const ClientOptions& o) {
-  std::optional<Json> answer = Call(o, "GET", "/v1/nodes");
-  if (!answer) return 1;
-  if (o.json) {
-    fmt::print("{}\n", (*answer)["nodes"].dump(2));
-    return 0;
-  }
-  fmt::print("{:<14} {:<12} {:<10} {:>11} {:>11} {:>13}  {}\n", "NODE", "STATE", "GPU TYPE",
-             "GPUS FREE", "CPU FREE", "MEM FREE GiB", "JOBS");
-  for (const Json& n : (*answer)["nodes"]) {
-    std::string type = "-";
-    if (!n["gpus"].empty()) type = n["gpus"][0]["type"].get<std::string>();
-    std::string jobs;
-    for (const Json& id : n["jobs"])
-      jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::uint64_t>());
-    // An agent's node that is not ready says so in its state: "schedulable (agent lost)".
-    std::string state = n["state"].get<std::string>();
-    if (n.contains("agent") && n["agent"].is_object() && n["agent"]["state"] != "ready")
-      state += " (agent " + n["agent"]["state"].get<std::string>() + ")";
-    fmt::print("{:<14} {:<12} {:<10} {:>11} {:>11} {:>13}  {}\n", n["name"].get<std::string>(),
-               state, type,
-               fmt::format("{}/{}", FormatGpus(n["gpu_free_milli"].get<std::int64_t>()),
-                           FormatGpus(n["gpu_milli"].get<std::int64_t>())),
-               fmt::format("{}/{}", n["cpu_free_milli"].get<std::int64_t>() / 1000,
-                           n["cpu_milli"].get<std::int64_t>() / 1000),
-               fmt::format("{}/{}", n["memory_free_mib"].get<std::int64_t>() / 1024,
-                           n["memory_mib"].get<std::int64_t>() / 1024),
-               jobs.empty() ? "-" : jobs);
-  }
-  return 0;
-}
+int Queues(const ClientOptions& o) { return List(o, listing::QueuesKind(), "/v1/queues"); }
+
+int Nodes(const ClientOptions& o) { return List(o, listing::NodesKind(), "/v1/nodes"); }
 
 int NodeAction(const ClientOptions& o, const std::string& action) {
   std::optional<Json> body;
@@ -860,6 +945,10 @@ int HistoryCommand(const ClientOptions& o) {
     fmt::print(stderr, "error: GET /v1/jobs: expected a list of jobs\n");
     return 1;
   }
+  if (answer->value("truncated", false))
+    fmt::print(stderr,
+               "note: the server lists at most {} jobs: the history has the first of them\n",
+               list->size());
   History history;
   history.taken_at = loaded->snapshot.taken_at;
   history.snapshot_text = *snapshot;
@@ -912,7 +1001,7 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
 bool IsClientCommand(std::string_view name) {
   for (std::string_view command :
        {"submit", "jobs", "job", "cancel", "hold", "release", "logs", "queues", "nodes", "cordon",
-        "uncordon", "drain", "snapshot", "history"}) {
+        "uncordon", "drain", "snapshot", "history", "set-priority", "set-quota"}) {
     if (name == command) return true;
   }
   return false;
@@ -957,12 +1046,25 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     submit->add_option("command", o.command, "The program to run and its arguments (after --)");
   }
 
+  // The list commands: -o and --watch (listing.h).
+  auto list_flags = [&o](CLI::App* cmd, const listing::Kind& kind) {
+    cmd->add_option("-o,--output", o.format,
+                    "Output: wide, json, yaml, name (" + kind.name_column +
+                        " only), columns separated by commas (" + listing::ColumnNames(kind) +
+                        ") or custom-columns=HEADER:.json.path,...");
+    cmd->add_flag("-w,--watch", o.watch,
+                  "Print again at each change (the server's events), until interrupted");
+  };
   if (wanted("jobs")) {
     CLI::App* jobs = add("jobs", "List jobs (like squeue)", &Jobs);
-    jobs->add_option("-q,--queue", o.filter_queue, "Only this queue");
-    jobs->add_option("-s,--state", o.filter_state, "Only this state (pending, running, ...)");
-    jobs->add_option("-u,--user", o.filter_user, "Only this user's");
-    jobs->add_option("--limit", o.limit, "At most this many (default 1000)");
+    jobs->add_option("-q,--queue", o.filter_queue, "Only these queues (separated by commas)");
+    jobs->add_option("-s,--state", o.filter_state,
+                     "Only these states, separated by commas (pending, held, running, completed, "
+                     "failed, cancelled)");
+    jobs->add_option("-u,--user", o.filter_user, "Only these users' (separated by commas)");
+    jobs->add_option("--limit", o.limit,
+                     "At most this many (default 1000; a listing cut short says so on stderr)");
+    list_flags(jobs, listing::JobsKind(&NowMillis));
   }
 
   if (wanted("job"))
@@ -990,8 +1092,33 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     logs->add_option("--task", o.task, "Task index (rank; default 0)");
     logs->add_option("--tail", o.tail, "Only the last BYTES bytes");
   }
-  if (wanted("queues")) add("queues", "List queues: usage against guarantee and max", &Queues);
-  if (wanted("nodes")) add("nodes", "List nodes", &Nodes);
+  if (wanted("queues"))
+    list_flags(add("queues", "List queues: usage against guarantee and max", &Queues),
+               listing::QueuesKind());
+  if (wanted("nodes")) list_flags(add("nodes", "List nodes", &Nodes), listing::NodesKind());
+  if (wanted("set-priority")) {
+    CLI::App* cmd = add("set-priority",
+                        "Change jobs' priority class (admin, or the submitter with a class its "
+                        "token allows; every id is checked first)",
+                        &SetPriority);
+    cmd->add_option("ID", o.ids, "Job ids")->required();
+    cmd->add_option("-p,--priority-class", o.priority_class, "The new priority class")->required();
+  }
+  if (wanted("set-quota")) {
+    CLI::App* cmd =
+        add("set-quota",
+            "Change one resource of a queue's quota, in the cluster file's units: GPUs, 16, 0.5 "
+            "or 500m (admin); stored, until --reset",
+            &SetQuota);
+    cmd->add_option("QUEUE", o.quota_queue, "Queue")->required();
+    cmd->add_option("RESOURCE", o.resource, "gpu (all GPU types together) or a GPU model");
+    cmd->add_option("--nominal", o.nominal, "Guaranteed GPUs");
+    cmd->add_option("--borrowing-limit", o.borrowing_limit, "How far above nominal it may borrow");
+    cmd->add_option("--lending-limit", o.lending_limit, "How much of its unused nominal it lends");
+    cmd->add_option("--max", o.max, "At most this many GPUs");
+    cmd->add_flag("--remove", o.remove, "Drop RESOURCE from the quota");
+    cmd->add_flag("--reset", o.reset, "Go back to the configuration's quota");
+  }
   for (auto [name, help, run] :
        std::vector<std::tuple<const char*, const char*, int (*)(const ClientOptions&)>>{
            {"cordon", "Cordon a node: nothing new lands on it (admin)",
@@ -1040,6 +1167,7 @@ bool NeedsWholeProgram(const ClientCommands& commands) {
 std::optional<int> RunClientCommand(const ClientCommands& commands) {
   for (const auto& [cmd, run] : commands.commands) {
     if (!cmd->parsed()) continue;
+    commands.options->subcommand = cmd->get_name();
     try {
       return run(*commands.options);
     } catch (const UsageError& e) {

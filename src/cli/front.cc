@@ -1,5 +1,6 @@
 // The arbiter command's front. The commands that talk to the server over plain HTTP (submit, jobs,
-// job, cancel, hold, release, logs, queues, nodes, cordon, uncordon, drain, snapshot) run here, in
+// job, cancel, hold, release, set-priority, logs, queues, set-quota, nodes, cordon, uncordon,
+// drain, snapshot, history) run here, in
 // a program that loads no shared library but the C library and initialises only what the command
 // uses: its start costs a fraction of a millisecond, where the whole program (`arbiter-full`: the
 // server, the agent, the simulator; OpenSSL, cpp-httplib, SQLite, yaml-cpp, fmt, libstdc++)

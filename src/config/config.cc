@@ -386,6 +386,18 @@ class ClusterLoader {
     }
   }
 
+  // Whether the class's or queue's work may be evicted: `preemptible`, or the alias
+  // `preemptable` (the queues' spelling before both took one), which lint notes.
+  const Value* Preemptible(const Map& m) {
+    const Value* alias = m.Find("preemptable");
+    if (alias == nullptr) return m.Find("preemptible");
+    if (m.Has("preemptible")) {
+      m.Key("preemptable").Fail("give preemptible or its alias preemptable, not both");
+    }
+    out_.aliases.push_back({alias->path(), "preemptible"});
+    return alias;
+  }
+
   static Millis PositiveDuration(const Value& v) {
     Millis d = v.Duration();
     if (d <= 0) v.Fail(fmt::format("must be positive, got {}", v.String()));
@@ -397,7 +409,7 @@ class ClusterLoader {
     if (items.empty()) value.Fail("list at least one priority class");
     std::map<std::string, int> seen;  // name -> line
     for (const Value& item : items) {
-      Map m(item, {"name", "value", "preemptible", "min_runtime", "grace_period",
+      Map m(item, {"name", "value", "preemptible", "preemptable", "min_runtime", "grace_period",
                    "checkpoint_signal", "max_evictions", "eviction_window", "eviction_cooldown"});
       PriorityClassSpec pc;
       const Value& name = m.Get("name");
@@ -407,7 +419,7 @@ class ClusterLoader {
             fmt::format("duplicate priority class '{}' (first at line {})", pc.name, it->second));
       }
       pc.value = m.Get("value").Int32(kInt32Min, kInt32Max);
-      if (const Value* v = m.Find("preemptible")) pc.preemptible = v->Bool();
+      if (const Value* v = Preemptible(m)) pc.preemptible = v->Bool();
       if (const Value* v = m.Find("min_runtime")) pc.min_runtime = v->Duration();
       if (const Value* v = m.Find("grace_period")) pc.grace_period = v->Duration();
       if (const Value* v = m.Find("checkpoint_signal")) {
@@ -591,8 +603,9 @@ class ClusterLoader {
     std::vector<std::optional<Value>> parents;
     std::vector<std::string> names;
     for (const Value& item : items) {
-      Map m(item, {"name", "parent", "weight", "priority", "preemptable", "preempt_within_queue",
-                   "preempt_lower_priority", "reclaim", "strict_fifo", "quota"});
+      Map m(item,
+            {"name", "parent", "weight", "priority", "preemptible", "preemptable",
+             "preempt_within_queue", "preempt_lower_priority", "reclaim", "strict_fifo", "quota"});
       QueueSpec q;
       const Value& name = m.Get("name");
       q.name = name.NonEmptyString();
@@ -608,7 +621,7 @@ class ClusterLoader {
       }
       if (const Value* v = m.Find("weight")) q.weight = v->Int32(1, kInt32Max);
       if (const Value* v = m.Find("priority")) q.priority = v->Int32(kInt32Min, kInt32Max);
-      if (const Value* v = m.Find("preemptable")) q.preemptable = v->Bool();
+      if (const Value* v = Preemptible(m)) q.preemptable = v->Bool();
       if (const Value* v = m.Find("preempt_within_queue")) q.preempt_within_queue = v->Bool();
       if (const Value* v = m.Find("reclaim")) q.reclaim = v->Bool();
       if (const Value* v = m.Find("strict_fifo")) q.strict_fifo = v->Bool();
@@ -653,13 +666,7 @@ class ClusterLoader {
       value.Fail("give at least one of nominal, borrowing_limit, lending_limit, max");
     }
     QuotaSpec q;
-    // Every value at most limits::kMaxQuotaMilli: the queue tree's sums never overflow.
-    auto gpus = [](const Value& v) {
-      const MilliGpu g = v.Gpus();
-      if (g.value() > limits::kMaxQuotaMilli)
-        v.Fail(fmt::format("must be at most {} GPUs", limits::kMaxQuotaMilli / kMilliPerGpu));
-      return g;
-    };
+    auto gpus = [](const Value& v) { return v.QuotaGpus(); };
     if (const Value* v = m.Find("nominal")) q.nominal = gpus(*v);
     if (const Value* v = m.Find("borrowing_limit")) q.borrowing_limit = gpus(*v);
     if (const Value* v = m.Find("lending_limit")) q.lending_limit = gpus(*v);

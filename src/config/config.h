@@ -99,12 +99,21 @@ struct BareMemory {
   std::int64_t mib = 0;
 };
 
+// A field written in an accepted alias spelling (`preemptable:` for `preemptible:`), kept for
+// lint, which notes the spelling to use.
+struct SpellingAlias {
+  std::string field;      // as the file wrote it: "queues[2].preemptable"
+  std::string canonical;  // "preemptible"
+};
+
 struct ClusterConfig {
   ClusterSpec cluster;
   EngineOptions engine;  // `scheduler:` section; defaults of engine.h where not given
   ServerConfig server;   // `server:` section
   // The nodes' memory fields written as bare numbers, in file order (for lint).
   std::vector<BareMemory> bare_memory;
+  // Fields written in an alias spelling, in file order (for lint).
+  std::vector<SpellingAlias> aliases;
 };
 
 // Reads and parses a cluster file. Besides types and values it checks, with positions, duplicate
@@ -141,6 +150,13 @@ Result<std::vector<store::JobSpec>> ParseJobSpecs(
 //
 // GPUs: "2", "0.5", "500m" (milli-GPU); at most 1 milli-GPU of precision.
 Result<MilliGpu> ParseGpus(std::string_view text, std::string_view field);
+// A queue's quota value (nominal, borrowing_limit, lending_limit, max) as the cluster file and the
+// quota API (`PUT /v1/queues/NAME/quota`) both take it: GPUs as ParseGpus reads them, at most
+// limits::kMaxQuotaMilli (so that the queue tree's sums never overflow).
+Result<MilliGpu> ParseQuotaGpus(std::string_view text, std::string_view field);
+// The fields of one resource's quota, in the cluster file's spelling.
+inline constexpr std::array<std::string_view, 4> kQuotaFields = {"nominal", "borrowing_limit",
+                                                                 "lending_limit", "max"};
 // CPU cores: "16", "0.25", "250m" (milli-cores).
 Result<MilliCpu> ParseCpu(std::string_view text, std::string_view field);
 // Memory in MiB: "81920" (a bare number is MiB), "512Mi", "80Gi", "1Ti", "1Pi", "1048576Ki";

@@ -172,6 +172,7 @@ class Linter {
       JobsWithoutCheckpoints();
     }
     ExampleTokens();
+    AliasSpelling();
     return std::move(out_);
   }
 
@@ -489,6 +490,18 @@ class Linter {
                "{} is {} without a unit, which reads as {} MiB: {}; write the unit: {}Gi for {} "
                "GiB ({}Mi if MiB is meant)",
                m.field, m.text, m.text, effect, m.text, m.text, m.text));
+    }
+  }
+
+  // alias-spelling: a field written in an accepted alias spelling (`preemptable`).
+  void AliasSpelling() {
+    for (const SpellingAlias& a : config_.aliases) {
+      const std::size_t dot = a.field.rfind('.');
+      const std::string given = dot == std::string::npos ? a.field : a.field.substr(dot + 1);
+      Warn(kLintAliasSpelling, a.field,
+           fmt::format("{} is the alias of {}, the one spelling of \"may be evicted\" for queues "
+                       "and priority classes alike; write {}",
+                       given, a.canonical, a.canonical));
     }
   }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/limits.h"
 
 namespace arbiter::config {
 namespace {
@@ -154,6 +155,16 @@ Result<MilliGpu> ParseGpus(std::string_view text, std::string_view field) {
   Result<std::int64_t> v = ParseScaled(text, field, kKind, kMilliUnits);
   if (!v.ok()) return v.status();
   return MilliGpu(*v);
+}
+
+Result<MilliGpu> ParseQuotaGpus(std::string_view text, std::string_view field) {
+  Result<MilliGpu> g = ParseGpus(text, field);
+  if (g.ok() && g->value() > limits::kMaxQuotaMilli) {
+    return Status::InvalidArgument(
+        fmt::format("must be at most {} GPUs, got {}", limits::kMaxQuotaMilli / kMilliPerGpu, text),
+        std::string(field));
+  }
+  return g;
 }
 
 Result<MilliCpu> ParseCpu(std::string_view text, std::string_view field) {

@@ -143,6 +143,12 @@ MilliGpu Value::Gpus() const {
   return *r;
 }
 
+MilliGpu Value::QuotaGpus() const {
+  Result<MilliGpu> r = ParseQuotaGpus(Scalar("a GPU count"), path_);
+  if (!r.ok()) FailWith(r.status());
+  return *r;
+}
+
 MilliCpu Value::Cpu() const {
   Result<MilliCpu> r = ParseCpu(Scalar("a CPU amount"), path_);
   if (!r.ok()) FailWith(r.status());

@@ -65,6 +65,7 @@ class Value {
   bool Bool() const;                // true | false (also True, TRUE, False, FALSE)
   double Number(double min) const;  // a finite decimal number >= min (weights)
   MilliGpu Gpus() const;
+  MilliGpu QuotaGpus() const;  // a queue's quota value (ParseQuotaGpus)
   MilliCpu Cpu() const;
   std::int64_t MiB() const;
   // Whether this scalar is a bare number, written without a unit ("512", not "512Gi").

@@ -283,7 +283,7 @@ class Writer {
       if (!q.parent.empty()) Line("    parent: " + Quote(q.parent));
       Line(fmt::format("    weight: {}", q.weight));
       Line(fmt::format("    priority: {}", q.priority));
-      Line("    preemptable: " + Bool(q.preemptable));
+      Line("    preemptible: " + Bool(q.preemptable));
       Line("    preempt_within_queue: " + Bool(q.preempt_within_queue));
       Line("    preempt_lower_priority: " + Bool(q.preempt_lower_priority));
       Line("    reclaim: " + Bool(q.reclaim));

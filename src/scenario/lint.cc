@@ -107,6 +107,7 @@ std::vector<LintWarning> LintConfiguration(const Scenario& scenario, const SimCo
   config.cluster = c.cluster;
   config.engine = c.engine;
   config.bare_memory = c.bare_memory;
+  config.aliases = c.aliases;
   std::vector<LintWarning> out = Lint(config, state, jobs);
   CheckpointIntervalIgnored(scenario, c, out);
   return out;

@@ -357,6 +357,7 @@ class ScenarioLoader {
     if (!state.ok()) (config ? *config : cluster).FailWith(state.status());
     sc.cluster = std::move(cc.cluster);
     sc.engine = std::move(cc.engine);
+    sc.aliases = std::move(cc.aliases);
     // The nodes come from `cluster` alone (a configuration cannot change them): their paths.
     sc.bare_memory = cluster_bare_memory_;
 

@@ -29,6 +29,8 @@ struct SimConfiguration {
   // The memory fields of the cluster's nodes and of the workloads' job templates written as bare
   // numbers (for lint).
   std::vector<BareMemory> bare_memory;
+  // The fields written in an alias spelling (for lint).
+  std::vector<SpellingAlias> aliases;
 };
 
 struct Scenario {

@@ -20,9 +20,65 @@ using Role = config::TokenSpec::Role;
 
 Json MilliOrNull(std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); }
 
+// A quota body with its values in the cluster file's units (`"nominal": 16`, `"max": "0.5"`,
+// `"borrowing_limit": "500m"`: config::ParseQuotaGpus, the parser of the file's quota) turned
+// into the store's milli-GPU form (`nominal_milli`), which it may also use; a resource may mix
+// both, not for the same limit. Errors name the field as given (`quota.H800.nominal`).
+Result<Json> MilliQuota(const Json& quota) {
+  Json out = Json::object();
+  for (auto r = quota.begin(); r != quota.end(); ++r) {
+    if (!r.value().is_object()) {
+      out[r.key()] = r.value();  // the store's reader says what is wrong with it
+      continue;
+    }
+    Json limits = Json::object();
+    for (auto f = r.value().begin(); f != r.value().end(); ++f) {
+      const std::string field = fmt::format("quota.{}.{}", r.key(), f.key());
+      const bool in_gpus = std::find(config::kQuotaFields.begin(), config::kQuotaFields.end(),
+                                     f.key()) != config::kQuotaFields.end();
+      if (!in_gpus) {
+        const bool in_milli = f.key().size() > 6 && f.key().ends_with("_milli");
+        if (!in_milli) {
+          return Status::InvalidArgument(
+              fmt::format("unknown field '{}' (known: nominal, borrowing_limit, lending_limit, "
+                          "max, in GPUs as 16, \"0.5\" or \"500m\"; or the same with _milli "
+                          "in milli-GPU)",
+                          f.key()),
+              field);
+        }
+        limits[f.key()] = f.value();
+        continue;
+      }
+      std::string text;
+      if (f.value().is_string()) {
+        text = f.value().get<std::string>();
+      } else if (f.value().is_number()) {
+        text = f.value().dump();
+      } else {
+        return Status::InvalidArgument(
+            fmt::format("expected GPUs as a number or a string (16, 0.5, \"500m\"), got {}",
+                        f.value().dump()),
+            field);
+      }
+      if (r.value().contains(f.key() + "_milli")) {
+        return Status::InvalidArgument(
+            fmt::format("give {} or {}_milli, not both", f.key(), f.key()), field);
+      }
+      Result<MilliGpu> gpus = config::ParseQuotaGpus(text, field);
+      if (!gpus.ok()) return gpus.status();
+      limits[f.key() + "_milli"] = gpus->value();
+    }
+    out[r.key()] = std::move(limits);
+  }
+  return out;
+}
+
 }  // namespace
 
 Answer Core::ListQueues() {
+  // The cursor first (as the cluster map's): a client that watches from it may see an event
+  // the listing already shows, never miss one.
+  const std::uint64_t cursor = feed_->last_seq();
   std::lock_guard lock(mu_);
   DrainInboxLocked();
   state_->AccrueUsage(Now());
@@ -66,7 +122,7 @@ Answer Core::ListQueues() {
         {"recent_gpu_seconds", state.recent_usage(q) / 1e6},
         {"jobs", std::move(jobs)}});
   }
-  return Answer(Json{{"queues", std::move(queues)}});
+  return Answer(Json{{"queues", std::move(queues)}, {"cursor", cursor}});
 }
 
 Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const Json& quota) {
@@ -88,7 +144,9 @@ Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const
                              [&](const QueueSpec& s) { return s.name == queue; })
                     ->quota;
   } else {
-    Result<std::map<std::string, QuotaSpec>> parsed = store::QuotaFromJson(quota, "quota");
+    Result<Json> milli = MilliQuota(quota);
+    if (!milli.ok()) return std::move(milli).status();
+    Result<std::map<std::string, QuotaSpec>> parsed = store::QuotaFromJson(*milli, "quota");
     if (!parsed.ok()) return std::move(parsed).status();
     it->quota = *parsed;
   }
@@ -111,6 +169,7 @@ Answer Core::SetQueueQuota(const Caller& caller, const std::string& queue, const
 }
 
 Answer Core::ListNodes() const {
+  const std::uint64_t cursor = feed_->last_seq();  // first, as in ListQueues
   std::lock_guard lock(mu_);
   const ClusterState& state = *state_;
   Json nodes = Json::array();
@@ -160,7 +219,7 @@ Answer Core::ListNodes() const {
              {"memory_free_mib", node.memory_free.value()},
              {"jobs", std::move(jobs)}});
   }
-  return Answer(Json{{"nodes", std::move(nodes)}});
+  return Answer(Json{{"nodes", std::move(nodes)}, {"cursor", cursor}});
 }
 
 Answer Core::ClusterMap() {

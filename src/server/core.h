@@ -64,9 +64,11 @@ struct CoreOptions {
   std::uint64_t epoch = 0;
 };
 
+// What `GET /v1/jobs` lists: a job matches when each non-empty list holds its value (the query's
+// comma-separated values: `state=pending,running`).
 struct JobFilter {
-  std::string queue, user;
-  std::optional<store::JobState> state;
+  std::vector<std::string> queues, users;
+  std::vector<store::JobState> states;
   std::size_t limit = 1000;
 };
 

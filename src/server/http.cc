@@ -202,6 +202,19 @@ std::optional<std::uint64_t> Number(const std::string& text) {
   return v;
 }
 
+// A query parameter's comma-separated values (`state=pending,running`), the empty ones left out.
+std::vector<std::string> CommaList(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 Result<Json> Body(const HttpRequest& req) {
   if (req.body.empty()) return Status::InvalidArgument("empty; expected JSON", "body");
   return store::ParseJson(req.body, "body");
@@ -520,18 +533,18 @@ class Api {
           });
     Sync("GET", "/v1/jobs", [](Core& c, const Caller&, const HttpRequest& req) -> Answer {
       JobFilter filter;
-      filter.queue = req.Param("queue");
-      filter.user = req.Param("user");
-      if (req.HasParam("state")) {
-        const std::string s = req.Param("state");
-        filter.state = store::ParseJobState(s);
-        if (!filter.state) {
+      filter.queues = CommaList(req.Param("queue"));
+      filter.users = CommaList(req.Param("user"));
+      for (const std::string& s : CommaList(req.Param("state"))) {
+        const std::optional<store::JobState> state = store::ParseJobState(s);
+        if (!state) {
           return Status::InvalidArgument(
               fmt::format("unknown job state '{}' (known: pending, held, "
                           "running, completed, failed, cancelled)",
                           s),
               "state");
         }
+        filter.states.push_back(*state);
       }
       if (req.HasParam("limit")) {
         std::optional<std::uint64_t> limit = Number(req.Param("limit"));

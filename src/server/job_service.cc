@@ -201,18 +201,28 @@ Json Core::JobJson(const Entry& entry) const {
 }
 
 Answer Core::ListJobs(const JobFilter& filter) {
+  const std::uint64_t cursor = feed_->last_seq();  // first, as in ListQueues
   std::lock_guard lock(mu_);
   DrainInboxLocked();
+  auto holds = [](const auto& list, const auto& value) {
+    return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+  };
   Json jobs = Json::array();
+  bool truncated = false;  // another job matches after the last one listed
   for (const auto& [id, entry] : jobs_) {
-    if (jobs.size() >= filter.limit) break;
     const store::StoredJob& s = entry.stored;
-    if (!filter.queue.empty() && s.spec.queue != filter.queue) continue;
-    if (!filter.user.empty() && s.spec.user != filter.user) continue;
-    if (filter.state && s.status.state != *filter.state) continue;
+    if (!holds(filter.queues, s.spec.queue) || !holds(filter.users, s.spec.user) ||
+        !holds(filter.states, s.status.state))
+      continue;
+    if (jobs.size() >= filter.limit) {
+      truncated = true;
+      break;
+    }
     jobs.push_back(JobJson(entry));
   }
-  return Answer(Json{{"jobs", std::move(jobs)}});
+  Json answer{{"jobs", std::move(jobs)}, {"limit", filter.limit}, {"cursor", cursor}};
+  if (truncated) answer["truncated"] = true;
+  return Answer(std::move(answer));
 }
 
 Answer Core::GetJob(JobId id) {

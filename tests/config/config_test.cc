@@ -133,6 +133,20 @@ TEST(ConfigQuantity, Gpus) {
   EXPECT_TRUE(HasSubstr(ParseGpus("9999999999999999", "gpus").status().message(), "too large"));
 }
 
+// A quota value: the cluster file's and the quota API's one parser.
+TEST(ConfigQuantity, QuotaGpus) {
+  EXPECT_EQ(Raw(ParseQuotaGpus("16", "f")), 16'000);
+  EXPECT_EQ(Raw(ParseQuotaGpus("0.5", "f")), 500);
+  EXPECT_EQ(Raw(ParseQuotaGpus("500m", "f")), 500);
+  EXPECT_EQ(Raw(ParseQuotaGpus("1000000000", "f")), 1'000'000'000'000);
+  EXPECT_EQ(ParseQuotaGpus("1000000001", "quota.H800.max").status().message(),
+            "quota.H800.max: must be at most 1000000000 GPUs, got 1000000001");
+  EXPECT_EQ(ParseQuotaGpus("-1", "quota.gpu.nominal").status().message(),
+            "quota.gpu.nominal: must not be negative, got -1");
+  EXPECT_TRUE(StartsWith(ParseQuotaGpus("16Gi", "quota.H800.nominal").status().message(),
+                         "quota.H800.nominal: invalid GPU count '16Gi'"));
+}
+
 // Every milli value written as a decimal reads back exactly (a double would round some).
 TEST(ConfigQuantity, DecimalsAreExact) {
   for (int milli = 0; milli <= 3000; ++milli) {
@@ -283,6 +297,30 @@ TEST(ConfigCluster, Parses) {
   EXPECT_EQ(c.engine.score_candidates, EngineOptions{}.score_candidates);
   EXPECT_EQ(c.engine.ordering.age, OrderingWeights{}.age);
   EXPECT_EQ(c.cluster.fair_share_half_life, ClusterSpec{}.fair_share_half_life);
+}
+
+// "May be evicted" has one spelling, preemptible, for classes and queues; preemptable, the
+// queues' old spelling, is its alias, kept for lint to note.
+TEST(ConfigCluster, PreemptibleAndItsAlias) {
+  ClusterConfig c =
+      MustParseCluster(Edit("  - name: batch\n", "  - name: batch\n    preemptible: false\n"));
+  EXPECT_FALSE(c.cluster.queues[2].preemptable);
+  EXPECT_TRUE(c.aliases.empty());
+  ClusterConfig alias =
+      MustParseCluster(Edit("  - name: batch\n", "  - name: batch\n    preemptable: false\n"));
+  EXPECT_FALSE(alias.cluster.queues[2].preemptable);
+  ASSERT_EQ(alias.aliases.size(), 1u);
+  EXPECT_EQ(alias.aliases[0].field, "queues[2].preemptable");
+  EXPECT_EQ(alias.aliases[0].canonical, "preemptible");
+  ClusterConfig of_class = MustParseCluster(
+      Edit("{name: P1, value: 100}", "{name: P1, value: 100, preemptable: false}"));
+  EXPECT_FALSE(of_class.cluster.priority_classes[1].preemptible);
+  ASSERT_EQ(of_class.aliases.size(), 1u);
+  EXPECT_EQ(of_class.aliases[0].field, "priority_classes[1].preemptable");
+  EXPECT_EQ(ClusterError(Edit("  - name: batch\n",
+                              "  - name: batch\n    preemptible: true\n    preemptable: true\n")),
+            "c.yaml:14:5: queues[2].preemptable: give preemptible or its alias preemptable, not "
+            "both");
 }
 
 TEST(ConfigCluster, Scheduler) {

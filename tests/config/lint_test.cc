@@ -209,7 +209,7 @@ TEST(LintAgingOvertakesEvictingClass, QuietWhenTheLeadHoldsOrNothingEvictsWithin
 )";
   EXPECT_TRUE(WithCode(LintYaml(Cluster(pinned_class, kOneQueue)), kLintAgingOvertakesEvictingClass)
                   .empty());
-  for (const char* queue : {"preemptable: false", "preempt_within_queue: false"}) {
+  for (const char* queue : {"preemptible: false", "preempt_within_queue: false"}) {
     const std::string queues = std::string("queues:\n  - {name: q, ") + queue + "}\n";
     EXPECT_TRUE(WithCode(LintYaml(Cluster(kCloseClasses, queues)), kLintAgingOvertakesEvictingClass)
                     .empty())
@@ -336,7 +336,7 @@ TEST(LintHighPriorityQueueWithoutQuota, QuietWithAMaxOrWithoutVictims) {
       WithCode(LintYaml(Cluster(kProtectedClasses, capped)), kLintHighPriorityQueueWithoutQuota)
           .empty());
   // The only lower-priority queue is not preemptable: it evicts no one.
-  const std::string no_victims = std::string(kUrgentQueues) + "    preemptable: false\n";
+  const std::string no_victims = std::string(kUrgentQueues) + "    preemptible: false\n";
   EXPECT_TRUE(
       WithCode(LintYaml(Cluster(kProtectedClasses, no_victims)), kLintHighPriorityQueueWithoutQuota)
           .empty());
@@ -421,7 +421,7 @@ TEST(LintPreemptibleJobsWithoutCheckpoints, QuietForJobsThatCheckpointOrCannotBe
                   .empty());
   const std::string pinned = R"(queues:
   - name: q
-    preemptable: false
+    preemptible: false
 )";
   const std::string lo_job = R"(jobs:
   - {name: a, queue: q, priority_class: lo, gpus: 2}
@@ -485,7 +485,7 @@ constexpr const char* kScavengerQueues = R"(queues:
   - name: serving
     parent: org
     priority: 10
-    preemptable: false
+    preemptible: false
   - name: scavenger
     parent: org
     preempt_within_queue: false
@@ -508,7 +508,7 @@ TEST(LintPreemptibleQueueNothingEvicts, QuietWhenSomeRuleReachesIt) {
   - name: serving
     parent: org
     priority: 10
-    preemptable: false
+    preemptible: false
     preempt_lower_priority: true
     quota:
       gpu: {max: 8}
@@ -522,9 +522,9 @@ TEST(LintPreemptibleQueueNothingEvicts, QuietWhenSomeRuleReachesIt) {
   // Reclaim: serving has nominal quota, the scavenger borrows.
   const std::string by_reclaim =
       std::string(kScavengerQueues)
-          .replace(std::string(kScavengerQueues).find("    preemptable: false\n"),
-                   std::string("    preemptable: false\n").size(),
-                   "    preemptable: false\n    quota:\n      H800: {nominal: 8}\n");
+          .replace(std::string(kScavengerQueues).find("    preemptible: false\n"),
+                   std::string("    preemptible: false\n").size(),
+                   "    preemptible: false\n    quota:\n      H800: {nominal: 8}\n");
   EXPECT_TRUE(
       WithCode(LintYaml(Cluster(kProtectedClasses, by_reclaim)), kLintPreemptibleQueueNothingEvicts)
           .empty());
@@ -534,7 +534,7 @@ TEST(LintPreemptibleQueueNothingEvicts, QuietWhenSomeRuleReachesIt) {
   - name: serving
     parent: org
     priority: 10
-    preemptable: false
+    preemptible: false
   - name: scavenger
     parent: org
 )";
@@ -550,7 +550,7 @@ TEST(LintPreemptibleQueueNothingEvicts, QuietWhenEvictionIsNotMeant) {
                        kLintPreemptibleQueueNothingEvicts)
                   .empty());
   // The queue says it is not preemptable.
-  const std::string pinned = std::string(kScavengerQueues) + "    preemptable: false\n";
+  const std::string pinned = std::string(kScavengerQueues) + "    preemptible: false\n";
   EXPECT_TRUE(
       WithCode(LintYaml(Cluster(kProtectedClasses, pinned)), kLintPreemptibleQueueNothingEvicts)
           .empty());
@@ -617,6 +617,27 @@ TEST(LintMemoryWithoutUnit, QuietWithAUnitOrANumberOfMiBTooLargeToBeAMistake) {
 )";
   std::vector<LintWarning> all = LintYaml(std::string(kProtectedClasses) + kOneQueue + nodes, jobs);
   EXPECT_TRUE(WithCode(all, kLintMemoryWithoutUnit).empty()) << Describe(all);
+}
+
+// ---- alias-spelling ----
+
+TEST(LintAliasSpelling, NotesPreemptableWhereverItIsWritten) {
+  const std::string cluster = R"(priority_classes:
+  - {name: hi, value: 100, preemptable: false}
+  - {name: lo, value: 10, min_runtime: 10m}
+queues:
+  - {name: q, preemptable: true}
+  - {name: r, preemptible: true}
+nodes:
+  - {name: n, gpus: {model: H800, count: 8, memory: 80Gi}, cpu: 128, memory: 1Ti}
+)";
+  std::vector<LintWarning> w = WithCode(LintYaml(cluster), kLintAliasSpelling);
+  ASSERT_EQ(w.size(), 2u) << Describe(w);
+  EXPECT_EQ(w[0].field, "priority_classes[0].preemptable");
+  EXPECT_EQ(w[0].message,
+            "preemptable is the alias of preemptible, the one spelling of \"may be evicted\" for "
+            "queues and priority classes alike; write preemptible");
+  EXPECT_EQ(w[1].field, "queues[0].preemptable");
 }
 
 // ---- example-token ----
@@ -743,6 +764,24 @@ configurations:
   EXPECT_EQ(w[1].field, "workloads[0].job.gpu_memory");
   EXPECT_EQ(w[2].field, "cluster.nodes[0].memory");
   EXPECT_EQ(w[3].field, "workloads[0].job.gpu_memory");
+}
+
+TEST(LintScenario, AliasSpellingInEachConfiguration) {
+  std::string yaml = std::string(kScenario) + R"(  - name: prep
+    arrivals: {every: 6h}
+    work: 10m
+    job: {queue: q, priority_class: hi, gpus: 1}
+configurations:
+  - name: a
+  - name: b
+)";
+  yaml.replace(yaml.find("{name: q}"), std::string("{name: q}").size(),
+               "{name: q, preemptable: true}");
+  std::vector<LintWarning> w = WithCode(LintScenarioYaml(yaml), kLintAliasSpelling);
+  ASSERT_EQ(w.size(), 2u) << Describe(w);
+  // Named in the configuration it reaches (the cluster merged with its overrides).
+  EXPECT_EQ(w[0].field, "configurations[0].queues[0].preemptable");
+  EXPECT_EQ(w[1].field, "configurations[1].queues[0].preemptable");
 }
 
 // ---- The examples ----
