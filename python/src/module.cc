@@ -209,7 +209,8 @@ PYBIND11_MODULE(_arbiter, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Failure& f) {
-      py::object instance = error(f.message);
+      const auto type = py::reinterpret_borrow<py::object>(error.ptr());
+      py::object instance = type(f.message);
       instance.attr("field") = f.field;
       instance.attr("code") = f.code;
       PyErr_SetObject(error.ptr(), instance.ptr());
