@@ -229,22 +229,11 @@ int RunSim(const SimArgs& args) {
     fmt::print(stderr, "error: {}\n", scenario.status().message());
     return 1;
   }
-  std::vector<const config::SimConfiguration*> chosen;
-  for (const std::string& name : args.runs) {
-    const config::SimConfiguration* found = nullptr;
-    std::string known;
-    for (const config::SimConfiguration& c : scenario->configurations) {
-      if (c.name == name) found = &c;
-      known += (known.empty() ? "" : ", ") + c.name;
-    }
-    if (!found) {
-      fmt::print(stderr, "error: --run: unknown configuration '{}' (known: {})\n", name, known);
-      return 1;
-    }
-    chosen.push_back(found);
-  }
-  if (chosen.empty()) {
-    for (const config::SimConfiguration& c : scenario->configurations) chosen.push_back(&c);
+  Result<std::vector<const config::SimConfiguration*>> chosen =
+      config::ChooseConfigurations(*scenario, args.runs);
+  if (!chosen.ok()) {
+    fmt::print(stderr, "error: --run: {}\n", chosen.status().message());
+    return 1;
   }
   if (!scenario->skipped_rows.empty()) {
     // The trace readers list a few rows of each kind and count the rest.
@@ -259,31 +248,18 @@ int RunSim(const SimArgs& args) {
   }
 
   const bool show = !args.quiet && isatty(fileno(stderr)) != 0;
-  Progress progress(chosen.size(), scenario->options.horizon, show);
-  std::vector<std::optional<Result<sim::RunResult>>> results(chosen.size());
-  std::vector<std::thread> threads;
+  Progress progress(chosen->size(), scenario->options.horizon, show);
   const auto start = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    threads.emplace_back([&, i] {
-      sim::SimOptions options = scenario->options;
-      options.progress = [&progress, i](Millis now) { progress.Update(i, now); };
-      const config::SimConfiguration& c = *chosen[i];
-      results[i] = sim::Simulate(c.cluster, c.engine, c.workload, options, c.name);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  Result<std::vector<sim::RunResult>> results = config::SimulateConfigurations(
+      *scenario, *chosen, [&progress](std::size_t run, Millis now) { progress.Update(run, now); });
   progress.Done();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  std::vector<sim::RunResult> runs;
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    if (!results[i]->ok()) {
-      fmt::print(stderr, "error: {}: {}\n", chosen[i]->name, results[i]->status().message());
-      return 1;
-    }
-    runs.push_back(std::move(**results[i]));
+  if (!results.ok()) {
+    fmt::print(stderr, "error: {}\n", results.status().message());
+    return 1;
   }
+  const std::vector<sim::RunResult>& runs = *results;
   std::int64_t events = 0;
   for (const sim::RunResult& r : runs) events += r.events;
 

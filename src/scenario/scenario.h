@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +53,19 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
 Result<Scenario> ParseScenario(std::string_view yaml, const std::string& file_name,
                                const std::string& base_dir,
                                std::optional<std::uint64_t> seed = std::nullopt);
+
+// The configurations named in `names`, in that order (all of them, in file order, when `names` is
+// empty); an unknown name is an error listing the known ones.
+Result<std::vector<const SimConfiguration*>> ChooseConfigurations(
+    const Scenario& scenario, std::span<const std::string> names);
+
+// Simulates each of `chosen` on the scenario's workload and options, in parallel threads (each on
+// its own copy of the cluster); the results in the order of `chosen`. `progress`, when given, is
+// called with a run's index and its simulated time (from that run's thread). The first run that
+// fails gives the error, prefixed with its configuration's name.
+Result<std::vector<sim::RunResult>> SimulateConfigurations(
+    const Scenario& scenario, std::span<const SimConfiguration* const> chosen,
+    const std::function<void(std::size_t run, Millis now)>& progress = {});
 
 // Lints one configuration of a scenario (docs/configuration.md, "Lint"; `state` is
 // ClusterState::Create(c.cluster)): Lint of its cluster, scheduler and the jobs of its workload as
