@@ -258,7 +258,11 @@ TEST_F(AgentTest, LostNodeRerunsTheJobElsewhereAndItsAgentKillsTheStaleTask) {
     }
   }
   const CommandResult nodes = RunCli(ServerAddress(), kAdmin, "nodes");
-  EXPECT_NE(nodes.output.find(node + "            schedulable (agent lost)"), std::string::npos)
+  const std::size_t row = nodes.output.find("\n" + node + " ");
+  ASSERT_NE(row, std::string::npos) << nodes.output;
+  EXPECT_NE(nodes.output.substr(row, nodes.output.find('\n', row + 1) - row)
+                .find(" schedulable (agent lost) "),
+            std::string::npos)
       << nodes.output;
   // Its task outlived its agent; the agent comes back and kills it: it runs elsewhere now.
   EXPECT_TRUE(Alive(first));

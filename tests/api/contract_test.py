@@ -446,7 +446,10 @@ def exercise(call, server, log_port):
     call("GET", "/v1/queues", ADMIN, expect=200)
     call("PUT", "/v1/queues/other/quota", ALICE, {"G": {"nominal_milli": 1000}}, expect=403)
     call("PUT", "/v1/queues/nope/quota", ADMIN, {"G": {"nominal_milli": 1000}}, expect=404)
-    call("PUT", "/v1/queues/other/quota", ADMIN, bad({"G": {"nominal": 1}}), expect=400)
+    call("PUT", "/v1/queues/other/quota", ADMIN, {"G": {"nominal": "0.5", "max": 2}}, expect=200)
+    call("PUT", "/v1/queues/other/quota", ADMIN, bad({"G": {"nominal": "lots"}}), expect=400)
+    call("PUT", "/v1/queues/other/quota", ADMIN,
+         bad({"G": {"nominal": 1, "nominal_milli": 1000}}), expect=400)
     call("DELETE", "/v1/queues/other/quota", ADMIN, expect=200)
     call("DELETE", "/v1/queues/other/quota", ALICE, expect=403)
 

@@ -415,10 +415,10 @@ TEST_F(ServerTest, EveryBadInputIsRefusedNamingTheFieldAndLosesNothing) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("-g/--gpus: above 1 GPU must be a whole number"), std::string::npos)
       << bad.output;
-  // It reports the server's error, naming the field.
+  // It reports the server's error, naming the flag the user typed for the field.
   CommandResult refused = RunCli(server_->address(), kAdmin, "submit -q main -p urgent -g 1");
   EXPECT_EQ(refused.status, 1);
-  EXPECT_NE(refused.output.find("priority_class: unknown priority class 'urgent'"),
+  EXPECT_NE(refused.output.find("-p/--priority-class: unknown priority class 'urgent'"),
             std::string::npos)
       << refused.output;
   EXPECT_NE(refused.output.find("HTTP 404"), std::string::npos) << refused.output;

@@ -1,4 +1,4 @@
-// End to end: a live event stream whose reader stops reading falls behind the server's window of
+// End to end: a live event stream whose reader does not keep up falls behind the server's window of
 // recent events (`server.event_window_bytes`, small here) and is ended with `event: dropped` and
 // the cursor to resume from; read from that cursor, the events that followed come back whole, and
 // meanwhile the stream held nothing up and gave its watcher slot back.
@@ -146,10 +146,10 @@ TEST(EventStream, AReaderBehindTheWindowIsDroppedWithACursorThatLosesNothing) {
   ASSERT_TRUE(drop.contains("cursor")) << data;
   const std::uint64_t cursor = drop["cursor"];
   EXPECT_NE(drop.value("message", "").find("reconnect with ?cursor="), std::string::npos) << data;
+  // (Possibly none: the window may have moved on while the stream gathered its first write.)
   const std::vector<std::uint64_t> ids = MessageIds(text.substr(0, dropped));
-  ASSERT_FALSE(ids.empty());
   for (std::size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], start + 1 + i);
-  EXPECT_EQ(ids.back(), cursor);
+  EXPECT_EQ(cursor, ids.empty() ? start : ids.back());
   EXPECT_LT(cursor, start + static_cast<std::uint64_t>(changes));
 
   // Resumed from the cursor: every event after it, from the store, in order, none missing.
