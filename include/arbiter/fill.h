@@ -74,6 +74,12 @@ struct FillOptions {
   int step_pct = 10;              // report every step_pct % of arrived GPU request
   int threads = 1;                // runs (policy x seed) in parallel
 };
+// The options from what a user gives (`arbiter fill`, the Python module's fill): policy names
+// (none: every policy), seeds (at least 1), the first seed, the inflation ratio (above 0, at most
+// 100), threads (0 or less: one per processor). An error names its field: "policies", "seeds" or
+// "inflate".
+Result<FillOptions> MakeFillOptions(std::span<const std::string> policies, int seeds,
+                                    std::uint64_t first_seed, double inflate, int threads);
 
 // One run: one policy, one seed.
 struct RunResult {

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -105,31 +104,8 @@ struct FillArgs {
 
 // `arbiter fill`: every policy over every seed, with the figures of each run.
 fill::FillReport Fill(const FillArgs& args) {
-  fill::FillOptions options;
-  if (!args.policies.empty()) {
-    options.policies.clear();
-    for (const std::string& name : args.policies) {
-      PlacementPolicy policy;
-      if (!ParsePlacementPolicy(name, policy)) {
-        std::string known;
-        for (PlacementPolicy p : kAllPlacementPolicies)
-          known += (known.empty() ? "" : ", ") + std::string(PlacementPolicyName(p));
-        throw Failure{"policies: unknown policy '" + name + "' (known: " + known + ")", "policies",
-                      "invalid_argument"};
-      }
-      options.policies.push_back(policy);
-    }
-  }
-  if (args.seeds < 1) throw Failure{"seeds: at least 1", "seeds", "invalid_argument"};
-  if (!(args.inflate > 0) || args.inflate > 100) {
-    throw Failure{"inflate: a ratio above 0, e.g. 1.3", "inflate", "invalid_argument"};
-  }
-  options.seeds = args.seeds;
-  options.first_seed = args.seed;
-  options.inflate = args.inflate;
-  options.threads = args.threads > 0
-                        ? args.threads
-                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const fill::FillOptions options =
+      Take(fill::MakeFillOptions(args.policies, args.seeds, args.seed, args.inflate, args.threads));
   const std::vector<trace::TraceNode> nodes =
       Take(args.nodes.is_text ? trace::ReadOpenbNodes(args.nodes.path_or_text, args.nodes.name)
                               : trace::ReadOpenbNodesFile(args.nodes.path_or_text));

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "arbiter/trace.h"
@@ -18,35 +17,16 @@
 namespace arbiter::cli {
 
 int RunFill(const FillArgs& args) {
-  fill::FillOptions options;
-  if (!args.placements.empty()) {
-    options.policies.clear();
-    for (const std::string& name : args.placements) {
-      PlacementPolicy policy;
-      if (!ParsePlacementPolicy(name, policy)) {
-        std::string known;
-        for (PlacementPolicy p : kAllPlacementPolicies)
-          known += (known.empty() ? "" : ", ") + std::string(PlacementPolicyName(p));
-        fmt::print(stderr, "error: --placement: unknown policy '{}' (known: {})\n", name, known);
-        return 2;
-      }
-      options.policies.push_back(policy);
-    }
-  }
-  if (args.seeds < 1) {
-    fmt::print(stderr, "error: --seeds: at least 1\n");
+  Result<fill::FillOptions> made =
+      fill::MakeFillOptions(args.placements, args.seeds, args.seed, args.inflate, args.threads);
+  if (!made.ok()) {
+    // The flags that give the fields.
+    const std::string flag =
+        made.status().field() == "policies" ? "--placement" : "--" + made.status().field();
+    fmt::print(stderr, "error: {}: {}\n", flag, made.status().detail());
     return 2;
   }
-  if (!(args.inflate > 0) || args.inflate > 100) {
-    fmt::print(stderr, "error: --inflate: a ratio above 0, e.g. 1.3\n");
-    return 2;
-  }
-  options.seeds = args.seeds;
-  options.first_seed = args.seed;
-  options.inflate = args.inflate;
-  options.threads = args.threads > 0
-                        ? args.threads
-                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const fill::FillOptions options = std::move(made).value();
 
   Result<std::vector<trace::TraceNode>> nodes = trace::ReadOpenbNodesFile(args.nodes);
   if (!nodes.ok()) {

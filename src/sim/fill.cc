@@ -334,6 +334,34 @@ Result<RunResult> RunOnce(const ClusterSpec& spec, std::span<const Pod> pods,
   return result;
 }
 
+Result<FillOptions> MakeFillOptions(std::span<const std::string> policies, int seeds,
+                                    std::uint64_t first_seed, double inflate, int threads) {
+  FillOptions options;
+  if (!policies.empty()) {
+    options.policies.clear();
+    for (const std::string& name : policies) {
+      PlacementPolicy policy;
+      if (!ParsePlacementPolicy(name, policy)) {
+        std::string known;
+        for (PlacementPolicy p : kAllPlacementPolicies)
+          known += (known.empty() ? "" : ", ") + std::string(PlacementPolicyName(p));
+        return Status::InvalidArgument("unknown policy '" + name + "' (known: " + known + ")",
+                                       "policies");
+      }
+      options.policies.push_back(policy);
+    }
+  }
+  if (seeds < 1) return Status::InvalidArgument("at least 1", "seeds");
+  if (!(inflate > 0) || inflate > 100)
+    return Status::InvalidArgument("a ratio above 0, e.g. 1.3", "inflate");
+  options.seeds = seeds;
+  options.first_seed = first_seed;
+  options.inflate = inflate;
+  options.threads =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return options;
+}
+
 Result<FillReport> RunFill(
     std::span<const trace::TraceNode> nodes, std::span<const Pod> pods, const FillOptions& options,
     const std::function<void(PlacementPolicy, std::uint64_t, const RunResult&)>& progress) {

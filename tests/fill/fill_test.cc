@@ -78,6 +78,33 @@ TEST(PlacementPolicy, NamesRoundTrip) {
   EXPECT_EQ(EngineOptions{}.placement.policy, PlacementPolicy::kArbiter);
 }
 
+// The options of `arbiter fill` and the Python module's fill, from what a user gives: one check,
+// each error naming its field.
+TEST(FillOptions, FromWhatAUserGivesNamingTheBadField) {
+  const std::vector<std::string> names = {"fgd", "best-fit"};
+  Result<fill::FillOptions> made = fill::MakeFillOptions(names, 3, 7, 1.5, 2);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ(made->policies,
+            (std::vector<PlacementPolicy>{PlacementPolicy::kFgd, PlacementPolicy::kBestFit}));
+  EXPECT_EQ(made->seeds, 3);
+  EXPECT_EQ(made->first_seed, 7u);
+  EXPECT_EQ(made->inflate, 1.5);
+  EXPECT_EQ(made->threads, 2);
+  Result<fill::FillOptions> every = fill::MakeFillOptions({}, 1, 42, 1.3, 0);
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(every->policies.size(), std::size(kAllPlacementPolicies));
+  EXPECT_GE(every->threads, 1);
+  const std::vector<std::string> bad = {"fgd", "nope"};
+  Result<fill::FillOptions> unknown = fill::MakeFillOptions(bad, 1, 42, 1.3, 1);
+  EXPECT_EQ(unknown.status().field(), "policies");
+  EXPECT_NE(unknown.status().detail().find("unknown policy 'nope' (known: arbiter,"),
+            std::string::npos)
+      << unknown.status().message();
+  EXPECT_EQ(fill::MakeFillOptions({}, 0, 42, 1.3, 1).status().field(), "seeds");
+  EXPECT_EQ(fill::MakeFillOptions({}, 1, 42, 0, 1).status().field(), "inflate");
+  EXPECT_EQ(fill::MakeFillOptions({}, 1, 42, 101, 1).status().field(), "inflate");
+}
+
 TEST(PlacementPolicy, BestFitTakesTheLeastLeftover) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("n", 2, "T4", 8));
