@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -703,50 +704,52 @@ int Explain(const ClientOptions& o) {
   return 0;
 }
 
-// Every id is checked before any is sent: one that is not a job id is a usage error and no job
-// is touched. The server then answers each on its own (one it refuses, e.g. a finished job, is
-// reported and the others are still done, as scancel does); the exit status is 1 if any failed.
-int JobAction(const ClientOptions& o, const std::string& action) {
+// Sends `request(id)` for each job id of the command line and prints each answer (`line` of it,
+// or its JSON with --json). Every id is checked before any is sent: one that is not a job id is a
+// usage error and no job is touched (`untouched` says what was not done). The server then answers
+// each on its own (one it refuses, e.g. a finished job, is reported and the others are still
+// done, as scancel does); the exit status is 1 if any failed.
+int EachJob(const ClientOptions& o, const std::string& untouched,
+            const std::function<std::optional<Json>(const std::string&)>& request,
+            const std::function<std::string(const std::string&, const Json&)>& line) {
   if (o.ids.empty()) throw UsageError{"give at least one job id"};
-  const std::string past = action == "cancel" ? "cancelled" : action + "ed";
-  for (const std::string& id : o.ids) CheckId(id, fmt::format(" (no job was {})", past));
+  for (const std::string& id : o.ids) CheckId(id, untouched);
   int status = 0;
   for (const std::string& id : o.ids) {
-    std::optional<Json> answer = Call(o, "POST", "/v1/jobs/" + id + "/" + action);
+    std::optional<Json> answer = request(id);
     if (!answer) {
       status = 1;
       continue;
     }
-    if (o.json) {
-      fmt::print("{}\n", answer->dump());
-    } else {
-      fmt::print("job {}: {}\n", id, (*answer)["status"].value("state", ""));
-    }
+    fmt::print("{}\n", o.json ? answer->dump() : line(id, *answer));
   }
   return status;
 }
 
+// `arbiter cancel|hold|release ID...`.
+int JobAction(const ClientOptions& o, const std::string& action) {
+  const std::string past = action == "cancel" ? "cancelled" : action + "ed";
+  return EachJob(
+      o, fmt::format(" (no job was {})", past),
+      [&](const std::string& id) { return Call(o, "POST", "/v1/jobs/" + id + "/" + action); },
+      [](const std::string& id, const Json& answer) {
+        return fmt::format("job {}: {}", id, answer["status"].value("state", ""));
+      });
+}
+
 // `arbiter set-priority ID... -p CLASS`: each job's priority class (PATCH /v1/jobs/ID; admin, or
-// the submitter with a class its token allows). Every id is checked first, as cancel does.
+// the submitter with a class its token allows).
 int SetPriority(const ClientOptions& o) {
   if (o.priority_class.empty()) throw UsageError{"-p/--priority-class: required"};
-  for (const std::string& id : o.ids) CheckId(id, " (no priority was changed)");
-  int status = 0;
-  for (const std::string& id : o.ids) {
-    std::optional<Json> answer =
-        Call(o, "PATCH", "/v1/jobs/" + id, Json{{"priority_class", o.priority_class}},
-             "job " + id + ": ");
-    if (!answer) {
-      status = 1;
-      continue;
-    }
-    if (o.json) {
-      fmt::print("{}\n", answer->dump());
-    } else {
-      fmt::print("job {}: priority class {}\n", id, o.priority_class);
-    }
-  }
-  return status;
+  return EachJob(
+      o, " (no priority was changed)",
+      [&](const std::string& id) {
+        return Call(o, "PATCH", "/v1/jobs/" + id, Json{{"priority_class", o.priority_class}},
+                    "job " + id + ": ");
+      },
+      [&](const std::string& id, const Json&) {
+        return fmt::format("job {}: priority class {}", id, o.priority_class);
+      });
 }
 
 // A queue's quota (the store's milli-GPU form, as GET /v1/queues shows it) in the cluster file's
