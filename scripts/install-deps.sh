@@ -31,7 +31,7 @@ packages=(
   # Packaging (make package): man pages from the commands' own help, the systemd units' check.
   help2man dpkg-dev systemd
   # The Python module (pybind11) and its package (pip install python/, no download).
-  pybind11-dev python3-dev python3-setuptools python3-pip python3-pandas
+  pybind11-dev python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-pandas
 )
 # Node.js and npm for the browser tests' driver: from Debian only where no `node` is installed.
 if ! command -v node >/dev/null 2>&1; then

@@ -12,6 +12,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 "$python" -m venv --system-site-packages "$tmp/venv"
+# setuptools before 70.1 builds wheels only with the `wheel` package (Debian: python3-wheel).
+if ! "$tmp/venv/bin/python" -c 'import wheel' 2>/dev/null &&
+   ! "$tmp/venv/bin/python" -c 'import setuptools.command.bdist_wheel' 2>/dev/null; then
+  echo "pip_install.sh: $python cannot build a wheel: install python3-wheel, or configure with" \
+       "-DPython3_EXECUTABLE=/usr/bin/python3" >&2
+  exit 1
+fi
 # A copy of python/, so that the build leaves nothing in the source tree.
 cp -r "$source_dir/python" "$tmp/python"
 rm -rf "$tmp/python/build" "$tmp/python"/*.egg-info
