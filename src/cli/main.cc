@@ -39,6 +39,8 @@ const char* EvictionKindName(Eviction::Kind kind) {
       return "queue-priority";
     case Eviction::Kind::kReclaim:
       return "reclaim";
+    case Eviction::Kind::kAttainedService:
+      return "attained-service";
   }
   return "?";
 }

@@ -231,6 +231,16 @@ class Cycle {
         upto(end);
       }
     }
+    // Least attained service: a waiting job's starvation promotion, and a running job's service
+    // reaching the next threshold (it may then be evicted by the waiting jobs of lower queues).
+    if (IsLas(w.policy)) {
+      if (w.starvation_factor > 0) {
+        for (const Job& job : pending_) upto(PromotionAt(job));
+      }
+      if (options_.preemption.enabled) {
+        for (const auto& [id, r] : state_.running()) upto(NextThresholdAt(r));
+      }
+    }
     // Preemption: a victim's guard (minimum runtime, cooldown, eviction budget) lifts. A search
     // that found victims it could take but no set that served (the cap, the benefit, the bounded
     // search) read their costs, which move apart with the time: no promise then. (A refusal for
@@ -244,6 +254,31 @@ class Cycle {
       }
     }
     return until;
+  }
+
+  // When a waiting job's starvation promotion takes it back to the first service queue (the
+  // first time at which ServiceAtStart gives 0), or -1 when it never will by waiting alone.
+  Millis PromotionAt(const Job& job) const {
+    const OrderingWeights& w = options_.ordering;
+    if (job.attained <= 0 || LasQueue(w, job.attained, job.total_gpu().value()) == 0) return -1;
+    const auto due = static_cast<Millis>(
+        std::ceil(w.starvation_factor * static_cast<double>(job.attained)));
+    const Millis at = job.service_time + std::max<Millis>(0, due - job.starved);
+    return std::max(at, job.service_time + 1);
+  }
+
+  // When a running job's service reaches the next of the service thresholds, or -1.
+  Millis NextThresholdAt(const RunningJob& r) const {
+    const OrderingWeights& w = options_.ordering;
+    const std::int64_t milli = r.job.total_gpu().value();
+    const int queue = RunningLasQueue(r.job, r.start_time, now_, w);
+    if (queue >= static_cast<int>(w.las_thresholds.size()) || milli <= 0) return -1;
+    const Millis threshold = w.las_thresholds[static_cast<std::size_t>(queue)];
+    // The least run time whose service reaches the threshold.
+    const Millis run = w.policy == OrderPolicy::kLas2d
+                           ? (threshold * kMilliPerGpu + milli - 1) / milli
+                           : threshold;
+    return r.start_time + std::max<Millis>(0, run - r.job.attained);
   }
 
   // The first time the ages alone may reorder the pending jobs. Ages grow alike while they are
@@ -614,6 +649,8 @@ class Cycle {
         AppendShapeKey(key, job, kNone, false);
         key += std::to_string(job.queue) + '/' +
                std::to_string(state_.priority_class(job.priority_class).value);
+        if (IsLas(options_.ordering.policy))
+          key += '/' + std::to_string(PendingLasQueue(job, now_, options_.ordering));
         if (auto it = hopeless.find(key); it != hopeless.end()) {
           add_detail(entry.reason, it->second.first);
           SetLifts(entry.reason, it->second.second);
