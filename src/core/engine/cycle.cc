@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/engine/las.h"
 #include "core/engine/stages.h"
 
 namespace arbiter {
@@ -235,7 +236,7 @@ class Cycle {
     // reaching the next threshold (it may then be evicted by the waiting jobs of lower queues).
     if (IsLas(w.policy)) {
       if (w.starvation_factor > 0) {
-        for (const Job& job : pending_) upto(PromotionAt(job));
+        for (const Job& job : pending_) upto(engine::LasPromotionAt(job, w));
       }
       if (options_.preemption.enabled) {
         for (const auto& [id, r] : state_.running()) upto(NextThresholdAt(r));
@@ -254,17 +255,6 @@ class Cycle {
       }
     }
     return until;
-  }
-
-  // When a waiting job's starvation promotion takes it back to the first service queue (the
-  // first time at which ServiceAtStart gives 0), or -1 when it never will by waiting alone.
-  Millis PromotionAt(const Job& job) const {
-    const OrderingWeights& w = options_.ordering;
-    if (job.attained <= 0 || LasQueue(w, job.attained, job.total_gpu().value()) == 0) return -1;
-    const auto due = static_cast<Millis>(
-        std::ceil(w.starvation_factor * static_cast<double>(job.attained)));
-    const Millis at = job.service_time + std::max<Millis>(0, due - job.starved);
-    return std::max(at, job.service_time + 1);
   }
 
   // When a running job's service reaches the next of the service thresholds, or -1.
@@ -287,6 +277,12 @@ class Cycle {
   // whose key it reaches. (Times are taken a millisecond early: keys are floating point.)
   Millis AgesReorderAt() const {
     const OrderingWeights& w = options_.ordering;
+    // A promoted job ages from its promotion, not its submission: no promise from the ages then.
+    if (IsLas(w.policy)) {
+      for (const Job& job : pending_) {
+        if (engine::LasQueueEntry(job, now_, w) != job.submit_time) return now_;
+      }
+    }
     const engine::OrderingKeys keys(state_, w);
     Millis at = kForever;
     std::vector<double> capped;  // keys of the jobs whose age no longer grows
