@@ -338,7 +338,8 @@ class Writer {
     std::string las;
     if (w.policy != OrderPolicy::kMultifactor) {
       std::string thresholds;
-      for (Millis t : w.las_thresholds) thresholds += (thresholds.empty() ? "" : ", ") + Duration(t);
+      for (Millis t : w.las_thresholds)
+        thresholds += (thresholds.empty() ? "" : ", ") + Duration(t);
       las = fmt::format(", policy: {}, las_thresholds: [{}], starvation_factor: {}",
                         OrderPolicyName(w.policy), thresholds, Number(w.starvation_factor));
     }

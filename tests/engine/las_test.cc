@@ -125,8 +125,7 @@ TEST(Las, ProtectedClassesAreNotEvicted) {
   EngineOptions options;
   options.ordering = Las();
   const Millis now = 2 * 3600 * kSecond;
-  EXPECT_TRUE(
-      testing::RunCycle(state, {InA(state, 2, 8, now, 0)}, now, options).evictions.empty());
+  EXPECT_TRUE(testing::RunCycle(state, {InA(state, 2, 8, now, 0)}, now, options).evictions.empty());
 }
 
 TEST(Las, AWaitingPlanHoldsUntilARunnerCrossesAThresholdOrAJobIsPromoted) {
@@ -149,8 +148,7 @@ TEST(Las, AWaitingPlanHoldsUntilARunnerCrossesAThresholdOrAJobIsPromoted) {
   options.preemption.enabled = false;
   std::vector<Job> starving = {InA(state, 3, 8, 0, 4000 * kSecond), InA(state, 4, 8, 1, 0)};
   starving[0].service_time = 50 * kSecond;
-  EXPECT_EQ(Engine(options).Schedule(state, starving, 60 * kSecond).stable_until,
-            4050 * kSecond);
+  EXPECT_EQ(Engine(options).Schedule(state, starving, 60 * kSecond).stable_until, 4050 * kSecond);
 }
 
 }  // namespace

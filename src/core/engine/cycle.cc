@@ -264,10 +264,7 @@ class Cycle {
     const int queue = RunningLasQueue(r.job, r.start_time, now_, w);
     if (queue >= static_cast<int>(w.las_thresholds.size()) || milli <= 0) return -1;
     const Millis threshold = w.las_thresholds[static_cast<std::size_t>(queue)];
-    // The least run time whose service reaches the threshold.
-    const Millis run = w.policy == OrderPolicy::kLas2d
-                           ? (threshold * kMilliPerGpu + milli - 1) / milli
-                           : threshold;
+    const Millis run = engine::LasRunToReach(w, threshold, milli);
     return r.start_time + std::max<Millis>(0, run - r.job.attained);
   }
 

@@ -19,8 +19,13 @@ inline Millis LasPromotionAt(const Job& job, const OrderingWeights& w) {
     return -1;
   const auto due =
       static_cast<Millis>(std::ceil(w.starvation_factor * static_cast<double>(job.attained)));
-  return std::max(job.service_time + std::max<Millis>(0, due - job.starved),
-                  job.service_time + 1);
+  return std::max(job.service_time + std::max<Millis>(0, due - job.starved), job.service_time + 1);
+}
+
+// The least time a job of `milli` GPUs must run for its service to reach `threshold`.
+inline Millis LasRunToReach(const OrderingWeights& w, Millis threshold, std::int64_t milli) {
+  return w.policy == OrderPolicy::kLas2d ? (threshold * kMilliPerGpu + milli - 1) / milli
+                                         : threshold;
 }
 
 // The time a waiting job entered its service queue as far as its fields tell, so that a queue is
@@ -35,9 +40,7 @@ inline Millis LasQueueEntry(const Job& job, Millis now, const OrderingWeights& w
   const int queue = LasQueue(w, job.attained, milli);
   if (queue == 0 || milli <= 0) return job.submit_time;
   const Millis threshold = w.las_thresholds[static_cast<std::size_t>(queue - 1)];
-  const Millis run = w.policy == OrderPolicy::kLas2d
-                         ? (threshold * kMilliPerGpu + milli - 1) / milli
-                         : threshold;
+  const Millis run = LasRunToReach(w, threshold, milli);
   return std::max(job.submit_time, job.service_time - std::max<Millis>(0, job.attained - run));
 }
 
