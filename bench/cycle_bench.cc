@@ -41,6 +41,7 @@ struct Options {
   int reps = 0;      // 0: the variant's default
   std::uint64_t seed = 1;
   bool clock = true;  // give the engine a clock for the per-stage timings
+  std::string trace;  // --write-backlog-trace: write the backlog workload there and stop
 };
 
 struct Variant {
@@ -227,6 +228,8 @@ Options ParseArgs(int argc, char** argv) {
       opt.seed = std::strtoull(value().c_str(), nullptr, 10);
     } else if (arg == "--no-clock") {
       opt.clock = false;
+    } else if (arg == "--write-backlog-trace") {
+      opt.trace = value();
     } else {
       Fail(
           "usage: arbiter_bench [--only "
@@ -234,7 +237,7 @@ Options ParseArgs(int argc, char** argv) {
           "cli] "
           "[--reps N] "
           "[--seed N] "
-          "[--no-clock]");
+          "[--no-clock] [--write-backlog-trace FILE]");
     }
   }
   return opt;
@@ -246,6 +249,11 @@ Options ParseArgs(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace arbiter::bench;
   const Options opt = ParseArgs(argc, argv);
+  if (!opt.trace.empty()) {
+    WriteBacklogTrace(std::string(ARBITER_SOURCE_DIR) + "/data/traces/philly/philly_first2000.csv",
+                      20'000, opt.seed, opt.trace);
+    return 0;
+  }
   if (opt.only.empty()) {
     // Every benchmark in a process of its own, as each would run alone: one leaves the next a
     // heap it fragmented (the memory benchmark's million jobs cost the 10k cycle a third of its

@@ -141,6 +141,24 @@ ClusterSpec BacklogCluster(bool strict_fifo) {
 
 }  // namespace
 
+void WriteBacklogTrace(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
+                       const std::string& path) {
+  const sim::Workload workload = PhillyWorkload(sample, jobs, 3.0, 64 * 8, 4, seed);
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) Fail(path + ": cannot write");
+  std::fprintf(out, "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n");
+  for (std::size_t i = 0; i < workload.jobs.size(); ++i) {
+    const sim::SimJob& j = workload.jobs[i];
+    // Whole seconds, as Tiresias's simulator counts: arrivals down, durations up.
+    std::fprintf(out, "%zu,%lld,%lld,1,philly,%lld,1\n", i,
+                 static_cast<long long>(j.job.total_gpu().value() / kMilliPerGpu),
+                 static_cast<long long>(j.job.submit_time / kMillisPerSecond),
+                 static_cast<long long>((j.work + kMillisPerSecond - 1) / kMillisPerSecond));
+  }
+  if (std::fclose(out) != 0) Fail(path + ": cannot write");
+  std::printf("# wrote %zu jobs to %s\n", workload.jobs.size(), path.c_str());
+}
+
 void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
                      const std::string& policy, bool skip) {
   constexpr std::int64_t kGpus = 64 * 8;

@@ -18,4 +18,10 @@ void RunSimBench(const std::string& sample, std::int64_t jobs, std::int64_t gpus
 void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
                      const std::string& policy = "", bool skip = true);
 
+// Writes the backlog benchmark's workload (the same jobs and arrivals) as a Tiresias simulator
+// trace (job_id,num_gpu,submit_time,iterations,model_name,duration,interval; whole seconds), so
+// that Arbiter's scenarios and Tiresias's simulator replay the same jobs.
+void WriteBacklogTrace(const std::string& sample, std::int64_t jobs, std::uint64_t seed,
+                       const std::string& path);
+
 }  // namespace arbiter::bench

@@ -16,16 +16,55 @@
 
 namespace arbiter {
 
+// How pending jobs are ordered (docs/simulator.md, "Policies of the field").
+enum class OrderPolicy : std::uint8_t {
+  kMultifactor,  // the weighted key below alone
+  // Least attained service, discretised into queues as Tiresias's (Gu et al., NSDI 2019): a job's
+  // service queue is the number of `las_thresholds` its service has reached; lower queues first,
+  // then the weighted key. kLas counts the time a job has run (Tiresias's "dlas"), kLas2d the time
+  // times its GPUs (its "dlas-gpu", two-dimensional). A job of a lower service queue may evict
+  // work of a higher one (Eviction::Kind::kAttainedService).
+  kLas,
+  kLas2d,
+};
+// "multifactor", "las", "las-2d".
+const char* OrderPolicyName(OrderPolicy policy);
+
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
 // in [0, 1]; a job's key is the weighted sum, and jobs are taken in descending key order, ties by
 // submit time then id.
 struct OrderingWeights {
+  OrderPolicy policy = OrderPolicy::kMultifactor;
+  // kLas, kLas2d: the service at which a job moves to the next queue, ascending: milliseconds run
+  // (kLas) or GPU-milliseconds (kLas2d). Tiresias's simulator: 3,250 s and 7,200 s (three queues).
+  std::vector<Millis> las_thresholds{3250 * kMillisPerSecond, 7200 * kMillisPerSecond};
+  // Tiresias's starvation promotion: a pending job out of the first queue that has waited, since
+  // it first ran, `starvation_factor` times as long as it has run goes back to the first queue,
+  // its service counted from 0 again. 0: never.
+  double starvation_factor = 0;
+
   double priority_class = 10000;  // class value / largest class value
   double queue_priority = 1000;   // queue priority / largest queue priority
   double fair_share = 2000;       // 2^(-recent usage share / target share) of the job's queue
   double age = 1000;              // waiting time / max_age, capped at 1
   Millis max_age = 7 * 24 * 3600 * kMillisPerSecond;
 };
+
+// Least attained service (OrderPolicy kLas, kLas2d). A job's service as the order counts it.
+struct AttainedService {
+  Millis attained = 0;  // Job::attained
+  Millis starved = 0;   // Job::starved
+};
+// The service of a pending job at `now` (its waiting since `service_time` added to `starved`), with
+// the starvation promotion applied (both 0 once it applies). A driver stores this in the job when
+// it starts it (the engine then adds the running time to `attained` itself).
+AttainedService ServiceAtStart(const Job& job, Millis now, const OrderingWeights& w);
+// The service queue (0 first) of a job of `milli` GPUs in all that has run `attained` ms.
+int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli);
+// The service queue of a pending job at `now`, and of a running job that started at `start`.
+int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w);
+int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w);
+inline bool IsLas(OrderPolicy p) { return p == OrderPolicy::kLas || p == OrderPolicy::kLas2d; }
 
 // Preemption and reclaim, and the guards that keep them from thrashing. The per-victim guards
 // (minimum runtime, eviction budget, cooldown, grace period) belong to priority classes.

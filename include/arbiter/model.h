@@ -203,6 +203,14 @@ struct Job {
   Millis runtime_estimate = 0;     // 0: unknown
   Millis checkpoint_interval = 0;  // 0: never checkpoints
   Millis restart_overhead = 0;     // time a restart takes before work resumes (counted as lost)
+  // Least attained service (scheduler.ordering.policy las, las-2d), kept by the driver (the
+  // simulator, the server): the time the job has run and the time it has waited since it first
+  // ran, both since its last starvation promotion and as of `service_time` (when it was last
+  // requeued). A job that never ran has 0 and 0. While the job runs, the engine adds the time
+  // since its start itself; at a start the driver stores engine::ServiceAtStart.
+  Millis attained = 0;
+  Millis starved = 0;
+  Millis service_time = 0;
 
   std::int64_t task_count() const;
   MilliGpu total_gpu() const;

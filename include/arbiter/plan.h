@@ -126,17 +126,23 @@ struct Eviction {
   JobId job = 0;
   JobId preemptor = 0;
   // Within the preemptor's queue by priority class; across queues by queue priority
-  // (preempt_lower_priority); or reclaim of quota another queue borrowed.
+  // (preempt_lower_priority); reclaim of quota another queue borrowed; or, under a least-
+  // attained-service order, of a job in a lower service queue (kAttainedService).
   enum class Kind : std::uint8_t {
     kWithinQueue,
     kQueuePriority,
-    kReclaim
+    kReclaim,
+    kAttainedService
   } kind = Kind::kWithinQueue;
   std::string signal;
   Millis signal_at = 0;
   Millis stop_at = 0;
   double lost_gpu_hours = 0;  // work lost since the victim's last checkpoint, plus its restart
 };
+
+// The eviction's kind as the CLI, the events and the metrics name it: within_queue,
+// queue_priority, reclaim, attained_service.
+const char* EvictionKindName(Eviction::Kind kind);
 
 struct Unplaced {
   JobId job = 0;

@@ -32,18 +32,6 @@ namespace {
 
 std::string Gpus(std::int64_t milli) { return FormatGpus(milli); }
 
-const char* EvictionKindName(Eviction::Kind kind) {
-  switch (kind) {
-    case Eviction::Kind::kWithinQueue:
-      return "within-queue";
-    case Eviction::Kind::kQueuePriority:
-      return "queue-priority";
-    case Eviction::Kind::kReclaim:
-      return "reclaim";
-  }
-  return "?";
-}
-
 void PrintClusterSummary(const ClusterState& state) {
   std::map<std::string, int> gpus;
   for (NodeId n = 0; n < state.node_count(); ++n) {

@@ -220,9 +220,25 @@ class ClusterLoader {
     Map m(value, {"ordering", "fair_share_half_life", "fair_share_period", "score_candidates",
                   "placement", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
-      Map o(*v, {"priority_class_weight", "queue_priority_weight", "fair_share_weight",
-                 "age_weight", "max_age"});
+      Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
+                 "age_weight", "max_age", "las_thresholds", "starvation_factor"});
       OrderingWeights& w = out_.engine.ordering;
+      if (const Value* x = o.Find("policy")) {
+        constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
+                                             OrderPolicy::kLas2d};
+        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d"})];
+      }
+      if (const Value* x = o.Find("las_thresholds")) {
+        // Durations: time run (las), or GPU-time (las-2d: 1h is one GPU-hour).
+        w.las_thresholds.clear();
+        for (const Value& item : x->Items()) {
+          const Millis t = PositiveDuration(item);
+          if (!w.las_thresholds.empty() && t <= w.las_thresholds.back())
+            item.Fail("thresholds must ascend");
+          w.las_thresholds.push_back(t);
+        }
+      }
+      if (const Value* x = o.Find("starvation_factor")) w.starvation_factor = x->Number(0);
       if (const Value* x = o.Find("priority_class_weight")) w.priority_class = x->Number(0);
       if (const Value* x = o.Find("queue_priority_weight")) w.queue_priority = x->Number(0);
       if (const Value* x = o.Find("fair_share_weight")) w.fair_share = x->Number(0);

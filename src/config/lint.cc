@@ -59,6 +59,7 @@ class Analysis {
  public:
   Analysis(const ClusterConfig& config, const ClusterState& state)
       : preemption_(config.engine.preemption.enabled),
+        las_(IsLas(config.engine.ordering.policy)),
         state_(state),
         policy_(state, config.engine.ordering) {
     const std::size_t n = state.queue_count();
@@ -104,6 +105,9 @@ class Analysis {
   // eviction does not need borrowed work that v can never have. Assumes preemption is enabled, v
   // preemptable and the class preemptible.
   bool EvictableByRule(QueueId v, std::optional<PriorityClassId> cls) const {
+    // Under a least-attained-service order, a job of the same tree in a lower service queue may
+    // evict any preemptible work (Eviction kind attained_service).
+    if (las_ && (cls ? state_.priority_class(*cls).preemptible : any_preemptible_)) return true;
     const std::size_t classes = state_.priority_class_count();
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
       if (!leaf(q) || !same_tree(q, v)) continue;
@@ -138,6 +142,7 @@ class Analysis {
   }
 
   bool preemption_;
+  bool las_;  // a least-attained-service order: its own evictions (kAttainedService)
   const ClusterState& state_;
   engine::VictimPolicy policy_;
   bool any_preemptible_ = false;

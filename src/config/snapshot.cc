@@ -335,11 +335,19 @@ class Writer {
     const EngineOptions& e = s_.config.engine;
     const OrderingWeights& w = e.ordering;
     Line("scheduler:");
+    std::string las;
+    if (w.policy != OrderPolicy::kMultifactor) {
+      std::string thresholds;
+      for (Millis t : w.las_thresholds)
+        thresholds += (thresholds.empty() ? "" : ", ") + Duration(t);
+      las = fmt::format(", policy: {}, las_thresholds: [{}], starvation_factor: {}",
+                        OrderPolicyName(w.policy), thresholds, Number(w.starvation_factor));
+    }
     Line(fmt::format(
         "  ordering: {{priority_class_weight: {}, queue_priority_weight: {}, fair_share_weight: "
-        "{}, age_weight: {}, max_age: {}}}",
+        "{}, age_weight: {}, max_age: {}{}}}",
         Number(w.priority_class), Number(w.queue_priority), Number(w.fair_share), Number(w.age),
-        Duration(w.max_age)));
+        Duration(w.max_age), las));
     Line("  fair_share_half_life: " + Duration(s_.config.cluster.fair_share_half_life));
     Line("  fair_share_period: " + Duration(s_.config.cluster.fair_share_period));
     Line(fmt::format("  score_candidates: {}", e.score_candidates));

@@ -333,6 +333,12 @@ void Core::ApplyLocked(const Event& event) {
     RememberNodes(entry);
   }
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending) {
+    // Back to pending (evicted, requeued): the time it ran counts as its attained service for a
+    // least-attained-service order (kept in memory only).
+    if (entry.run_start >= 0) {
+      entry.job.attained += std::max<Millis>(0, event.time - entry.run_start);
+      entry.job.service_time = event.time;
+    }
     entry.run_start = -1;
     // Pending again (evicted, requeued, released): its wait for admission starts now.
     if (before != JobState::kPending) entry.pending_since = event.time;

@@ -26,19 +26,6 @@ constexpr Millis kUsageSavePeriod = 60 * kMillisPerSecond;
 // How often the queues' usage is sampled for the dashboard's chart (QueueUsageHistory).
 constexpr Millis kUsageSamplePeriod = 60 * kMillisPerSecond;
 
-// An eviction's reason as the metrics name it.
-const char* EvictionKindName(Eviction::Kind kind) {
-  switch (kind) {
-    case Eviction::Kind::kWithinQueue:
-      return "within_queue";
-    case Eviction::Kind::kQueuePriority:
-      return "queue_priority";
-    case Eviction::Kind::kReclaim:
-      return "reclaim";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 void Core::Loop() {
@@ -115,6 +102,19 @@ void Core::CycleLocked(Millis now) {
     ev.actor = "scheduler";
     ev.allocation = store::ToStoredAllocation(b.allocation, *state_);
     events.push_back(std::move(ev));
+  }
+  // The service a least-attained-service order counts from each start on (a starvation promotion
+  // applied); the engine adds the running time itself.
+  for (const Bind& b : plan.binds) {
+    Job& job = pending[b.pending_index];
+    const AttainedService service = ServiceAtStart(job, now, engine_.options().ordering);
+    job.attained = service.attained;
+    job.starved = service.starved;
+    job.service_time = now;
+    Job& kept = jobs_.at(b.job).job;
+    kept.attained = job.attained;
+    kept.starved = job.starved;
+    kept.service_time = now;
   }
   if (!events.empty()) {
     if (Status st = AppendLocked(std::move(events)); !st.ok()) {

@@ -98,7 +98,7 @@ Metrics::Metrics()
       evicted_(BuildCounter()
                    .Name("arbiter_evicted_jobs_total")
                    .Help("Jobs evicted by the scheduler, per queue and priority class of the "
-                         "victim and reason (within_queue, queue_priority, reclaim).")
+                         "victim and reason (within_queue, queue_priority, reclaim, attained_service).")
                    .Register(*registry_)),
       lost_gpu_seconds_(BuildCounter()
                             .Name("arbiter_lost_gpu_seconds_total")

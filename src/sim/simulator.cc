@@ -75,6 +75,9 @@ struct Run {
   bool ran_before = false;
   bool busy = false;  // running past its restart or startup (counted in busy GPUs)
   Millis pending_since = 0;
+  // Least attained service (Job::attained, starved, service_time), kept across its runs.
+  Millis attained = 0;
+  Millis starved = 0;
   Millis longest_pending = 0;
   Millis first_start = -1;
   Millis end = -1;
@@ -273,6 +276,9 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   run.pending_since = now;
   pending_.push_back(run.spec->job);
   pending_.back().id = run.id;
+  pending_.back().attained = run.attained;
+  pending_.back().starved = run.starved;
+  pending_.back().service_time = now;
   pending_runs_.push_back(r);
   changed_ = true;
   RequestCycle(now);
@@ -405,6 +411,7 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
     if (stop > from) s.served_ms += static_cast<double>(stop - from);
   }
   const Progress p = ProgressAt(run, stop);
+  if (requeued) run.attained += std::max<Millis>(0, stop - run.run_start);
   if (requeued && run.spec->kind != WorkKind::kInference) {
     // The work since the checkpoint kept, and the overhead the restart will take.
     run.lost_gpu_ms += run.gpus * static_cast<double>(std::max<Millis>(0, p.done - saved) +
@@ -582,6 +589,15 @@ Status Simulation::Cycle(Millis now) {
   }
   const bool bound = !plan.binds.empty();
   for (const Bind& b : plan.binds) {
+    // The service a least-attained-service order counts from this start on (a starvation
+    // promotion applied): the engine adds the running time itself.
+    Job& job = pending_[b.pending_index];
+    const AttainedService service = ServiceAtStart(job, now, engine_.options().ordering);
+    job.attained = service.attained;
+    job.starved = service.starved;
+    job.service_time = now;
+    runs_[pending_runs_[b.pending_index]].attained = service.attained;
+    runs_[pending_runs_[b.pending_index]].starved = service.starved;
     runs_[pending_runs_[b.pending_index]].gpu_type = b.allocation.gpu_type;
     StartRun(pending_runs_[b.pending_index], now, b.start_after);
   }

@@ -92,7 +92,7 @@ TEST_F(SnapshotCli, ExplainSaysWhoIsEvictedAndWhoIsProtected) {
       << urgent.output;
   EXPECT_TRUE(HasSubstr(urgent.output, "placed on G: g-0[0-3]")) << urgent.output;
   EXPECT_TRUE(HasSubstr(urgent.output,
-                        "preempting old (within-queue): SIGUSR1 now, stopped at "
+                        "preempting old (within_queue): SIGUSR1 now, stopped at "
                         "2026-05-01T10:01:00Z"))
       << urgent.output;
 
@@ -102,7 +102,7 @@ TEST_F(SnapshotCli, ExplainSaysWhoIsEvictedAndWhoIsProtected) {
       << old.output;
   EXPECT_TRUE(HasSubstr(old.output, "last checkpoint at 2026-05-01T09:30:00Z")) << old.output;
   EXPECT_TRUE(HasSubstr(old.output, "evicted 1 time before")) << old.output;
-  EXPECT_TRUE(HasSubstr(old.output, "evicted by this cycle for urgent (within-queue)"))
+  EXPECT_TRUE(HasSubstr(old.output, "evicted by this cycle for urgent (within_queue)"))
       << old.output;
 
   CommandResult young = Run("explain --snapshot " + file_ + " 2");  // by id

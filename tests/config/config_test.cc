@@ -339,6 +339,23 @@ TEST(ConfigCluster, Scheduler) {
   EXPECT_EQ(c.engine.score_candidates, 3);
 }
 
+TEST(ConfigCluster, LeastAttainedServiceOrder) {
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
+  ordering: {policy: las-2d, las_thresholds: [1h, 4h], starvation_factor: 2}
+)");
+  EXPECT_EQ(c.engine.ordering.policy, OrderPolicy::kLas2d);
+  EXPECT_EQ(c.engine.ordering.las_thresholds,
+            (std::vector<Millis>{3600 * 1000LL, 4 * 3600 * 1000LL}));
+  EXPECT_EQ(c.engine.ordering.starvation_factor, 2);
+  EXPECT_EQ(MustParseCluster(kCluster).engine.ordering.policy, OrderPolicy::kMultifactor);
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {las_thresholds: [2h, 1h]}\n"),
+      "thresholds must ascend"));
+  EXPECT_TRUE(
+      HasSubstr(ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: gittins}\n"),
+                "policy"));
+}
+
 TEST(ConfigCluster, PreemptionSettings) {
   ClusterConfig c =
       MustParseCluster(Edit("  - {name: P1, value: 100}",

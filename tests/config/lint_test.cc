@@ -393,6 +393,22 @@ TEST(LintPreemptibleClassWithoutProtection, QuietWhenNothingCanEvictTheClass) {
                   .empty());
 }
 
+TEST(LintPreemptibleClassWithoutProtection, LeastAttainedServiceEvictsEveryPreemptibleClass) {
+  // One class, one queue: nothing else evicts it, but under least attained service a job that
+  // crosses a threshold is evicted by those of lower service, and may never finish.
+  const std::string one_class = R"(priority_classes:
+  - {name: only, value: 5}
+)";
+  for (const char* policy : {"las", "las-2d"}) {
+    const std::string scheduler =
+        std::string("scheduler:\n  ordering: {policy: ") + policy + "}\n";
+    std::vector<LintWarning> w = WithCode(LintYaml(Cluster(one_class, kOneQueue, scheduler)),
+                                          kLintPreemptibleClassWithoutProtection);
+    ASSERT_EQ(w.size(), 1u) << policy << Describe(w);
+    EXPECT_TRUE(HasSubstr(w[0].message, "'only'"));
+  }
+}
+
 // ---- preemptible-jobs-without-checkpoints ----
 
 TEST(LintPreemptibleJobsWithoutCheckpoints, WarnsOncePerClass) {

@@ -73,5 +73,41 @@ TEST(ShippedScenario, MixedClusterCaseStudyShape) {
   EXPECT_GT(protected_run.gpu_utilization, fcfs.gpu_utilization);
 }
 
+// Tiresias's own sample on its cluster: lightly loaded, every policy runs every job as it arrives,
+// and the figures are those of Tiresias's simulator on the same trace (docs/simulator.md).
+TEST(ShippedScenario, TiresiasSampleMatchesTiresiasSimulator) {
+  std::vector<sim::RunResult> runs = Simulate("tiresias-sample.yaml");
+  ASSERT_EQ(runs.size(), 3u);
+  for (const sim::RunResult& r : runs) {
+    EXPECT_EQ(r.overall.jobs_completed, 60) << r.name;
+    EXPECT_NEAR(r.overall.jct.mean, 178.4, 0.1) << r.name;
+    EXPECT_EQ(r.overall.jct.p99, 1800) << r.name;
+    EXPECT_EQ(r.horizon, 3271 * kMillisPerSecond) << r.name;
+  }
+}
+
+// The Philly sample as Tiresias replays it: least attained service cuts the mean JCT of strict
+// FIFO tenfold by running short jobs first and evicting long ones for them; starvation promotion
+// trades some of that for the long jobs.
+TEST(ShippedScenario, PhillyUnderLeastAttainedService) {
+  std::vector<sim::RunResult> runs = Simulate("philly-tiresias.yaml");
+  ASSERT_EQ(runs.size(), 4u);
+  const sim::RunResult& fifo = Named(runs, "fifo");
+  // Strict FIFO is Tiresias's FIFO exactly: mean JCT 1,404,970.9 s there.
+  EXPECT_NEAR(fifo.overall.jct.mean, 1404970.9, 1);
+  EXPECT_EQ(fifo.overall.evictions, 0);
+  for (const char* name : {"las", "las-2d"}) {
+    const sim::RunResult& las = Named(runs, name);
+    EXPECT_EQ(las.overall.jobs_completed, 2000) << name;
+    EXPECT_LT(las.overall.jct.mean, fifo.overall.jct.mean / 8) << name;
+    EXPECT_LT(las.overall.jct.p50, fifo.overall.jct.p50 / 20) << name;
+    EXPECT_GT(las.overall.evictions, 1000) << name;
+  }
+  const sim::RunResult& promote = Named(runs, "las-2d-promote");
+  EXPECT_EQ(promote.overall.jobs_completed, 2000);
+  EXPECT_LT(promote.overall.jct.mean, fifo.overall.jct.mean / 5);
+  EXPECT_LT(promote.overall.jct.p99, Named(runs, "las-2d").overall.jct.p99);
+}
+
 }  // namespace
 }  // namespace arbiter

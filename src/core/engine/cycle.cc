@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/engine/las.h"
 #include "core/engine/stages.h"
 
 namespace arbiter {
@@ -231,6 +232,16 @@ class Cycle {
         upto(end);
       }
     }
+    // Least attained service: a waiting job's starvation promotion, and a running job's service
+    // reaching the next threshold (it may then be evicted by the waiting jobs of lower queues).
+    if (IsLas(w.policy)) {
+      if (w.starvation_factor > 0) {
+        for (const Job& job : pending_) upto(engine::LasPromotionAt(job, w));
+      }
+      if (options_.preemption.enabled) {
+        for (const auto& [id, r] : state_.running()) upto(NextThresholdAt(r));
+      }
+    }
     // Preemption: a victim's guard (minimum runtime, cooldown, eviction budget) lifts. A search
     // that found victims it could take but no set that served (the cap, the benefit, the bounded
     // search) read their costs, which move apart with the time: no promise then. (A refusal for
@@ -246,12 +257,29 @@ class Cycle {
     return until;
   }
 
+  // When a running job's service reaches the next of the service thresholds, or -1.
+  Millis NextThresholdAt(const RunningJob& r) const {
+    const OrderingWeights& w = options_.ordering;
+    const std::int64_t milli = r.job.total_gpu().value();
+    const int queue = RunningLasQueue(r.job, r.start_time, now_, w);
+    if (queue >= static_cast<int>(w.las_thresholds.size()) || milli <= 0) return -1;
+    const Millis threshold = w.las_thresholds[static_cast<std::size_t>(queue)];
+    const Millis run = engine::LasRunToReach(w, threshold, milli);
+    return r.start_time + std::max<Millis>(0, run - r.job.attained);
+  }
+
   // The first time the ages alone may reorder the pending jobs. Ages grow alike while they are
   // below max_age, so jobs that all age keep their order; a job whose age reaches max_age (or, not
   // yet submitted, starts to age) stops keeping pace, and an aging job then overtakes a capped one
   // whose key it reaches. (Times are taken a millisecond early: keys are floating point.)
   Millis AgesReorderAt() const {
     const OrderingWeights& w = options_.ordering;
+    // A promoted job ages from its promotion, not its submission: no promise from the ages then.
+    if (IsLas(w.policy)) {
+      for (const Job& job : pending_) {
+        if (engine::LasQueueEntry(job, now_, w) != job.submit_time) return now_;
+      }
+    }
     const engine::OrderingKeys keys(state_, w);
     Millis at = kForever;
     std::vector<double> capped;  // keys of the jobs whose age no longer grows
@@ -614,6 +642,8 @@ class Cycle {
         AppendShapeKey(key, job, kNone, false);
         key += std::to_string(job.queue) + '/' +
                std::to_string(state_.priority_class(job.priority_class).value);
+        if (IsLas(options_.ordering.policy))
+          key += '/' + std::to_string(PendingLasQueue(job, now_, options_.ordering));
         if (auto it = hopeless.find(key); it != hopeless.end()) {
           add_detail(entry.reason, it->second.first);
           SetLifts(entry.reason, it->second.second);

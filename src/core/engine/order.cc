@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/engine/las.h"
 #include "core/engine/stages.h"
 
 namespace arbiter::engine {
@@ -84,12 +85,27 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   const OrderingKeys ordering(state, w);
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
+  // Least attained service: the service queue first (lower first), then the key, its age counted
+  // from the job's entry into its queue (a promoted job goes behind those already there).
+  std::vector<int> las;
+  std::vector<Millis> since;  // submit time, or the entry into the service queue
+  if (IsLas(w.policy)) {
+    las.resize(pending.size());
+    since.resize(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      las[i] = PendingLasQueue(pending[i], now, w);
+      since[i] = LasQueueEntry(pending[i], now, w);
+      if (since[i] != pending[i].submit_time)
+        keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
+    }
+  }
+  auto entered = [&](std::uint32_t i) { return since.empty() ? pending[i].submit_time : since[i]; };
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   auto before = [&](std::uint32_t a, std::uint32_t b) {
+    if (!las.empty() && las[a] != las[b]) return las[a] < las[b];
     if (keys[a] != keys[b]) return keys[a] > keys[b];
-    if (pending[a].submit_time != pending[b].submit_time)
-      return pending[a].submit_time < pending[b].submit_time;
+    if (entered(a) != entered(b)) return entered(a) < entered(b);
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
     return a < b;
   };
@@ -101,3 +117,47 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
 }
 
 }  // namespace arbiter::engine
+
+namespace arbiter {
+
+const char* OrderPolicyName(OrderPolicy policy) {
+  switch (policy) {
+    case OrderPolicy::kMultifactor:
+      return "multifactor";
+    case OrderPolicy::kLas:
+      return "las";
+    case OrderPolicy::kLas2d:
+      return "las-2d";
+  }
+  return "?";
+}
+
+int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli) {
+  const Millis service =
+      w.policy == OrderPolicy::kLas2d ? attained * milli / kMilliPerGpu : attained;
+  int queue = 0;
+  for (Millis threshold : w.las_thresholds) queue += service >= threshold ? 1 : 0;
+  return queue;
+}
+
+AttainedService ServiceAtStart(const Job& job, Millis now, const OrderingWeights& w) {
+  AttainedService s{job.attained, job.starved};
+  // (Tiresias counts the waiting of a job that has run only.)
+  if (s.attained > 0 && now > job.service_time) s.starved += now - job.service_time;
+  if (w.starvation_factor > 0 && s.attained > 0 &&
+      LasQueue(w, s.attained, job.total_gpu().value()) > 0 &&
+      static_cast<double>(s.starved) >= w.starvation_factor * static_cast<double>(s.attained)) {
+    return {};
+  }
+  return s;
+}
+
+int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w) {
+  return LasQueue(w, ServiceAtStart(job, now, w).attained, job.total_gpu().value());
+}
+
+int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w) {
+  return LasQueue(w, job.attained + std::max<Millis>(0, now - start), job.total_gpu().value());
+}
+
+}  // namespace arbiter

@@ -85,6 +85,14 @@ class Search {
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state_, job_.queue, filter.type).empty();
     relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
+    // Least attained service: a job of a higher service queue may be evicted from any queue of
+    // the preemptor's tree (the search asks each running job).
+    if (IsLas(options_.ordering.policy)) {
+      las_queue_ = PendingLasQueue(job_, now_, options_.ordering);
+      for (QueueId q = 0; q < state_.queue_count(); ++q) {
+        if (policy_.SameTree(q, job_.queue)) victim_queues_ |= std::uint64_t{1} << (q % 64);
+      }
+    }
     // The queues whose work this preemptor may evict at all (of some class), as
     // NodeState::resident_queues bits.
     // And, per (queue, class) it may evict from, whether the order may protect such a victim
@@ -182,7 +190,11 @@ class Search {
   // Whether this preemptor may evict `r`, and at what cost.
   std::optional<Victim> Evaluate(const RunningJob* r) {
     // The relation first (cheap), then the guards, then the cost.
-    const std::optional<Eviction::Kind> kind = relations_.Kind(r->job.queue, r->job.priority_class);
+    std::optional<Eviction::Kind> kind = relations_.Kind(r->job.queue, r->job.priority_class);
+    if (las_queue_ >= 0 && policy_.SameTree(r->job.queue, job_.queue) &&
+        RunningLasQueue(r->job, r->start_time, now_, options_.ordering) > las_queue_) {
+      kind = Eviction::Kind::kAttainedService;
+    }
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
@@ -196,7 +208,8 @@ class Search {
       Refused(guard, until, r->job.id);
       return std::nullopt;
     }
-    if (OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
+    if (*kind != Eviction::Kind::kAttainedService &&
+        OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
       Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
       return std::nullopt;
     }
@@ -225,6 +238,11 @@ class Search {
   // The cost of evicting a resident, or nullopt when this preemptor may not evict it. Reads only
   // the resident, unless a guard, a guarantee or an exclusion needs the running job itself.
   std::optional<double> QuickCost(const Resident& res) {
+    if (las_queue_ >= 0) {  // (the service queue reads the running job)
+      std::optional<Victim> v = Evaluate(res.job);
+      if (!v) return std::nullopt;
+      return v->cost;
+    }
     const std::optional<Eviction::Kind> kind = relations_.Kind(res.queue, res.priority_class);
     if (!kind) return std::nullopt;
     const char* protection = policy_.Protection(res.queue, res.priority_class);
@@ -560,6 +578,7 @@ class Search {
   const std::unordered_set<JobId>& excluded_;
   const CycleOptions& options_;
   bool can_reclaim_ = false;
+  int las_queue_ = -1;  // the preemptor's service queue under least attained service; else -1
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;

@@ -58,6 +58,7 @@ VictimPolicy::Relations VictimPolicy::RelationsOf(QueueId by, PriorityClassId by
 bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId type) const {
   switch (kind) {
     case Eviction::Kind::kWithinQueue:
+    case Eviction::Kind::kAttainedService:
       return false;
     case Eviction::Kind::kReclaim:
       return true;

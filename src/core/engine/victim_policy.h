@@ -75,6 +75,8 @@ class VictimPolicy {
   // Whether queue q's work runs on borrowed quota can ever exist: it may go above its nominal in
   // some limited resource (borrowing_limit not 0, and max, when given, above nominal).
   bool MayEverBorrow(QueueId q) const { return may_borrow_[q]; }
+  // Whether two queues belong to one tree (no rule evicts across trees).
+  bool SameTree(QueueId a, QueueId b) const { return root_[a] == root_[b]; }
 
   // Whether the order put `victim` ahead of `preemptor` when the victim started: the two jobs'
   // ordering keys as of the victim's start (their ages then; a job submitted later has age 0),

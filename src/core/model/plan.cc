@@ -70,6 +70,20 @@ const char* StageName(Stage stage) {
   return "unknown";
 }
 
+const char* EvictionKindName(Eviction::Kind kind) {
+  switch (kind) {
+    case Eviction::Kind::kWithinQueue:
+      return "within_queue";
+    case Eviction::Kind::kQueuePriority:
+      return "queue_priority";
+    case Eviction::Kind::kReclaim:
+      return "reclaim";
+    case Eviction::Kind::kAttainedService:
+      return "attained_service";
+  }
+  return "unknown";
+}
+
 std::string Reason::Describe(TimeStyle style) const {
   std::string out = StageName(stage);
   out += ": ";
