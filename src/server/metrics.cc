@@ -95,11 +95,12 @@ Metrics::Metrics()
                           .Help("Time from a job's becoming pending (submitted, evicted, requeued "
                                 "or released) to its start by a scheduling cycle, per queue.")
                           .Register(*registry_)),
-      evicted_(BuildCounter()
-                   .Name("arbiter_evicted_jobs_total")
-                   .Help("Jobs evicted by the scheduler, per queue and priority class of the "
-                         "victim and reason (within_queue, queue_priority, reclaim, attained_service).")
-                   .Register(*registry_)),
+      evicted_(
+          BuildCounter()
+              .Name("arbiter_evicted_jobs_total")
+              .Help("Jobs evicted by the scheduler, per queue and priority class of the "
+                    "victim and reason (within_queue, queue_priority, reclaim, attained_service).")
+              .Register(*registry_)),
       lost_gpu_seconds_(BuildCounter()
                             .Name("arbiter_lost_gpu_seconds_total")
                             .Help("GPU-seconds of work lost by evicted jobs (since their last "

@@ -400,8 +400,7 @@ TEST(LintPreemptibleClassWithoutProtection, LeastAttainedServiceEvictsEveryPreem
   - {name: only, value: 5}
 )";
   for (const char* policy : {"las", "las-2d"}) {
-    const std::string scheduler =
-        std::string("scheduler:\n  ordering: {policy: ") + policy + "}\n";
+    const std::string scheduler = std::string("scheduler:\n  ordering: {policy: ") + policy + "}\n";
     std::vector<LintWarning> w = WithCode(LintYaml(Cluster(one_class, kOneQueue, scheduler)),
                                           kLintPreemptibleClassWithoutProtection);
     ASSERT_EQ(w.size(), 1u) << policy << Describe(w);
