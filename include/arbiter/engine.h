@@ -26,8 +26,13 @@ enum class OrderPolicy : std::uint8_t {
   // work of a higher one (Eviction::Kind::kAttainedService).
   kLas,
   kLas2d,
+  // Tiresias's discretised Gittins index ("dlas-gpu-gittins"): the service queues of kLas2d, and
+  // within a queue the higher Gittins index first (ClusterState::GittinsIndex, on the service of
+  // the last `gittins_window` finished jobs, for `gittins_quantum`), then the weighted key. Until
+  // a job has finished, the order of kLas2d.
+  kGittins,
 };
-// "multifactor", "las", "las-2d".
+// "multifactor", "las", "las-2d", "gittins".
 const char* OrderPolicyName(OrderPolicy policy);
 
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
@@ -35,13 +40,18 @@ const char* OrderPolicyName(OrderPolicy policy);
 // submit time then id.
 struct OrderingWeights {
   OrderPolicy policy = OrderPolicy::kMultifactor;
-  // kLas, kLas2d: the service at which a job moves to the next queue, ascending: milliseconds run
-  // (kLas) or GPU-milliseconds (kLas2d). Tiresias's simulator: 3,250 s and 7,200 s (three queues).
+  // kLas, kLas2d, kGittins: the service at which a job moves to the next queue, ascending:
+  // milliseconds run (kLas) or GPU-milliseconds (kLas2d, kGittins). Tiresias's simulator: 3,250 s
+  // and 7,200 s (three queues).
   std::vector<Millis> las_thresholds{3250 * kMillisPerSecond, 7200 * kMillisPerSecond};
   // Tiresias's starvation promotion: a pending job out of the first queue that has waited, since
   // it first ran, `starvation_factor` times as long as it has run goes back to the first queue,
   // its service counted from 0 again. 0: never.
   double starvation_factor = 0;
+  // kGittins: the service quantum the index looks ahead (GPU-milliseconds; Tiresias's static
+  // delta, 3,250 s), and how many finished jobs the distribution of job sizes is learned from.
+  Millis gittins_quantum = 3250 * kMillisPerSecond;
+  std::int32_t gittins_window = 1000;
 
   double priority_class = 10000;  // class value / largest class value
   double queue_priority = 1000;   // queue priority / largest queue priority
@@ -50,7 +60,8 @@ struct OrderingWeights {
   Millis max_age = 7 * 24 * 3600 * kMillisPerSecond;
 };
 
-// Least attained service (OrderPolicy kLas, kLas2d). A job's service as the order counts it.
+// Least attained service (OrderPolicy kLas, kLas2d, kGittins). A job's service as the order counts
+// it.
 struct AttainedService {
   Millis attained = 0;  // Job::attained
   Millis starved = 0;   // Job::starved
@@ -64,7 +75,15 @@ int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli);
 // The service queue of a pending job at `now`, and of a running job that started at `start`.
 int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w);
 int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w);
-inline bool IsLas(OrderPolicy p) { return p == OrderPolicy::kLas || p == OrderPolicy::kLas2d; }
+inline bool IsLas(OrderPolicy p) { return p != OrderPolicy::kMultifactor; }
+// Whether the service counts GPU-time (kLas2d, kGittins) rather than time run (kLas).
+inline bool ServiceInGpuTime(OrderPolicy p) {
+  return p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;
+}
+// The service of `attained` ms run by `milli` GPUs as the order counts it (ms or GPU-ms).
+inline Millis LasService(const OrderingWeights& w, Millis attained, std::int64_t milli) {
+  return ServiceInGpuTime(w.policy) ? attained * milli / kMilliPerGpu : attained;
+}
 
 // Preemption and reclaim, and the guards that keep them from thrashing. The per-victim guards
 // (minimum runtime, eviction budget, cooldown, grace period) belong to priority classes.

@@ -376,6 +376,18 @@ class ClusterState {
   // share one `as_of`.
   void RestoreRecentUsage(QueueId q, double usage, Millis as_of);
 
+  // The service (GPU-milliseconds run, over all its runs) of the last `window` finished jobs,
+  // from which the Gittins order (OrderPolicy::kGittins) learns the distribution of job sizes.
+  // Drivers record each job that completes.
+  void RecordFinishedService(Millis gpu_ms, std::size_t window);
+  std::size_t finished_service_count() const { return service_sorted_.size(); }
+  // The recorded samples, oldest first (a driver carrying them over to a rebuilt state).
+  std::vector<Millis> finished_service() const;
+  // The Gittins index of a job that has received `service` GPU-ms, for a quantum of `quantum`
+  // GPU-ms, on the recorded distribution S: P(S - a <= q | S > a) / E[min(S - a, q) | S > a] per
+  // GPU-hour. 0 when no recorded job ran longer than `service` (or nothing is recorded).
+  double GittinsIndex(Millis service, Millis quantum) const;
+
   // ---- Tentative work ----
   // The engine decides on the state itself rather than on a copy, inside transactions
   // (Transaction, below): what it places takes capacity, what it would evict gives it back,
@@ -448,6 +460,12 @@ class ClusterState {
   Millis fair_share_half_life_ = 0;
   Millis fair_share_period_ = 0;
   std::unordered_map<std::string, NodeId> node_by_name_;
+  // RecordFinishedService: the samples in the order recorded (the oldest dropped first), the same
+  // sorted, and the prefix sums of the sorted ones.
+  std::vector<Millis> service_recorded_;
+  std::size_t service_oldest_ = 0;
+  std::vector<Millis> service_sorted_;
+  std::vector<double> service_prefix_;
 
   std::vector<NodeState> nodes_;
   std::vector<NodeId> device_node_;

@@ -221,15 +221,16 @@ class ClusterLoader {
                   "placement", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
-                 "age_weight", "max_age", "las_thresholds", "starvation_factor"});
+                 "age_weight", "max_age", "las_thresholds", "starvation_factor", "gittins_quantum",
+                 "gittins_window"});
       OrderingWeights& w = out_.engine.ordering;
       if (const Value* x = o.Find("policy")) {
         constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
-                                             OrderPolicy::kLas2d};
-        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d"})];
+                                             OrderPolicy::kLas2d, OrderPolicy::kGittins};
+        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d", "gittins"})];
       }
       if (const Value* x = o.Find("las_thresholds")) {
-        // Durations: time run (las), or GPU-time (las-2d: 1h is one GPU-hour).
+        // Durations: time run (las), or GPU-time (las-2d, gittins: 1h is one GPU-hour).
         w.las_thresholds.clear();
         for (const Value& item : x->Items()) {
           const Millis t = PositiveDuration(item);
@@ -239,6 +240,9 @@ class ClusterLoader {
         }
       }
       if (const Value* x = o.Find("starvation_factor")) w.starvation_factor = x->Number(0);
+      if (const Value* x = o.Find("gittins_quantum")) w.gittins_quantum = PositiveDuration(*x);
+      if (const Value* x = o.Find("gittins_window"))
+        w.gittins_window = static_cast<std::int32_t>(x->Int(1, 1000000));
       if (const Value* x = o.Find("priority_class_weight")) w.priority_class = x->Number(0);
       if (const Value* x = o.Find("queue_priority_weight")) w.queue_priority = x->Number(0);
       if (const Value* x = o.Find("fair_share_weight")) w.fair_share = x->Number(0);

@@ -342,6 +342,9 @@ class Writer {
         thresholds += (thresholds.empty() ? "" : ", ") + Duration(t);
       las = fmt::format(", policy: {}, las_thresholds: [{}], starvation_factor: {}",
                         OrderPolicyName(w.policy), thresholds, Number(w.starvation_factor));
+      if (w.policy == OrderPolicy::kGittins)
+        las += fmt::format(", gittins_quantum: {}, gittins_window: {}", Duration(w.gittins_quantum),
+                           w.gittins_window);
     }
     Line(fmt::format(
         "  ordering: {{priority_class_weight: {}, queue_priority_weight: {}, fair_share_weight: "

@@ -247,6 +247,12 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
       }
     }
   }
+  // So do the finished jobs' sizes that a Gittins order learns from.
+  if (state_) {
+    for (Millis service : state_->finished_service())
+      state.RecordFinishedService(service,
+                                  static_cast<std::size_t>(config.engine.ordering.gittins_window));
+  }
   state_.emplace(std::move(state));
   ApplyHealthLocked();
   Result<ClusterState> probe = ClusterState::Create(config.cluster);
@@ -337,13 +343,26 @@ void Core::ApplyLocked(const Event& event) {
     // least-attained-service order (kept in memory only).
     if (entry.run_start >= 0) {
       entry.job.attained += std::max<Millis>(0, event.time - entry.run_start);
+      entry.ran += std::max<Millis>(0, event.time - entry.run_start);
       entry.job.service_time = event.time;
     }
     entry.run_start = -1;
     // Pending again (evicted, requeued, released): its wait for admission starts now.
     if (before != JobState::kPending) entry.pending_since = event.time;
   }
-  if (!was_finished && store::IsFinished(entry.stored.status.state)) Finish(entry);
+  if (!was_finished && store::IsFinished(entry.stored.status.state)) {
+    // A Gittins order learns the sizes of the jobs that completed: all the GPU-time they ran.
+    const OrderingWeights& w = config_.engine.ordering;
+    if (entry.stored.status.state == JobState::kCompleted && w.policy == OrderPolicy::kGittins &&
+        state_) {
+      const Millis ran =
+          entry.ran +
+          (entry.run_start >= 0 ? std::max<Millis>(0, event.time - entry.run_start) : 0);
+      state_->RecordFinishedService(LasService(w, ran, entry.job.total_gpu().value()),
+                                    static_cast<std::size_t>(w.gittins_window));
+    }
+    Finish(entry);
+  }
 }
 
 void Core::RememberNodes(Entry& entry) {

@@ -163,6 +163,7 @@ class Core {
     bool never = false;          // the reason says it can never fit
     Millis reserved_start = -1;  // a backfill reservation's expected start
     Millis run_start = -1;       // running: when its work starts (after its victims stop)
+    Millis ran = 0;              // the time it has run before its current run (kept in memory)
     // Node agents: what each task (by rank) of the current run reported, and where each task
     // ran last (for its log, also once the job has finished).
     std::vector<TaskReport> reports;

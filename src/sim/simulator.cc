@@ -78,6 +78,7 @@ struct Run {
   // Least attained service (Job::attained, starved, service_time), kept across its runs.
   Millis attained = 0;
   Millis starved = 0;
+  Millis ran = 0;  // the time it has run, over all its runs (a Gittins order learns job sizes)
   Millis longest_pending = 0;
   Millis first_start = -1;
   Millis end = -1;
@@ -411,6 +412,7 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
     if (stop > from) s.served_ms += static_cast<double>(stop - from);
   }
   const Progress p = ProgressAt(run, stop);
+  run.ran += std::max<Millis>(0, stop - run.run_start);
   if (requeued) run.attained += std::max<Millis>(0, stop - run.run_start);
   if (requeued && run.spec->kind != WorkKind::kInference) {
     // The work since the checkpoint kept, and the overhead the restart will take.
@@ -785,6 +787,12 @@ Result<Millis> Simulation::Loop(Millis until) {
         run.saved = run.spec->work;
         run.phase = Phase::kDone;
         run.end = now;
+        run.ran += std::max<Millis>(0, now - run.run_start);
+        if (const OrderingWeights& w = engine_.options().ordering;
+            w.policy == OrderPolicy::kGittins) {
+          state_.RecordFinishedService(LasService(w, run.ran, run.spec->job.total_gpu().value()),
+                                       static_cast<std::size_t>(w.gittins_window));
+        }
         changed_ = true;
         RequestCycle(now);
         break;

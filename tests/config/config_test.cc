@@ -351,9 +351,23 @@ TEST(ConfigCluster, LeastAttainedServiceOrder) {
   EXPECT_TRUE(HasSubstr(
       ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {las_thresholds: [2h, 1h]}\n"),
       "thresholds must ascend"));
-  EXPECT_TRUE(
-      HasSubstr(ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: gittins}\n"),
-                "policy"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: sjf}\n"), "policy"));
+}
+
+TEST(ConfigCluster, GittinsOrder) {
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
+  ordering: {policy: gittins, gittins_quantum: 2h, gittins_window: 500}
+)");
+  EXPECT_EQ(c.engine.ordering.policy, OrderPolicy::kGittins);
+  EXPECT_EQ(c.engine.ordering.gittins_quantum, 2 * 3600 * 1000LL);
+  EXPECT_EQ(c.engine.ordering.gittins_window, 500);
+  const OrderingWeights defaults;
+  EXPECT_EQ(defaults.gittins_quantum, 3250 * 1000LL);  // Tiresias's static delta
+  EXPECT_EQ(defaults.gittins_window, 1000);
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {gittins_window: 0}\n"),
+      "gittins_window"));
 }
 
 TEST(ConfigCluster, PreemptionSettings) {

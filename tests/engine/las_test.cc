@@ -151,5 +151,57 @@ TEST(Las, AWaitingPlanHoldsUntilARunnerCrossesAThresholdOrAJobIsPromoted) {
   EXPECT_EQ(Engine(options).Schedule(state, starving, 60 * kSecond).stable_until, 4050 * kSecond);
 }
 
+// ---- Gittins index (scheduler.ordering.policy gittins) ----
+
+constexpr Millis kGpuHour = 3600 * kSecond;  // GPU-milliseconds of one GPU for an hour
+
+TEST(Gittins, IndexIsTheChanceToEndWithinTheQuantumOverTheServiceSpentInIt) {
+  ClusterState state = MakeState(OneNode());
+  EXPECT_EQ(state.GittinsIndex(0, 2 * kGpuHour), 0);  // nothing learned yet
+  for (Millis s : {kGpuHour, kGpuHour, kGpuHour, 10 * kGpuHour}) state.RecordFinishedService(s, 10);
+  EXPECT_EQ(state.finished_service_count(), 4u);
+  // A new job: 3 of 4 end within 2 GPU-hours, each after 1; the fourth spends the whole quantum:
+  // 3 / (3 + 2) per GPU-hour.
+  EXPECT_DOUBLE_EQ(state.GittinsIndex(0, 2 * kGpuHour), 0.6);
+  // Half an hour in: the same three end within the quantum after half an hour each.
+  EXPECT_DOUBLE_EQ(state.GittinsIndex(kGpuHour / 2, 2 * kGpuHour), 3.0 / 3.5);
+  // Past the short ones: only the long one is like it, and it does not end within the quantum.
+  EXPECT_EQ(state.GittinsIndex(kGpuHour, 2 * kGpuHour), 0);
+  // Past every job learned: 0.
+  EXPECT_EQ(state.GittinsIndex(10 * kGpuHour, 2 * kGpuHour), 0);
+}
+
+TEST(Gittins, LearnsFromTheLastWindowOfFinishedJobs) {
+  ClusterState state = MakeState(OneNode());
+  state.RecordFinishedService(10 * kGpuHour, 2);
+  state.RecordFinishedService(kGpuHour, 2);
+  state.RecordFinishedService(kGpuHour, 2);  // the 10-hour job drops out of the window
+  EXPECT_EQ(state.finished_service(), (std::vector<Millis>{kGpuHour, kGpuHour}));
+  EXPECT_DOUBLE_EQ(state.GittinsIndex(0, 2 * kGpuHour), 1.0);  // both end after one GPU-hour
+  state.RecordFinishedService(3 * kGpuHour, 1);                // a smaller window keeps the newest
+  EXPECT_EQ(state.finished_service(), (std::vector<Millis>{3 * kGpuHour}));
+}
+
+TEST(Gittins, WithinAServiceQueueTheHigherIndexGoesFirst) {
+  ClusterState state = MakeState(OneNode());
+  OrderingWeights w = Las(OrderPolicy::kGittins);
+  w.las_thresholds = {100 * kGpuHour};  // all in the first queue
+  w.gittins_quantum = 2 * kGpuHour;
+  // Job 1 came first and has run an hour on one GPU; job 2 never ran.
+  std::vector<Job> jobs = {InA(state, 1, 1, 0, kGpuHour), InA(state, 2, 1, 5, 0)};
+  // Nothing learned yet: the order of las-2d (by age, within the queue).
+  EXPECT_EQ(engine::OrderPending(state, jobs, 20 * kSecond, w), (std::vector<std::uint32_t>{0, 1}));
+  // Most jobs end within an hour: one that has run an hour is likely long, a new one likely
+  // short, so the new one goes first.
+  for (Millis s : {kGpuHour / 2, kGpuHour / 2, kGpuHour / 2, 10 * kGpuHour})
+    state.RecordFinishedService(s, 1000);
+  EXPECT_EQ(engine::OrderPending(state, jobs, 20 * kSecond, w), (std::vector<std::uint32_t>{1, 0}));
+  // The service queues still come first.
+  w.las_thresholds = {kGpuHour / 2};
+  jobs[0].attained = 0;
+  jobs[1].attained = kGpuHour;
+  EXPECT_EQ(engine::OrderPending(state, jobs, 20 * kSecond, w), (std::vector<std::uint32_t>{0, 1}));
+}
+
 }  // namespace
 }  // namespace arbiter

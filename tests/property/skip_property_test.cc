@@ -108,14 +108,16 @@ Case RandomCase(Random& rnd) {
   return c;
 }
 
-// The same cases under least attained service (las or las-2d, thresholds of minutes so that jobs
-// cross them, with or without starvation promotion): running jobs crossing a threshold and waiting
-// jobs promoted change the decisions with time alone.
+// The same cases under least attained service (las, las-2d or gittins, thresholds of minutes so
+// that jobs cross them, with or without starvation promotion): running jobs crossing a threshold
+// and waiting jobs promoted change the decisions with time alone.
 Case RandomLasCase(Random& rnd) {
   Case c = RandomCase(rnd);
   OrderingWeights& w = c.engine.ordering;
-  w.policy = rnd.Chance(50) ? OrderPolicy::kLas : OrderPolicy::kLas2d;
-  const Millis unit = w.policy == OrderPolicy::kLas2d ? 2 * kMinute : kMinute;
+  w.policy = rnd.Of<OrderPolicy>({OrderPolicy::kLas, OrderPolicy::kLas2d, OrderPolicy::kGittins});
+  const Millis unit = ServiceInGpuTime(w.policy) ? 2 * kMinute : kMinute;
+  w.gittins_quantum = rnd.In(5, 60) * kMinute;
+  w.gittins_window = static_cast<std::int32_t>(rnd.In(3, 30));
   w.las_thresholds = {rnd.In(3, 10) * unit + rnd.In(0, 999)};
   if (rnd.Chance(60)) w.las_thresholds.push_back(w.las_thresholds[0] + rnd.In(5, 30) * unit);
   w.starvation_factor = rnd.Of<double>({0, 0.5, 1, 2});

@@ -1,6 +1,6 @@
-// Least attained service (OrderPolicy kLas, kLas2d): the times a waiting job's service queue
-// changes by waiting alone, read by the order (order.cc) and by the cycle's promise of when its
-// inputs change next (cycle.cc).
+// Least attained service (OrderPolicy kLas, kLas2d, kGittins): the times a waiting job's service
+// queue changes by waiting alone, read by the order (order.cc) and by the cycle's promise of when
+// its inputs change next (cycle.cc).
 #pragma once
 
 #include <algorithm>
@@ -24,8 +24,7 @@ inline Millis LasPromotionAt(const Job& job, const OrderingWeights& w) {
 
 // The least time a job of `milli` GPUs must run for its service to reach `threshold`.
 inline Millis LasRunToReach(const OrderingWeights& w, Millis threshold, std::int64_t milli) {
-  return w.policy == OrderPolicy::kLas2d ? (threshold * kMilliPerGpu + milli - 1) / milli
-                                         : threshold;
+  return ServiceInGpuTime(w.policy) ? (threshold * kMilliPerGpu + milli - 1) / milli : threshold;
 }
 
 // The time a waiting job entered its service queue as far as its fields tell, so that a queue is

@@ -88,12 +88,19 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   // Least attained service: the service queue first (lower first), then the key, its age counted
   // from the job's entry into its queue (a promoted job goes behind those already there).
   std::vector<int> las;
-  std::vector<Millis> since;  // submit time, or the entry into the service queue
+  std::vector<Millis> since;    // submit time, or the entry into the service queue
+  std::vector<double> gittins;  // kGittins: the index, higher first within a service queue
   if (IsLas(w.policy)) {
     las.resize(pending.size());
     since.resize(pending.size());
+    if (w.policy == OrderPolicy::kGittins && state.finished_service_count() > 0)
+      gittins.resize(pending.size());
     for (std::size_t i = 0; i < pending.size(); ++i) {
-      las[i] = PendingLasQueue(pending[i], now, w);
+      const Millis attained = ServiceAtStart(pending[i], now, w).attained;
+      las[i] = LasQueue(w, attained, pending[i].total_gpu().value());
+      if (!gittins.empty())
+        gittins[i] = state.GittinsIndex(LasService(w, attained, pending[i].total_gpu().value()),
+                                        w.gittins_quantum);
       since[i] = LasQueueEntry(pending[i], now, w);
       if (since[i] != pending[i].submit_time)
         keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
@@ -104,6 +111,7 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   auto before = [&](std::uint32_t a, std::uint32_t b) {
     if (!las.empty() && las[a] != las[b]) return las[a] < las[b];
+    if (!gittins.empty() && gittins[a] != gittins[b]) return gittins[a] > gittins[b];
     if (keys[a] != keys[b]) return keys[a] > keys[b];
     if (entered(a) != entered(b)) return entered(a) < entered(b);
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
@@ -128,13 +136,14 @@ const char* OrderPolicyName(OrderPolicy policy) {
       return "las";
     case OrderPolicy::kLas2d:
       return "las-2d";
+    case OrderPolicy::kGittins:
+      return "gittins";
   }
   return "?";
 }
 
 int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli) {
-  const Millis service =
-      w.policy == OrderPolicy::kLas2d ? attained * milli / kMilliPerGpu : attained;
+  const Millis service = LasService(w, attained, milli);
   int queue = 0;
   for (Millis threshold : w.las_thresholds) queue += service >= threshold ? 1 : 0;
   return queue;

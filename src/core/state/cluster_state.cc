@@ -970,6 +970,61 @@ void ClusterState::RestoreRecentUsage(QueueId q, double usage, Millis as_of) {
   last_accrual_ = as_of;
 }
 
+void ClusterState::RecordFinishedService(Millis gpu_ms, std::size_t window) {
+  if (window == 0) return;
+  if (service_recorded_.size() > window) {  // a smaller window than before: keep the newest
+    std::rotate(service_recorded_.begin(),
+                service_recorded_.begin() + static_cast<std::ptrdiff_t>(service_oldest_),
+                service_recorded_.end());
+    service_recorded_.erase(service_recorded_.begin(),
+                            service_recorded_.end() - static_cast<std::ptrdiff_t>(window));
+    service_oldest_ = 0;
+    service_sorted_ = service_recorded_;
+    std::sort(service_sorted_.begin(), service_sorted_.end());
+  }
+  gpu_ms = std::max<Millis>(gpu_ms, 0);
+  if (service_recorded_.size() < window) {
+    service_recorded_.push_back(gpu_ms);
+  } else {
+    Millis& oldest = service_recorded_[service_oldest_];
+    service_sorted_.erase(std::lower_bound(service_sorted_.begin(), service_sorted_.end(), oldest));
+    oldest = gpu_ms;
+    service_oldest_ = (service_oldest_ + 1) % window;
+  }
+  service_sorted_.insert(std::upper_bound(service_sorted_.begin(), service_sorted_.end(), gpu_ms),
+                         gpu_ms);
+  service_prefix_.assign(service_sorted_.size() + 1, 0);
+  for (std::size_t i = 0; i < service_sorted_.size(); ++i)
+    service_prefix_[i + 1] = service_prefix_[i] + static_cast<double>(service_sorted_[i]);
+}
+
+std::vector<Millis> ClusterState::finished_service() const {
+  std::vector<Millis> out(service_recorded_.begin() + static_cast<std::ptrdiff_t>(service_oldest_),
+                          service_recorded_.end());
+  out.insert(out.end(), service_recorded_.begin(),
+             service_recorded_.begin() + static_cast<std::ptrdiff_t>(service_oldest_));
+  return out;
+}
+
+double ClusterState::GittinsIndex(Millis service, Millis quantum) const {
+  const auto& s = service_sorted_;
+  // The recorded jobs that ran longer than `service`: [first, s.size()); of them, those that
+  // end within the quantum: [first, within).
+  const auto first =
+      static_cast<std::size_t>(std::upper_bound(s.begin(), s.end(), service) - s.begin());
+  if (first == s.size() || quantum <= 0) return 0;
+  const auto within =
+      static_cast<std::size_t>(std::upper_bound(s.begin(), s.end(), service + quantum) - s.begin());
+  // Both over the survivors' count, which cancels: the chance to end within the quantum over the
+  // service expected to be spent in it.
+  const double ended = static_cast<double>(within - first);
+  const double spent = service_prefix_[within] - service_prefix_[first] -
+                       static_cast<double>(service) * ended +
+                       static_cast<double>(quantum) * static_cast<double>(s.size() - within);
+  constexpr double kGpuHour = 3600.0 * kMillisPerSecond;
+  return spent > 0 ? ended / spent * kGpuHour : 0;
+}
+
 // ---- Invariants ----
 
 Status ClusterState::CheckInvariants() const {
