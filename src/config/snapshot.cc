@@ -35,13 +35,13 @@ using internal::Value;
 constexpr std::string_view kClusterFields[] = {"topology", "scheduler", "priority_classes",
                                                "queues", "nodes"};
 constexpr std::string_view kSnapshotFields[] = {
-    "snapshot_version", "taken_at", "topology", "scheduler",
-    "priority_classes", "queues",   "nodes",    "node_states",
-    "queue_usage",      "running",  "pending",  "stopping"};
-constexpr std::string_view kRunningFields[] = {"id", "evictions", "start_time", "last_checkpoint",
-                                               "allocation"};
-constexpr std::string_view kPendingFields[] = {"id", "evictions", "held"};
-constexpr std::string_view kStoppingFields[] = {"id", "evictions", "stop_time"};
+    "snapshot_version", "taken_at", "topology",        "scheduler",   "priority_classes",
+    "queues",           "nodes",    "node_states",     "queue_usage", "running",
+    "pending",          "stopping", "finished_service"};
+constexpr std::string_view kRunningFields[] = {"id",         "evictions",       "service",
+                                               "start_time", "last_checkpoint", "allocation"};
+constexpr std::string_view kPendingFields[] = {"id", "evictions", "service", "held"};
+constexpr std::string_view kStoppingFields[] = {"id", "evictions", "service", "stop_time"};
 
 // ---- Scalars ----
 
@@ -318,6 +318,12 @@ class Writer {
       for (const auto& [queue, usage] : s_.queue_usage)
         Line(fmt::format("  {}: {}", Quote(queue), GpuSeconds(usage)));
     }
+    if (!s_.finished_service.empty()) {
+      Line("finished_service:  # GPU-time of the last finished jobs, oldest first (gittins)");
+      std::string sizes;
+      for (Millis d : s_.finished_service) sizes += (sizes.empty() ? "" : ", ") + Duration(d);
+      Line("  [" + sizes + "]");
+    }
     WriteJobs("running", s_.running);
     WriteJobs("pending", s_.pending);
     WriteJobs("stopping", s_.stopping);
@@ -509,6 +515,12 @@ class Writer {
     if (s.max_retries != 0) Line(fmt::format("    max_retries: {}", s.max_retries));
     if (!s.idempotency_key.empty()) Line("    idempotency_key: " + Quote(s.idempotency_key));
     if (!j.evictions.empty()) Line("    evictions: " + Times(j.evictions));
+    if (j.attained > 0 || j.starved > 0) {
+      std::string service =
+          fmt::format("attained: {}, starved: {}", Duration(j.attained), Duration(j.starved));
+      if (j.service_time >= 0) service += ", since: " + Time(j.service_time);
+      Line("    service: {" + service + "}");
+    }
     const std::string_view kind = section;
     if (kind == "running") {
       Line("    start_time: " + Time(j.start_time));
@@ -573,6 +585,7 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
   }
   for (QueueId q = 0; q < state.queue_count(); ++q)
     s.queue_usage[state.queue(q).spec.name] = state.recent_usage(q);
+  s.finished_service = state.finished_service();
   std::vector<JobId> ids;
   for (const auto& [id, running] : state.running()) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
@@ -584,6 +597,8 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     const std::span<const Millis> evictions = state.EvictionTimes(id);
     j.evictions.assign(evictions.begin(), evictions.end());
     j.start_time = r.start_time;
+    j.attained = r.job.attained;
+    j.starved = r.job.starved;
     j.last_checkpoint = r.last_checkpoint > r.start_time ? r.last_checkpoint : -1;
     j.allocation = store::ToStoredAllocation(r.allocation, state);
     s.running.push_back(std::move(j));
@@ -594,6 +609,9 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     j.spec = store::ToSpec(job, state);
     const std::span<const Millis> evictions = state.EvictionTimes(job.id);
     j.evictions.assign(evictions.begin(), evictions.end());
+    j.attained = job.attained;
+    j.starved = job.starved;
+    if (j.attained > 0 || j.starved > 0) j.service_time = job.service_time;
     s.pending.push_back(std::move(j));
   }
   std::sort(s.pending.begin(), s.pending.end(),
@@ -674,6 +692,15 @@ class SnapshotLoader {
       state_->RestoreRecentUsage(q, u, s_.taken_at);
       s_.queue_usage[name] = u;
     }
+    // What a Gittins order learned: the finished jobs' service, oldest first.
+    if (const Value* v = m.Find("finished_service")) {
+      for (const Value& item : v->Items()) {
+        const Millis service = item.Duration();
+        state_->RecordFinishedService(
+            service, static_cast<std::size_t>(s_.config.engine.ordering.gittins_window));
+      }
+      s_.finished_service = state_->finished_service();
+    }
     if (Status st = state_->CheckInvariants(); !st.ok()) root.FailWith(st);
     std::sort(pending.begin(), pending.end(),
               [](const Job& a, const Job& b) { return a.id < b.id; });
@@ -750,6 +777,12 @@ class SnapshotLoader {
         j.evictions.push_back(at);
       }
       if (!j.evictions.empty()) state_->RestoreEvictions(j.id, j.evictions);
+    }
+    if (std::optional<Value> v = Field(item, "service")) {
+      Map m(*v, {"attained", "starved", "since"});
+      j.attained = job.attained = m.Get("attained").Duration();
+      if (const Value* x = m.Find("starved")) j.starved = job.starved = x->Duration();
+      if (const Value* x = m.Find("since")) j.service_time = job.service_time = Time(*x);
     }
     return job;
   }

@@ -45,6 +45,11 @@ struct SnapshotJob {
   JobId id = 0;
   store::JobSpec spec;
   std::vector<Millis> evictions;  // every eviction before now, oldest first
+  // Its service as a least-attained-service order counts it (Job::attained, starved; pending:
+  // service_time, when its waiting started to count). Written only when not zero.
+  Millis attained = 0;
+  Millis starved = 0;
+  Millis service_time = -1;
   // running:
   Millis start_time = -1;
   Millis last_checkpoint = -1;  // -1: none since it started
@@ -67,6 +72,9 @@ struct Snapshot {
   // Per queue, its decayed recent usage (ClusterState::recent_usage, GPU-milli-milliseconds) as
   // of taken_at: the fair-share factor's input. Written in GPU-seconds.
   std::map<std::string, double> queue_usage;
+  // The service (GPU-ms) of the last finished jobs, oldest first: what a Gittins order learned
+  // (ClusterState::finished_service).
+  std::vector<Millis> finished_service;
   std::vector<SnapshotJob> running, pending, stopping;
 };
 

@@ -17,6 +17,7 @@
 #include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "core/engine/stages.h"
 #include "store/codec.h"
 
 namespace arbiter::config {
@@ -339,6 +340,45 @@ TEST(Snapshot, JobsAsSubmittedReadBackWithEveryField) {
   EXPECT_EQ(loaded->snapshot.stopping[0].stop_time, 4 * 3600000 + 30000);
   EXPECT_EQ(loaded->snapshot.stopping[0].evictions, std::vector<Millis>{5000});
   EXPECT_EQ(WriteSnapshot(loaded->snapshot), text);
+}
+
+// Under least attained service and Gittins the jobs' service and the finished jobs' sizes are
+// inputs of the order: a snapshot keeps them, and a cycle on it decides as on the original.
+TEST(Snapshot, ServiceAndLearnedJobSizesReadBack) {
+  Fixture f = Busy();
+  f.config.engine.ordering.policy = OrderPolicy::kGittins;
+  f.config.engine.ordering.las_thresholds = {600000, 7200000};
+  f.config.engine.ordering.starvation_factor = 2;
+  for (Millis size : {60000, 3600000, 120000, 90000000}) f.state.RecordFinishedService(size, 1000);
+  f.pending.at(0).attained = 900000;
+  f.pending.at(0).starved = 60000;
+  f.pending.at(0).service_time = 3 * 3600000;
+  const Millis taken_at = 4 * 3600000;
+  Snapshot snap = MakeSnapshot(f.config, f.state, f.pending, taken_at);
+  snap.running.at(0).attained = 1800000;
+  const std::string text = WriteSnapshot(snap);
+  EXPECT_TRUE(HasSubstr(text, "service: {attained: 15m, starved: 1m, since: 3h}")) << text;
+  EXPECT_TRUE(HasSubstr(text, "policy: gittins")) << text;
+  Result<LoadedSnapshot> loaded = ParseSnapshot(text, "snap.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << text;
+  EXPECT_EQ(loaded->state.finished_service(), f.state.finished_service());
+  EXPECT_EQ(loaded->snapshot.config.engine.ordering.gittins_quantum,
+            f.config.engine.ordering.gittins_quantum);
+  const Job& pending = loaded->pending.at(0);
+  EXPECT_EQ(pending.attained, 900000);
+  EXPECT_EQ(pending.starved, 60000);
+  EXPECT_EQ(pending.service_time, 3 * 3600000);
+  EXPECT_EQ(loaded->state.FindRunning(snap.running.at(0).id)->job.attained, 1800000);
+  EXPECT_EQ(WriteSnapshot(loaded->snapshot), text);
+  // The original with the same running service: a cycle decides the same on both.
+  Result<LoadedSnapshot> again = ParseSnapshot(WriteSnapshot(loaded->snapshot), "again.yaml");
+  ASSERT_TRUE(again.ok());
+  Engine engine(loaded->snapshot.config.engine);
+  EXPECT_EQ(Decisions(again->state, engine.Schedule(again->state, again->pending, taken_at)),
+            Decisions(loaded->state, engine.Schedule(loaded->state, loaded->pending, taken_at)));
+  EXPECT_EQ(engine::OrderPending(loaded->state, loaded->pending, taken_at,
+                                 loaded->snapshot.config.engine.ordering),
+            engine::OrderPending(f.state, f.pending, taken_at, f.config.engine.ordering));
 }
 
 TEST(Snapshot, TimesAreDurationsWithoutACalendar) {
