@@ -474,8 +474,9 @@ function startAgent(dir, port, name) {
 async function agentCluster(browser, dir) {
   const { port } = await startServer(dir, AGENTS, { agents: true });
   const agents = { 'a-0': startAgent(dir, port, 'a-0'), 'a-1': startAgent(dir, port, 'a-1') };
-  const agentState = async (name) => (await call(port, ADMIN, 'GET', '/v1/nodes')).body.nodes
-    .find((n) => n.name === name).agent?.state;
+  // (Until the server answers with its nodes, e.g. while it starts on a loaded machine: none.)
+  const agentState = async (name) => (await call(port, ADMIN, 'GET', '/v1/nodes')).body?.nodes
+    ?.find((n) => n.name === name)?.agent?.state;
   await waitFor('both agents to register', async () =>
     (await agentState('a-0')) === 'ready' && (await agentState('a-1')) === 'ready');
   const admin = await signIn(browser, port, ADMIN);
