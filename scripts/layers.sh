@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
 # The engine library's public headers, which every layer above it may include.
-core_api='arbiter/(model|quantity|plan|status|state|engine)\.h'
+core_api='arbiter/(model|quantity|plan|status|state|engine|attained_service)\.h'
 
 # folder | what its files may include (an extended regular expression over the quoted path)
 rules=(

@@ -10,6 +10,7 @@
 #include <span>
 #include <thread>
 
+#include "arbiter/attained_service.h"
 #include "crypto/crypto.h"
 #include "store/codec.h"
 #include "store/names.h"
@@ -352,14 +353,11 @@ void Core::ApplyLocked(const Event& event) {
   }
   if (!was_finished && store::IsFinished(entry.stored.status.state)) {
     // A Gittins order learns the sizes of the jobs that completed: all the GPU-time they ran.
-    const OrderingWeights& w = config_.engine.ordering;
-    if (entry.stored.status.state == JobState::kCompleted && w.policy == OrderPolicy::kGittins &&
-        state_) {
+    if (entry.stored.status.state == JobState::kCompleted && state_) {
       const Millis ran =
           entry.ran +
           (entry.run_start >= 0 ? std::max<Millis>(0, event.time - entry.run_start) : 0);
-      state_->RecordFinishedService(LasService(w, ran, entry.job.total_gpu().value()),
-                                    static_cast<std::size_t>(w.gittins_window));
+      RecordCompletion(*state_, config_.engine.ordering, ran, entry.job.total_gpu().value());
     }
     Finish(entry);
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <limits>
 
+#include "arbiter/attained_service.h"
 #include "server/core.h"
 #include "store/codec.h"
 
@@ -107,10 +108,7 @@ void Core::CycleLocked(Millis now) {
   // applied); the engine adds the running time itself.
   for (const Bind& b : plan.binds) {
     Job& job = pending[b.pending_index];
-    const AttainedService service = ServiceAtStart(job, now, engine_.options().ordering);
-    job.attained = service.attained;
-    job.starved = service.starved;
-    job.service_time = now;
+    BeginService(job, now, engine_.options().ordering);
     Job& kept = jobs_.at(b.job).job;
     kept.attained = job.attained;
     kept.starved = job.starved;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
 #include "arbiter/sim.h"
 #include "arbiter/state.h"
@@ -594,12 +595,9 @@ Status Simulation::Cycle(Millis now) {
     // The service a least-attained-service order counts from this start on (a starvation
     // promotion applied): the engine adds the running time itself.
     Job& job = pending_[b.pending_index];
-    const AttainedService service = ServiceAtStart(job, now, engine_.options().ordering);
-    job.attained = service.attained;
-    job.starved = service.starved;
-    job.service_time = now;
-    runs_[pending_runs_[b.pending_index]].attained = service.attained;
-    runs_[pending_runs_[b.pending_index]].starved = service.starved;
+    BeginService(job, now, engine_.options().ordering);
+    runs_[pending_runs_[b.pending_index]].attained = job.attained;
+    runs_[pending_runs_[b.pending_index]].starved = job.starved;
     runs_[pending_runs_[b.pending_index]].gpu_type = b.allocation.gpu_type;
     StartRun(pending_runs_[b.pending_index], now, b.start_after);
   }
@@ -788,11 +786,8 @@ Result<Millis> Simulation::Loop(Millis until) {
         run.phase = Phase::kDone;
         run.end = now;
         run.ran += std::max<Millis>(0, now - run.run_start);
-        if (const OrderingWeights& w = engine_.options().ordering;
-            w.policy == OrderPolicy::kGittins) {
-          state_.RecordFinishedService(LasService(w, run.ran, run.spec->job.total_gpu().value()),
-                                       static_cast<std::size_t>(w.gittins_window));
-        }
+        RecordCompletion(state_, engine_.options().ordering, run.ran,
+                         run.spec->job.total_gpu().value());
         changed_ = true;
         RequestCycle(now);
         break;

@@ -145,5 +145,48 @@ TEST(SnapshotE2e, AnAdminWritesTheServersStateAndItIsAskedOffline) {
   EXPECT_TRUE(HasSubstr(plan.output, "too-big")) << plan.output;
 }
 
+// Under a Gittins order the server learns each completed job's size (its GPU-time): the snapshot
+// carries what it learned, so that an offline plan orders as the server did.
+TEST(SnapshotE2e, AGittinsServerLearnsTheSizesOfCompletedJobs) {
+  TempDir dir;
+  std::string cluster = kCluster;
+  cluster.replace(cluster.find("priority_classes:"), 0,
+                  "scheduler:\n  ordering: {policy: gittins, gittins_window: 2}\n");
+  ServerProcess server(dir.Write("cluster.yaml", cluster), (dir.path() / "data").string());
+  ASSERT_TRUE(server.ready()) << "the server did not start";
+  const int port = server.port();
+  std::vector<std::uint64_t> ids;
+  for (int gpus : {1, 2, 4}) {
+    const std::string body =
+        Json{{"name", "short-" + std::to_string(gpus)},
+             {"queue", "main"},
+             {"priority_class", "low"},
+             {"runtime_estimate_ms", 300},
+             {"groups", Json::array({{{"tasks", 1}, {"gpu_milli", gpus * 1000}}})}}
+            .dump();
+    Reply r = Call(port, kAlice, "POST", "/v1/jobs", body);
+    ASSERT_EQ(r.status, 201) << r.body.dump();
+    ids.push_back(r.body["id"].get<std::uint64_t>());
+  }
+  for (std::uint64_t id : ids) {
+    ASSERT_TRUE(WaitFor([&] {
+      return Call(port, kAdmin, "GET", "/v1/jobs/" + std::to_string(id))
+                 .body["status"]
+                 .value("state", "?") == "completed";
+    }));
+  }
+  const std::string file = (dir.path() / "learned.yaml").string();
+  CommandResult taken = RunCli(server.address(), kAdmin, "snapshot -o " + file);
+  ASSERT_EQ(taken.status, 0) << taken.output;
+  Result<config::LoadedSnapshot> loaded = config::LoadSnapshotFile(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  // The last two (the window), each about its run time times its GPUs.
+  const std::vector<Millis>& sizes = loaded->snapshot.finished_service;
+  ASSERT_EQ(sizes.size(), 2u);
+  for (Millis size : sizes) EXPECT_GT(size, 0);
+  EXPECT_EQ(loaded->state.finished_service(), sizes);
+  EXPECT_EQ(loaded->snapshot.config.engine.ordering.policy, OrderPolicy::kGittins);
+}
+
 }  // namespace
 }  // namespace arbiter::testing

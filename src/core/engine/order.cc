@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "arbiter/attained_service.h"
 #include "core/engine/las.h"
 #include "core/engine/stages.h"
 
@@ -159,6 +160,20 @@ AttainedService ServiceAtStart(const Job& job, Millis now, const OrderingWeights
     return {};
   }
   return s;
+}
+
+void BeginService(Job& job, Millis now, const OrderingWeights& w) {
+  const AttainedService service = ServiceAtStart(job, now, w);
+  job.attained = service.attained;
+  job.starved = service.starved;
+  job.service_time = now;
+}
+
+void RecordCompletion(ClusterState& state, const OrderingWeights& w, Millis ran,
+                      std::int64_t milli) {
+  if (w.policy != OrderPolicy::kGittins) return;
+  state.RecordFinishedService(LasService(w, ran, milli),
+                              static_cast<std::size_t>(w.gittins_window));
 }
 
 int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w) {

@@ -1,0 +1,24 @@
+// What a driver (the simulator, the server) does for the orders that read a job's service
+// (OrderPolicy kLas, kLas2d, kGittins): one call at each start and one at each completion, so
+// that both drivers keep the engine's inputs alike.
+#pragma once
+
+#include <cstdint>
+
+#include "arbiter/engine.h"
+#include "arbiter/state.h"
+
+namespace arbiter {
+
+// A job the plan starts at `now`: stores in it the service its order counts from now on
+// (ServiceAtStart, a starvation promotion applied; service_time = now). The engine adds the
+// time it runs from then on itself.
+void BeginService(Job& job, Millis now, const OrderingWeights& w);
+
+// A job that completed after running `ran` ms in all (over all its runs) on `milli` GPUs: under a
+// Gittins order, the state learns its size (ClusterState::RecordFinishedService, the last
+// `gittins_window` jobs); under the other orders, nothing.
+void RecordCompletion(ClusterState& state, const OrderingWeights& w, Millis ran,
+                      std::int64_t milli);
+
+}  // namespace arbiter
