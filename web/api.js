@@ -22,9 +22,27 @@ export class ApiError extends Error {
   }
 }
 
+// How long a read waits, in all, for a server that answers 503 (it is still recovering its state
+// from the store, or is a standby) or cannot be reached, before it gives up.
+const READ_RETRY_MS = 60000;
+
 // One call; resolves to the parsed JSON (or text for `text`), rejects with an ApiError carrying
-// the server's message.
-export async function api(method, path, body, { text = false } = {}) {
+// the server's message. A read (GET) is tried again while the server is unavailable, waiting
+// longer after each try (at most 5 s, READ_RETRY_MS in all); a change is never repeated.
+export async function api(method, path, body, options = {}) {
+  const end = Date.now() + READ_RETRY_MS;
+  for (let wait = 250; ; wait = Math.min(2 * wait, 5000)) {
+    try {
+      return await apiOnce(method, path, body, options);
+    } catch (e) {
+      const unavailable = e instanceof ApiError && (e.status === 503 || e.status === 0);
+      if (method !== 'GET' || !unavailable || Date.now() + wait > end) throw e;
+    }
+    await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+async function apiOnce(method, path, body, { text = false } = {}) {
   const headers = { Authorization: `Bearer ${token()}` };
   const init = { method, headers, cache: 'no-store', credentials: 'omit' };
   if (body !== undefined) {
