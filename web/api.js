@@ -14,28 +14,31 @@ export function setToken(value) {
 }
 
 export class ApiError extends Error {
-  constructor(status, code, field, message) {
+  constructor(status, code, field, message, retryAfter = false) {
     super(message);
     this.status = status;
     this.code = code;
     this.field = field;
+    this.retryAfter = retryAfter;  // the server said when to ask again (503 with Retry-After)
   }
 }
 
-// How long a read waits, in all, for a server that answers 503 (it is still recovering its state
-// from the store, or is a standby) or cannot be reached, before it gives up.
+// How long a read waits, in all, for a server that is not serving yet (503 with Retry-After: it
+// is still recovering its state from the store, or is a standby without a leader) or cannot be
+// reached, before it gives up.
 const READ_RETRY_MS = 60000;
 
 // One call; resolves to the parsed JSON (or text for `text`), rejects with an ApiError carrying
-// the server's message. A read (GET) is tried again while the server is unavailable, waiting
-// longer after each try (at most 5 s, READ_RETRY_MS in all); a change is never repeated.
+// the server's message. A read (GET) is tried again while the server is not serving, waiting
+// longer after each try (at most 5 s, READ_RETRY_MS in all); a change is never repeated, nor a
+// 503 without Retry-After (an agent that did not answer for a log: the user sees it at once).
 export async function api(method, path, body, options = {}) {
   const end = Date.now() + READ_RETRY_MS;
   for (let wait = 250; ; wait = Math.min(2 * wait, 5000)) {
     try {
       return await apiOnce(method, path, body, options);
     } catch (e) {
-      const unavailable = e instanceof ApiError && (e.status === 503 || e.status === 0);
+      const unavailable = e instanceof ApiError && (e.retryAfter || e.status === 0);
       if (method !== 'GET' || !unavailable || Date.now() + wait > end) throw e;
     }
     await new Promise((r) => setTimeout(r, wait));
@@ -64,7 +67,8 @@ async function apiOnce(method, path, body, { text = false } = {}) {
       err = { message: raw.slice(0, 200) };
     }
     throw new ApiError(res.status, err.code || String(res.status), err.field || '',
-                       err.message || `HTTP ${res.status}`);
+                       err.message || `HTTP ${res.status}`,
+                       res.status === 503 && res.headers.has('Retry-After'));
   }
   if (text) return raw;
   return raw ? JSON.parse(raw) : {};

@@ -918,8 +918,12 @@ class Api {
     std::string leader;
     {
       std::lock_guard lock(leader_mu_);
-      if (!standby_)
-        return ToResponse(Status::Unavailable("recovering from the store; retry shortly"));
+      if (!standby_) {
+        HttpResponse r =
+            ToResponse(Status::Unavailable("recovering from the store; retry shortly"));
+        r.headers.emplace_back("Retry-After", "1");
+        return r;
+      }
       leader = leader_;
     }
     HttpResponse r;
