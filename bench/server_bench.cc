@@ -130,9 +130,11 @@ SubmitFigures RunSubmitClients(int clients, double seconds, const std::string& n
     if (metrics) {
       // Each line on its own: the text format fixes no order between a histogram's lines.
       const std::string& text = metrics->body;
-      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_sum "); at != text.npos)
+      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_sum ");
+          at != std::string::npos)
         std::sscanf(text.c_str() + at, "\narbiter_cycle_duration_seconds_sum %lf", &sum);
-      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_count "); at != text.npos)
+      if (std::size_t at = text.find("\narbiter_cycle_duration_seconds_count ");
+          at != std::string::npos)
         std::sscanf(text.c_str() + at, "\narbiter_cycle_duration_seconds_count %lf", &count);
     }
     std::printf("# server: %.0f cycles, %.1f ms each on average\n", count,
