@@ -33,7 +33,7 @@ export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
 # its first race would leave its server and agents running, and ctest waiting for them.
 # AddressSanitizer and UndefinedBehaviorSanitizer stop at the first error (built so); the
 # timeout bounds a test whose children outlive it.
-export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1:suppressions=$(pwd)/scripts/tsan-suppressions.txt"
+export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(pwd)/scripts/tsan-suppressions.txt"
 status=0
 start=$SECONDS
 (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600) || status=$?

@@ -31,8 +31,16 @@ enum class OrderPolicy : std::uint8_t {
   // the last `gittins_window` finished jobs, for `gittins_quantum`), then the weighted key. Until
   // a job has finished, the order of kLas2d.
   kGittins,
+  // Finish-time fairness as Themis's (Mahajan et al., NSDI 2020): the pending job whose finish
+  // time compares worst with its fair one first, then the weighted key. Its rho is its finish
+  // time in the shared cluster if it started now (its wait plus its remaining work) over its
+  // finish time alone on 1/N of the cluster, N the queues with jobs pending or running (its work,
+  // times its GPUs over the GPUs of 1/N of the cluster where it needs more). The work is the
+  // runtime estimate (BackfillOptions::default_runtime without one), the remaining work that less
+  // the time it has run. FinishTimeFairness gives the rho.
+  kFinishTimeFairness,
 };
-// "multifactor", "las", "las-2d", "gittins".
+// "multifactor", "las", "las-2d", "gittins", "ftf".
 const char* OrderPolicyName(OrderPolicy policy);
 
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
@@ -75,7 +83,14 @@ int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli);
 // The service queue of a pending job at `now`, and of a running job that started at `start`.
 int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w);
 int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w);
-inline bool IsLas(OrderPolicy p) { return p != OrderPolicy::kMultifactor; }
+inline bool IsLas(OrderPolicy p) {
+  return p == OrderPolicy::kLas || p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;
+}
+// OrderPolicy::kFinishTimeFairness: the rho of a pending `job` at `now`, with `work` its work (its
+// estimate, or the default), `queues` the queues with jobs pending or running and `cluster_milli`
+// the cluster's GPUs. Above 1: it finishes later than on its fair share alone.
+double FinishTimeFairness(const Job& job, Millis now, Millis work, std::size_t queues,
+                          std::int64_t cluster_milli);
 // Whether the service counts GPU-time (kLas2d, kGittins) rather than time run (kLas).
 inline bool ServiceInGpuTime(OrderPolicy p) {
   return p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;
@@ -111,7 +126,8 @@ struct BackfillOptions {
   // cycle, so the reservation slides while the job overruns, and nothing new lands on the
   // reserved devices meanwhile).
   Millis overrun_grace = 5 * 60 * kMillisPerSecond;
-  // Assumed runtime of a job without an estimate (running, or pending for backfill purposes).
+  // Assumed runtime of a job without an estimate (running, or pending for backfill purposes and
+  // for the finish-time fairness order).
   Millis default_runtime = 24 * 3600 * kMillisPerSecond;
   // Placement attempts when computing one reservation.
   int max_attempts = 64;

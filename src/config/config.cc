@@ -226,8 +226,9 @@ class ClusterLoader {
       OrderingWeights& w = out_.engine.ordering;
       if (const Value* x = o.Find("policy")) {
         constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
-                                             OrderPolicy::kLas2d, OrderPolicy::kGittins};
-        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d", "gittins"})];
+                                             OrderPolicy::kLas2d, OrderPolicy::kGittins,
+                                             OrderPolicy::kFinishTimeFairness};
+        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d", "gittins", "ftf"})];
       }
       if (const Value* x = o.Find("las_thresholds")) {
         // Durations: time run (las), or GPU-time (las-2d, gittins: 1h is one GPU-hour).

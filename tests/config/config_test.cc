@@ -355,6 +355,16 @@ TEST(ConfigCluster, LeastAttainedServiceOrder) {
       ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: sjf}\n"), "policy"));
 }
 
+TEST(ConfigCluster, FinishTimeFairnessOrder) {
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
+  ordering: {policy: ftf}
+  backfill: {default_runtime: 2h}
+)");
+  EXPECT_EQ(c.engine.ordering.policy, OrderPolicy::kFinishTimeFairness);
+  EXPECT_STREQ(OrderPolicyName(c.engine.ordering.policy), "ftf");
+  EXPECT_EQ(c.engine.backfill.default_runtime, 2 * 3600 * 1000LL);
+}
+
 TEST(ConfigCluster, GittinsOrder) {
   ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
   ordering: {policy: gittins, gittins_quantum: 2h, gittins_window: 500}

@@ -234,27 +234,47 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
     j["argv"] = Json::array({"/bin/sh", "-c", "echo $ARBITER_JOB_ID >> " + marks + "; sleep 0.1"});
     return j.dump();
   };
-  // 20 clients submit 30 jobs each without pause; each submission has its own idempotency key and
-  // is retried (following the leader) until some server acknowledges it.
+  // 20 clients submit without pause, 100 jobs for each kill: a kill comes once 50 of its 100 are
+  // acknowledged, so the rest are in flight across it however fast the servers and the clients
+  // are (a fixed count for the whole test could all be acknowledged before the last kill). Each
+  // submission has its own idempotency key and is retried (following the leader) until some
+  // server acknowledges it.
   std::map<std::string, std::uint64_t> acknowledged;  // key -> id
+  std::map<int, int> refused;                         // status (0: no answer) -> submissions
+  int allowed = 100, issued = 0;                      // submissions, under mu
+  std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
-  // Joined however the test ends (a failed assertion returns early).
+  // Stopped and joined however the test ends (a failed assertion returns early).
   struct Join {
+    std::atomic<bool>& stop;
     std::vector<std::thread>& threads;
     ~Join() {
+      stop = true;
       for (std::thread& t : threads) {
         if (t.joinable()) t.join();
       }
     }
-  } join{clients};
+  } join{stop, clients};
   for (int c = 0; c < 20; ++c) {
     clients.emplace_back([&, c] {
       LeaderClient mine(&ports, &mu);
-      for (int n = 0; n < 30; ++n) {
-        const std::string key = "c" + std::to_string(c) + "-" + std::to_string(n);
+      for (int n = 0; !stop;) {
+        {
+          std::unique_lock lock(mu);
+          if (issued >= allowed) {
+            lock.unlock();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            continue;
+          }
+          ++issued;
+        }
+        const std::string key = "c" + std::to_string(c) + "-" + std::to_string(n++);
         const Reply r = mine.Call("POST", "/v1/jobs", job(key));
-        if (r.status != 201 && r.status != 200) continue;  // not acknowledged: may or may not be
         std::lock_guard lock(mu);
+        if (r.status != 201 && r.status != 200) {  // not acknowledged: may or may not be
+          ++refused[r.status];
+          continue;
+        }
         acknowledged[key] = r.body["id"].get<std::uint64_t>();
       }
     });
@@ -265,8 +285,16 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
   };
   for (int kill = 0; kill < 3; ++kill) {
     const std::size_t before = count();
+    if (kill > 0) {
+      std::lock_guard lock(mu);
+      allowed += 100;
+    }
     ASSERT_TRUE(WaitFor([&] { return count() >= before + 50; }, std::chrono::seconds(120)))
-        << "submissions stalled";
+        << "submissions stalled: " << count() << " acknowledged; not acknowledged (status: "
+        << "submissions): " << [&] {
+             std::lock_guard lock(mu);
+             return ::testing::PrintToString(refused);
+           }();
     const int leader = WaitForOneLeader(servers);
     ASSERT_GE(leader, 0);
     const auto l = static_cast<std::size_t>(leader);
@@ -277,6 +305,7 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
         "127.0.0.1:" + std::to_string(ports[l]), /*wait_ready=*/false);
     ASSERT_GE(WaitForOneLeader(servers), 0) << "no server took over after kill " << kill;
   }
+  stop = true;
   for (std::thread& t : clients) t.join();
   ASSERT_GE(count(), 150u);
 

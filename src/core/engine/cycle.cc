@@ -163,7 +163,8 @@ class Cycle {
     std::vector<std::uint32_t> ordered;
     timer_.Run(Stage::kOrder, [&] {
       if (pending_.size() > 1)
-        ordered = engine::OrderPending(state_, pending_, now_, options_.ordering);
+        ordered = engine::OrderPending(state_, pending_, now_, options_.ordering,
+                                       options_.backfill.default_runtime);
     });
     const std::uint32_t first = 0;
     const std::span<const std::uint32_t> order =
@@ -210,6 +211,9 @@ class Cycle {
       if (t > now_ && t < until) until = t;
     };
     const OrderingWeights& w = options_.ordering;
+    // Finish-time fairness: every waiting job's rho grows with its wait, each at its own rate, so
+    // the order may change at any time.
+    if (w.policy == OrderPolicy::kFinishTimeFairness && pending_.size() > 1) return now_;
     // The order. Fair share reads the usage of the last refresh; it matters only between queues:
     // among the pending jobs, or to the rule of who may evict whom when a queue may evict
     // lower-priority queues.

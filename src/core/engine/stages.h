@@ -51,9 +51,12 @@ std::optional<std::string> ValidateJob(const ClusterState& state, const Job& job
 
 // The multifactor key of one job; larger is scheduled first.
 double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w);
-// Indices into `pending`, in scheduling order: key descending, then submit time, then id.
-std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
-                                        Millis now, const OrderingWeights& w);
+// Indices into `pending`, in scheduling order: key descending, then submit time, then id (after
+// the service queues of the least-attained-service orders, or the rho of the finish-time fairness
+// order, which counts a job without an estimate as running `default_runtime`).
+std::vector<std::uint32_t> OrderPending(
+    const ClusterState& state, std::span<const Job> pending, Millis now, const OrderingWeights& w,
+    Millis default_runtime = BackfillOptions{}.default_runtime);
 
 // ---- quota ----
 
