@@ -32,7 +32,9 @@ export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
 # ThreadSanitizer reports and goes on (the process still exits with 66): a test that stopped at
 # its first race would leave its server and agents running, and ctest waiting for them.
 # AddressSanitizer and UndefinedBehaviorSanitizer stop at the first error (built so); the
-# timeout bounds a test whose children outlive it.
+# timeout bounds a test whose children outlive it. ignore_noninstrumented_modules: the accesses of
+# what the libraries built without TSan call are ignored, their synchronisation followed
+# (scripts/tsan-suppressions.txt says why).
 export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(pwd)/scripts/tsan-suppressions.txt"
 status=0
 start=$SECONDS

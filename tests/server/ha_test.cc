@@ -234,14 +234,14 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
     j["argv"] = Json::array({"/bin/sh", "-c", "echo $ARBITER_JOB_ID >> " + marks + "; sleep 0.1"});
     return j.dump();
   };
-  // 20 clients submit without pause, 100 jobs for each kill: a kill comes once 50 of its 100 are
-  // acknowledged, so the rest are in flight across it however fast the servers and the clients
-  // are (a fixed count for the whole test could all be acknowledged before the last kill). Each
-  // submission has its own idempotency key and is retried (following the leader) until some
-  // server acknowledges it.
+  // 20 clients submit without pause, 100 acknowledged jobs for each kill: kill k comes once
+  // 100 k + 50 are acknowledged, so the rest of its 100 are in flight across it however fast the
+  // servers and the clients are (a fixed count for the whole test could all be acknowledged
+  // before the last kill). Each submission has its own idempotency key and is retried (following
+  // the leader) until some server acknowledges it; one that is not gives its place back.
   std::map<std::string, std::uint64_t> acknowledged;  // key -> id
   std::map<int, int> refused;                         // status (0: no answer) -> submissions
-  int allowed = 100, issued = 0;                      // submissions, under mu
+  std::size_t allowed = 100, issued = 0;              // acknowledged or in flight, under mu
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;
   // Stopped and joined however the test ends (a failed assertion returns early).
@@ -273,6 +273,7 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
         std::lock_guard lock(mu);
         if (r.status != 201 && r.status != 200) {  // not acknowledged: may or may not be
           ++refused[r.status];
+          --issued;
           continue;
         }
         acknowledged[key] = r.body["id"].get<std::uint64_t>();
@@ -283,14 +284,14 @@ TEST_F(HaTest, KillingTheLeaderUnderLoadLosesNothingAndStartsNoTaskTwice) {
     std::lock_guard lock(mu);
     return acknowledged.size();
   };
-  for (int kill = 0; kill < 3; ++kill) {
-    const std::size_t before = count();
-    if (kill > 0) {
+  for (std::size_t kill = 0; kill < 3; ++kill) {
+    {
       std::lock_guard lock(mu);
-      allowed += 100;
+      allowed = 100 * (kill + 1);
     }
-    ASSERT_TRUE(WaitFor([&] { return count() >= before + 50; }, std::chrono::seconds(120)))
-        << "submissions stalled: " << count() << " acknowledged; not acknowledged (status: "
+    ASSERT_TRUE(WaitFor([&] { return count() >= 100 * kill + 50; }, std::chrono::seconds(120)))
+        << "submissions stalled before kill " << kill << ": " << count()
+        << " acknowledged; not acknowledged (status: "
         << "submissions): " << [&] {
              std::lock_guard lock(mu);
              return ::testing::PrintToString(refused);
