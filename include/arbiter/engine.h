@@ -37,7 +37,10 @@ enum class OrderPolicy : std::uint8_t {
   // finish time alone on 1/N of the cluster, N the queues with jobs pending or running (its work,
   // times its GPUs over the GPUs of 1/N of the cluster where it needs more). The work is the
   // runtime estimate (BackfillOptions::default_runtime without one), the remaining work that less
-  // the time it has run. FinishTimeFairness gives the rho.
+  // the time it has run. FinishTimeFairness gives the rho. A waiting job may evict running work
+  // of its tree that has run `ftf_lease` since its start and whose rho (as if it ran on) is below
+  // its own (Eviction::Kind::kFinishTimeFairness): Themis's leases, at whose end the GPUs go to
+  // the jobs furthest from their fair finish.
   kFinishTimeFairness,
 };
 // "multifactor", "las", "las-2d", "gittins", "ftf".
@@ -60,6 +63,9 @@ struct OrderingWeights {
   // delta, 3,250 s), and how many finished jobs the distribution of job sizes is learned from.
   Millis gittins_quantum = 3250 * kMillisPerSecond;
   std::int32_t gittins_window = 1000;
+  // kFinishTimeFairness: the least a job runs, from its start, before a job of higher rho may
+  // evict it (Themis's lease).
+  Millis ftf_lease = 10 * 60 * kMillisPerSecond;
 
   double priority_class = 10000;  // class value / largest class value
   double queue_priority = 1000;   // queue priority / largest queue priority
@@ -91,6 +97,9 @@ inline bool IsLas(OrderPolicy p) {
 // the cluster's GPUs. Above 1: it finishes later than on its fair share alone.
 double FinishTimeFairness(const Job& job, Millis now, Millis work, std::size_t queues,
                           std::int64_t cluster_milli);
+// The rho of the same job running since `start`, as if it runs on to its end.
+double RunningFinishTimeFairness(const Job& job, Millis start, Millis now, Millis work,
+                                 std::size_t queues, std::int64_t cluster_milli);
 // Whether the service counts GPU-time (kLas2d, kGittins) rather than time run (kLas).
 inline bool ServiceInGpuTime(OrderPolicy p) {
   return p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;

@@ -127,12 +127,15 @@ struct Eviction {
   JobId preemptor = 0;
   // Within the preemptor's queue by priority class; across queues by queue priority
   // (preempt_lower_priority); reclaim of quota another queue borrowed; or, under a least-
-  // attained-service order, of a job in a lower service queue (kAttainedService).
+  // attained-service order, of a job in a lower service queue (kAttainedService); or, under the
+  // finish-time fairness order, of a job that has held its GPUs a lease and is nearer its fair
+  // finish than the preemptor (kFinishTimeFairness).
   enum class Kind : std::uint8_t {
     kWithinQueue,
     kQueuePriority,
     kReclaim,
-    kAttainedService
+    kAttainedService,
+    kFinishTimeFairness
   } kind = Kind::kWithinQueue;
   std::string signal;
   Millis signal_at = 0;
@@ -141,7 +144,7 @@ struct Eviction {
 };
 
 // The eviction's kind as the CLI, the events and the metrics name it: within_queue,
-// queue_priority, reclaim, attained_service.
+// queue_priority, reclaim, attained_service, finish_time_fairness.
 const char* EvictionKindName(Eviction::Kind kind);
 
 struct Unplaced {

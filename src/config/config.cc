@@ -222,7 +222,7 @@ class ClusterLoader {
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age", "las_thresholds", "starvation_factor", "gittins_quantum",
-                 "gittins_window"});
+                 "gittins_window", "ftf_lease"});
       OrderingWeights& w = out_.engine.ordering;
       if (const Value* x = o.Find("policy")) {
         constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
@@ -242,6 +242,7 @@ class ClusterLoader {
       }
       if (const Value* x = o.Find("starvation_factor")) w.starvation_factor = x->Number(0);
       if (const Value* x = o.Find("gittins_quantum")) w.gittins_quantum = PositiveDuration(*x);
+      if (const Value* x = o.Find("ftf_lease")) w.ftf_lease = PositiveDuration(*x);
       if (const Value* x = o.Find("gittins_window"))
         w.gittins_window = static_cast<std::int32_t>(x->Int(1, 1000000));
       if (const Value* x = o.Find("priority_class_weight")) w.priority_class = x->Number(0);

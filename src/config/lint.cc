@@ -59,7 +59,8 @@ class Analysis {
  public:
   Analysis(const ClusterConfig& config, const ClusterState& state)
       : preemption_(config.engine.preemption.enabled),
-        las_(IsLas(config.engine.ordering.policy)),
+        las_(IsLas(config.engine.ordering.policy) ||
+             config.engine.ordering.policy == OrderPolicy::kFinishTimeFairness),
         state_(state),
         policy_(state, config.engine.ordering) {
     const std::size_t n = state.queue_count();
@@ -106,7 +107,8 @@ class Analysis {
   // preemptable and the class preemptible.
   bool EvictableByRule(QueueId v, std::optional<PriorityClassId> cls) const {
     // Under a least-attained-service order, a job of the same tree in a lower service queue may
-    // evict any preemptible work (Eviction kind attained_service).
+    // evict any preemptible work (Eviction kind attained_service); under finish-time fairness, one
+    // of a higher rho (finish_time_fairness).
     if (las_ && (cls ? state_.priority_class(*cls).preemptible : any_preemptible_)) return true;
     const std::size_t classes = state_.priority_class_count();
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
@@ -142,7 +144,9 @@ class Analysis {
   }
 
   bool preemption_;
-  bool las_;  // a least-attained-service order: its own evictions (kAttainedService)
+  // A least-attained-service or finish-time fairness order: its own evictions (kAttainedService,
+  // kFinishTimeFairness), of any preemptible work of the tree.
+  bool las_;
   const ClusterState& state_;
   engine::VictimPolicy policy_;
   bool any_preemptible_ = false;

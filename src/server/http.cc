@@ -228,6 +228,10 @@ constexpr std::chrono::milliseconds kStreamTick{5000};
 // How long a woken event stream waits for more events before it writes (at most this late, then,
 // and a write per watcher per this interval at most).
 constexpr std::chrono::milliseconds kStreamGather{100};
+// How often a live stream whose write has not completed (its client reads slowly, or not at all)
+// is checked against the feed's window: once behind it, its watcher slot is given back at once,
+// not when the write times out (the stream ends with `event: dropped` once the write completes).
+constexpr std::chrono::milliseconds kBlockedStreamCheck{1000};
 // A request's headers, in all (a larger one is refused, naming `headers`).
 constexpr std::size_t kMaxHeaderBytes = 16 << 10;
 // The lanes (net/http_server.h) the handlers run on: users' requests; the agents' registrations
@@ -335,6 +339,10 @@ class Watch : public std::enable_shared_from_this<Watch> {
       frames.reserve(items->size());
       for (const EventFeed::Item& item : *items) frames.push_back(item.frame);
       cursor_ = items->back().seq;
+      if (live_ && kind_ == Kind::kStream) {
+        writing_ = true;
+        CheckWhileWriting(++writes_, cursor_);
+      }
       return exchange_->Write(std::move(frames), Next());
     }
     // Nothing new: wait for the feed, a tick at most.
@@ -368,10 +376,25 @@ class Watch : public std::enable_shared_from_this<Watch> {
   // anything else may read the store, on a worker.
   std::function<void(bool)> Next() {
     return [self = shared_from_this()](bool ok) {
+      self->writing_ = false;
       if (!ok) return;
       if (self->live_ && self->kind_ == Kind::kStream) return self->Step();
       self->http_.Post([self] { self->Step(); });
     };
+  }
+
+  // While a live stream's write `write` (of the events up to `cursor`) is pending: once the
+  // feed's window has moved past `cursor`, the watcher slot goes back (the write's completion
+  // then drops the stream); until then, checked again every kBlockedStreamCheck.
+  void CheckWhileWriting(std::uint64_t write, std::uint64_t cursor) {
+    std::weak_ptr<Watch> weak = weak_from_this();
+    http_.After(kBlockedStreamCheck, [weak, write, cursor] {
+      std::shared_ptr<Watch> self = weak.lock();
+      if (!self || !self->writing_ || self->writes_ != write) return;
+      if (self->core_.feed().Read(cursor, 1)) return self->CheckWhileWriting(write, cursor);
+      std::lock_guard lock(self->slot_mu_);
+      self->slot_.reset();
+    });
   }
 
   // A stream that fell behind the feed's window while live (a slow reader): ended with the
@@ -390,7 +413,11 @@ class Watch : public std::enable_shared_from_this<Watch> {
   Core& core_;
   HttpServer& http_;
   const HttpExchangePtr exchange_;
-  const std::shared_ptr<Watchers::Slot> slot_;  // given back when the watch ends
+  std::mutex slot_mu_;
+  // Given back when the watch ends, or when a blocked stream falls behind the window.
+  std::shared_ptr<Watchers::Slot> slot_;  // GUARDED_BY(slot_mu_) once the watch runs
+  std::atomic<bool> writing_{false};      // a live stream's write is pending
+  std::atomic<std::uint64_t> writes_{0};  // a live stream's writes so far
   std::uint64_t cursor_;
   const std::size_t limit_;
   const std::chrono::steady_clock::time_point deadline_;  // a long poll's

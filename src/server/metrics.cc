@@ -99,7 +99,8 @@ Metrics::Metrics()
           BuildCounter()
               .Name("arbiter_evicted_jobs_total")
               .Help("Jobs evicted by the scheduler, per queue and priority class of the "
-                    "victim and reason (within_queue, queue_priority, reclaim, attained_service).")
+                    "victim and reason (within_queue, queue_priority, reclaim, attained_service, "
+                    "finish_time_fairness).")
               .Register(*registry_)),
       lost_gpu_seconds_(BuildCounter()
                             .Name("arbiter_lost_gpu_seconds_total")

@@ -64,7 +64,7 @@ class Metrics {
   // A job bound by a cycle, `wait_seconds` after it last became pending.
   void Admitted(const std::string& queue, double wait_seconds);
   // A job evicted by a cycle, the work it loses and why (within_queue, queue_priority, reclaim,
-  // attained_service).
+  // attained_service, finish_time_fairness).
   void Evicted(const std::string& queue, const std::string& priority_class,
                const std::string& reason, double lost_gpu_seconds);
   // The engine's time in a stage of a cycle.

@@ -357,12 +357,17 @@ TEST(ConfigCluster, LeastAttainedServiceOrder) {
 
 TEST(ConfigCluster, FinishTimeFairnessOrder) {
   ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
-  ordering: {policy: ftf}
+  ordering: {policy: ftf, ftf_lease: 20m}
   backfill: {default_runtime: 2h}
 )");
   EXPECT_EQ(c.engine.ordering.policy, OrderPolicy::kFinishTimeFairness);
   EXPECT_STREQ(OrderPolicyName(c.engine.ordering.policy), "ftf");
+  EXPECT_EQ(c.engine.ordering.ftf_lease, 20 * 60 * 1000LL);
   EXPECT_EQ(c.engine.backfill.default_runtime, 2 * 3600 * 1000LL);
+  EXPECT_EQ(MustParseCluster(kCluster).engine.ordering.ftf_lease, 10 * 60 * 1000LL);
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {ftf_lease: 0s}\n"),
+      "ftf_lease"));
 }
 
 TEST(ConfigCluster, GittinsOrder) {

@@ -1,5 +1,6 @@
 // Finish-time fairness (scheduler.ordering.policy ftf, Themis's rho): the rho of a waiting job,
-// the order it gives, and a waiting plan that promises nothing (rho grows with the wait).
+// the order it gives, its evictions (Themis's leases), and a waiting plan that promises nothing
+// (rho grows with the wait).
 #include <gtest/gtest.h>
 
 #include "arbiter/engine.h"
@@ -94,6 +95,47 @@ TEST(FinishTimeFairness, AJobWithoutAnEstimateCountsTheDefaultRuntime) {
             (std::vector<std::uint32_t>{0, 1}));
   EXPECT_EQ(engine::OrderPending(state, jobs, kHour, Ftf(), 4 * kHour),
             (std::vector<std::uint32_t>{1, 0}));
+}
+
+TEST(FinishTimeFairness, AJobOfHigherRhoEvictsOnePastItsLease) {
+  // Ten hours of work on the whole node, submitted 10 hours before it started at 0: at 20 minutes
+  // its rho, running on, is (10h20m + 9h40m) / 10h = 2. (Everything in queue a: no rule evicts
+  // across trees, and one queue with work has the whole cluster for its fair share.)
+  auto cycle = [](Millis now, Millis work, const EngineOptions& options) {
+    ClusterState state = MakeState(TwoTeams());
+    testing::StartOn(state, In(state, "a", 1, 8, -10 * kHour, 10 * kHour), "n-0", 0, 0);
+    return testing::RunCycle(state, {In(state, "a", 2, 8, 0, work)}, now, options);
+  };
+  EngineOptions options;
+  options.ordering = Ftf();
+  // Ten minutes of work submitted at 0: rho 3 at 20 minutes. It evicts the runner.
+  const Plan plan = cycle(20 * kMinute, 10 * kMinute, options);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, 1u);
+  EXPECT_EQ(plan.evictions[0].kind, Eviction::Kind::kFinishTimeFairness);
+  EXPECT_STREQ(EvictionKindName(plan.evictions[0].kind), "finish_time_fairness");
+  ASSERT_NE(testing::FindBind(plan, 2), nullptr);
+  // An hour of work: rho (20m + 1h) / 1h = 4/3, below the runner's 2: it waits.
+  EXPECT_TRUE(cycle(20 * kMinute, kHour, options).evictions.empty());
+  // Within the runner's lease (10 minutes by default) nothing evicts it, however high the rho.
+  EXPECT_TRUE(cycle(5 * kMinute, kMinute, options).evictions.empty());
+  options.ordering.ftf_lease = 4 * kMinute;
+  EXPECT_EQ(cycle(5 * kMinute, kMinute, options).evictions.size(), 1u);
+  // Without preemption the order alone.
+  options.preemption.enabled = false;
+  EXPECT_TRUE(cycle(20 * kMinute, 10 * kMinute, options).evictions.empty());
+}
+
+TEST(FinishTimeFairness, ProtectedClassesAreNotEvicted) {
+  ClusterSpec spec = TwoTeams();
+  for (PriorityClassSpec& pc : spec.priority_classes) pc.preemptible = false;
+  ClusterState state = MakeState(spec);
+  testing::StartOn(state, In(state, "a", 1, 8, -10 * kHour, 10 * kHour), "n-0", 0, 0);
+  EngineOptions options;
+  options.ordering = Ftf();
+  EXPECT_TRUE(
+      testing::RunCycle(state, {In(state, "a", 2, 8, 0, 10 * kMinute)}, 20 * kMinute, options)
+          .evictions.empty());
 }
 
 TEST(FinishTimeFairness, AWaitingPlanPromisesNothing) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/engine/finish_time_fairness.h"
 #include "core/engine/las.h"
 #include "core/engine/stages.h"
 
@@ -136,6 +137,8 @@ class Cycle {
         options_(options),
         timer_(options.clock_micros) {
     plan_.now = now;
+    if (options.ordering.policy == OrderPolicy::kFinishTimeFairness && options.preemption.enabled)
+      ftf_.emplace(state, pending, options.backfill.default_runtime);
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
     // A job id repeated in the pending list is refused after its first occurrence in order; the
     // set of ids seen is kept only when some id repeats (usually none does: one sort tells).
@@ -212,8 +215,10 @@ class Cycle {
     };
     const OrderingWeights& w = options_.ordering;
     // Finish-time fairness: every waiting job's rho grows with its wait, each at its own rate, so
-    // the order may change at any time.
-    if (w.policy == OrderPolicy::kFinishTimeFairness && pending_.size() > 1) return now_;
+    // the order, and whom a waiting job may evict, may change at any time.
+    if (w.policy == OrderPolicy::kFinishTimeFairness &&
+        (pending_.size() > 1 || options_.preemption.enabled))
+      return now_;
     // The order. Fair share reads the usage of the last refresh; it matters only between queues:
     // among the pending jobs, or to the rule of who may evict whom when a queue may evict
     // lower-priority queues.
@@ -642,7 +647,9 @@ class Cycle {
       }
       const Job& job = pending_[entry.pending_index];
       std::string key;
-      if (job.affinity.empty()) {
+      // (Under finish-time fairness whom a job may evict depends on its own rho: no shape repeats
+      // another's refusal.)
+      if (job.affinity.empty() && !ftf_) {
         AppendShapeKey(key, job, kNone, false);
         key += std::to_string(job.queue) + '/' +
                std::to_string(state_.priority_class(job.priority_class).value);
@@ -660,7 +667,7 @@ class Cycle {
         JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
         std::optional<engine::PreemptionResult> result = timer_.Run(Stage::kPreempt, [&] {
           return engine::Preempt(cycle_, policy, filter, now_, budget, evicted, options_,
-                                 &refusals);
+                                 ftf_ ? &*ftf_ : nullptr, &refusals);
         });
         if (!result) continue;
         Millis start = now_;
@@ -728,6 +735,8 @@ class Cycle {
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)
   std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
+  // Under finish-time fairness with preemption: the rhos' shared inputs, from the state as it came.
+  std::optional<engine::FinishTimeFairnessScope> ftf_;
 };
 
 }  // namespace

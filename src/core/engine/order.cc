@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "arbiter/attained_service.h"
+#include "core/engine/finish_time_fairness.h"
 #include "core/engine/las.h"
 #include "core/engine/stages.h"
 
@@ -81,27 +82,6 @@ double OrderingKey(const ClusterState& state, const Job& job, Millis now,
   return OrderingKeys(state, w).Key(job, now);
 }
 
-// OrderPolicy::kFinishTimeFairness: every pending job's rho (higher first).
-std::vector<double> FinishTimeFairnessOf(const ClusterState& state, std::span<const Job> pending,
-                                         Millis now, Millis default_runtime) {
-  std::vector<bool> active(state.queue_count(), false);
-  for (const Job& job : pending) {
-    if (job.queue < active.size()) active[job.queue] = true;
-  }
-  for (const auto& [id, r] : state.running()) {
-    if (r.job.queue < active.size()) active[r.job.queue] = true;
-  }
-  const auto queues = static_cast<std::size_t>(std::count(active.begin(), active.end(), true));
-  const auto cluster = static_cast<std::int64_t>(state.device_count()) * kMilliPerGpu;
-  std::vector<double> rho(pending.size());
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    const Job& job = pending[i];
-    const Millis work = job.runtime_estimate > 0 ? job.runtime_estimate : default_runtime;
-    rho[i] = FinishTimeFairness(job, now, work, queues, cluster);
-  }
-  return rho;
-}
-
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w,
                                         Millis default_runtime) {
@@ -129,9 +109,12 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
         keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
     }
   }
-  const std::vector<double> rho = w.policy == OrderPolicy::kFinishTimeFairness
-                                     ? FinishTimeFairnessOf(state, pending, now, default_runtime)
-                                     : std::vector<double>{};
+  std::vector<double> rho;  // kFinishTimeFairness: higher first
+  if (w.policy == OrderPolicy::kFinishTimeFairness) {
+    const FinishTimeFairnessScope scope(state, pending, default_runtime);
+    rho.resize(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i) rho[i] = scope.Pending(pending[i], now);
+  }
   auto entered = [&](std::uint32_t i) { return since.empty() ? pending[i].submit_time : since[i]; };
   std::vector<std::uint32_t> order(pending.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -171,17 +154,34 @@ const char* OrderPolicyName(OrderPolicy policy) {
   return "?";
 }
 
-double FinishTimeFairness(const Job& job, Millis now, Millis work, std::size_t queues,
-                          std::int64_t cluster_milli) {
+namespace {
+
+// Themis's rho of a job that has run `attained` of its `work`: its finish in the shared cluster if
+// it runs from `now` on, over its finish alone on 1/N of the cluster.
+double Rho(const Job& job, Millis attained, Millis now, Millis work, std::size_t queues,
+           std::int64_t cluster_milli) {
   const double work_ms = static_cast<double>(std::max<Millis>(work, 1));
   const double waited = static_cast<double>(std::max<Millis>(0, now - job.submit_time));
-  const double remaining = static_cast<double>(std::max<Millis>(0, work - job.attained));
+  const double remaining = static_cast<double>(std::max<Millis>(0, work - attained));
   // Alone on 1/N of the cluster: as fast where its GPUs fit there, slower by the ratio where not.
   const double fair_milli =
       static_cast<double>(cluster_milli) / static_cast<double>(std::max<std::size_t>(queues, 1));
   const double gpus = static_cast<double>(job.total_gpu().value());
   const double alone = work_ms * std::max(1.0, fair_milli > 0 ? gpus / fair_milli : 1.0);
   return (waited + remaining) / alone;
+}
+
+}  // namespace
+
+double FinishTimeFairness(const Job& job, Millis now, Millis work, std::size_t queues,
+                          std::int64_t cluster_milli) {
+  return Rho(job, job.attained, now, work, queues, cluster_milli);
+}
+
+double RunningFinishTimeFairness(const Job& job, Millis start, Millis now, Millis work,
+                                 std::size_t queues, std::int64_t cluster_milli) {
+  return Rho(job, job.attained + std::max<Millis>(0, now - start), now, work, queues,
+             cluster_milli);
 }
 
 int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli) {

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "core/engine/finish_time_fairness.h"
 #include "core/engine/stages.h"
 
 namespace arbiter::engine {
@@ -70,7 +71,8 @@ class Search {
  public:
   Search(Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
          std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
-         const CycleOptions& options, PreemptionRefusals* refusals)
+         const CycleOptions& options, const FinishTimeFairnessScope* ftf,
+         PreemptionRefusals* refusals)
       : refusals_(refusals),
         tx_(tx),
         policy_(policy),
@@ -80,15 +82,19 @@ class Search {
         now_(now),
         budget_(gpu_budget),
         excluded_(excluded),
-        options_(options) {
+        options_(options),
+        ftf_(ftf) {
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state_, job_.queue, filter.type).empty();
     relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
     // Least attained service: a job of a higher service queue may be evicted from any queue of
     // the preemptor's tree (the search asks each running job).
-    if (IsLas(options_.ordering.policy)) {
+    // Finish-time fairness likewise: running work of its tree past its lease and of a lower rho.
+    if (IsLas(options_.ordering.policy))
       las_queue_ = PendingLasQueue(job_, now_, options_.ordering);
+    if (ftf_) ftf_rho_ = ftf_->Pending(job_, now_);
+    if (ServiceOrder()) {
       for (QueueId q = 0; q < state_.queue_count(); ++q) {
         if (policy_.SameTree(q, job_.queue)) victim_queues_ |= std::uint64_t{1} << (q % 64);
       }
@@ -118,6 +124,9 @@ class Search {
   }
 
   std::optional<PreemptionResult> Run() { return Find(); }
+  // Whether the order evicts by its own rule (least attained service, finish-time fairness),
+  // which reads each running job.
+  bool ServiceOrder() const { return las_queue_ >= 0 || ftf_ != nullptr; }
 
  private:
   std::optional<PreemptionResult> Find() {
@@ -195,6 +204,10 @@ class Search {
         RunningLasQueue(r->job, r->start_time, now_, options_.ordering) > las_queue_) {
       kind = Eviction::Kind::kAttainedService;
     }
+    if (ftf_ && policy_.SameTree(r->job.queue, job_.queue) &&
+        now_ - r->start_time >= options_.ordering.ftf_lease && ftf_->Running(*r, now_) < ftf_rho_) {
+      kind = Eviction::Kind::kFinishTimeFairness;
+    }
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
@@ -208,7 +221,7 @@ class Search {
       Refused(guard, until, r->job.id);
       return std::nullopt;
     }
-    if (*kind != Eviction::Kind::kAttainedService &&
+    if (*kind != Eviction::Kind::kAttainedService && *kind != Eviction::Kind::kFinishTimeFairness &&
         OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
       Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
       return std::nullopt;
@@ -238,7 +251,7 @@ class Search {
   // The cost of evicting a resident, or nullopt when this preemptor may not evict it. Reads only
   // the resident, unless a guard, a guarantee or an exclusion needs the running job itself.
   std::optional<double> QuickCost(const Resident& res) {
-    if (las_queue_ >= 0) {  // (the service queue reads the running job)
+    if (ServiceOrder()) {  // (the service queue, or the rho, reads the running job)
       std::optional<Victim> v = Evaluate(res.job);
       if (!v) return std::nullopt;
       return v->cost;
@@ -579,6 +592,8 @@ class Search {
   const CycleOptions& options_;
   bool can_reclaim_ = false;
   int las_queue_ = -1;  // the preemptor's service queue under least attained service; else -1
+  const FinishTimeFairnessScope* ftf_;  // under finish-time fairness; else nullptr
+  double ftf_rho_ = 0;                  // the preemptor's rho under finish-time fairness
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
@@ -601,12 +616,11 @@ std::string PreemptionRefusals::Describe() const {
   return out.empty() ? "" : "no preemption: " + out;
 }
 
-std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& policy,
-                                        const JobFilter& filter, Millis now,
-                                        std::int64_t gpu_budget,
-                                        const std::unordered_set<JobId>& excluded,
-                                        const CycleOptions& options, PreemptionRefusals* refusals) {
-  Search search(tx, policy, filter, now, gpu_budget, excluded, options, refusals);
+std::optional<PreemptionResult> Preempt(
+    Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
+    std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded, const CycleOptions& options,
+    const FinishTimeFairnessScope* ftf, PreemptionRefusals* refusals) {
+  Search search(tx, policy, filter, now, gpu_budget, excluded, options, ftf, refusals);
   return search.Run();
 }
 

@@ -54,9 +54,9 @@ double OrderingKey(const ClusterState& state, const Job& job, Millis now, const 
 // Indices into `pending`, in scheduling order: key descending, then submit time, then id (after
 // the service queues of the least-attained-service orders, or the rho of the finish-time fairness
 // order, which counts a job without an estimate as running `default_runtime`).
-std::vector<std::uint32_t> OrderPending(
-    const ClusterState& state, std::span<const Job> pending, Millis now, const OrderingWeights& w,
-    Millis default_runtime = BackfillOptions{}.default_runtime);
+std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
+                                        Millis now, const OrderingWeights& w,
+                                        Millis default_runtime = BackfillOptions{}.default_runtime);
 
 // ---- quota ----
 
@@ -358,12 +358,12 @@ struct PreemptionResult {
 // are evicted and the preemptor's allocation taken and charged in `tx`; on failure `tx` is
 // unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
 // victims (already evicted this cycle).
-std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& policy,
-                                        const JobFilter& filter, Millis now,
-                                        std::int64_t gpu_budget,
-                                        const std::unordered_set<JobId>& excluded,
-                                        const CycleOptions& options,
-                                        PreemptionRefusals* refusals = nullptr);
+// `ftf`: the cycle's finish-time fairness scope under that order (nullptr otherwise).
+class FinishTimeFairnessScope;
+std::optional<PreemptionResult> Preempt(
+    Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
+    std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded, const CycleOptions& options,
+    const FinishTimeFairnessScope* ftf = nullptr, PreemptionRefusals* refusals = nullptr);
 
 }  // namespace arbiter::engine
 

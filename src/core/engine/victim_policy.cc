@@ -59,6 +59,7 @@ bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId
   switch (kind) {
     case Eviction::Kind::kWithinQueue:
     case Eviction::Kind::kAttainedService:
+    case Eviction::Kind::kFinishTimeFairness:
       return false;
     case Eviction::Kind::kReclaim:
       return true;

@@ -80,6 +80,8 @@ const char* EvictionKindName(Eviction::Kind kind) {
       return "reclaim";
     case Eviction::Kind::kAttainedService:
       return "attained_service";
+    case Eviction::Kind::kFinishTimeFairness:
+      return "finish_time_fairness";
   }
   return "unknown";
 }
