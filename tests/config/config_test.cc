@@ -365,9 +365,9 @@ TEST(ConfigCluster, FinishTimeFairnessOrder) {
   EXPECT_EQ(c.engine.ordering.ftf_lease, 20 * 60 * 1000LL);
   EXPECT_EQ(c.engine.backfill.default_runtime, 2 * 3600 * 1000LL);
   EXPECT_EQ(MustParseCluster(kCluster).engine.ordering.ftf_lease, 10 * 60 * 1000LL);
-  EXPECT_TRUE(HasSubstr(
-      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {ftf_lease: 0s}\n"),
-      "ftf_lease"));
+  EXPECT_TRUE(
+      HasSubstr(ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {ftf_lease: 0s}\n"),
+                "ftf_lease"));
 }
 
 TEST(ConfigCluster, GittinsOrder) {
