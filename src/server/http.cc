@@ -340,8 +340,9 @@ class Watch : public std::enable_shared_from_this<Watch> {
       for (const EventFeed::Item& item : *items) frames.push_back(item.frame);
       cursor_ = items->back().seq;
       if (live_ && kind_ == Kind::kStream) {
+        written_ = cursor_;
         writing_ = true;
-        CheckWhileWriting(++writes_, cursor_);
+        if (!checking_.exchange(true)) CheckWhileWriting();
       }
       return exchange_->Write(std::move(frames), Next());
     }
@@ -383,15 +384,20 @@ class Watch : public std::enable_shared_from_this<Watch> {
     };
   }
 
-  // While a live stream's write `write` (of the events up to `cursor`) is pending: once the
-  // feed's window has moved past `cursor`, the watcher slot goes back (the write's completion
-  // then drops the stream); until then, checked again every kBlockedStreamCheck.
-  void CheckWhileWriting(std::uint64_t write, std::uint64_t cursor) {
+  // While a live stream has a write pending, every kBlockedStreamCheck: once the feed's window has
+  // moved past the events being written, the watcher slot goes back (the write's completion then
+  // drops the stream). One check at a time per stream; none once no write is pending.
+  void CheckWhileWriting() {
     std::weak_ptr<Watch> weak = weak_from_this();
-    http_.After(kBlockedStreamCheck, [weak, write, cursor] {
+    http_.After(kBlockedStreamCheck, [weak] {
       std::shared_ptr<Watch> self = weak.lock();
-      if (!self || !self->writing_ || self->writes_ != write) return;
-      if (self->core_.feed().Read(cursor, 1)) return self->CheckWhileWriting(write, cursor);
+      if (!self) return;
+      if (!self->writing_) {
+        self->checking_ = false;
+        // A write that began meanwhile found the check still on: it is this check's to watch.
+        if (!self->writing_ || self->checking_.exchange(true)) return;
+      }
+      if (self->core_.feed().Read(self->written_, 1)) return self->CheckWhileWriting();
       std::lock_guard lock(self->slot_mu_);
       self->slot_.reset();
     });
@@ -415,9 +421,10 @@ class Watch : public std::enable_shared_from_this<Watch> {
   const HttpExchangePtr exchange_;
   std::mutex slot_mu_;
   // Given back when the watch ends, or when a blocked stream falls behind the window.
-  std::shared_ptr<Watchers::Slot> slot_;  // GUARDED_BY(slot_mu_) once the watch runs
-  std::atomic<bool> writing_{false};      // a live stream's write is pending
-  std::atomic<std::uint64_t> writes_{0};  // a live stream's writes so far
+  std::shared_ptr<Watchers::Slot> slot_;   // GUARDED_BY(slot_mu_) once the watch runs
+  std::atomic<bool> writing_{false};       // a live stream's write is pending
+  std::atomic<std::uint64_t> written_{0};  // the last event that write carries
+  std::atomic<bool> checking_{false};      // a CheckWhileWriting is scheduled
   std::uint64_t cursor_;
   const std::size_t limit_;
   const std::chrono::steady_clock::time_point deadline_;  // a long poll's
