@@ -15,6 +15,11 @@ namespace arbiter {
 // time it runs from then on itself.
 void BeginService(Job& job, Millis now, const OrderingWeights& w);
 
+// The service a job gains by running `ran` ms on GPU model `type` (ServiceRate): a driver adds it
+// to Job::attained when the job stops running and goes back to pending.
+Millis ServiceOfRun(const ClusterState& state, const Job& job, GpuTypeId type, Millis ran,
+                    const OrderingWeights& w);
+
 // A job that completed after running `ran` ms in all (over all its runs) on `milli` GPUs: under a
 // Gittins order, the state learns its size (ClusterState::RecordFinishedService, the last
 // `gittins_window` jobs); under the other orders, nothing.

@@ -46,6 +46,24 @@ enum class OrderPolicy : std::uint8_t {
 // "multifactor", "las", "las-2d", "gittins", "ftf".
 const char* OrderPolicyName(OrderPolicy policy);
 
+// How a job's GPU model is chosen where it may take several, and what its service counts, on the
+// cluster's throughput matrix (ClusterSpec::throughput), after Gavel (Narayanan et al., OSDI 2020).
+enum class HeterogeneityPolicy : std::uint8_t {
+  kOff,  // the model whose placement scores best (the matrix only speeds runs up or down)
+  // The models shared out among the pending jobs by comparative advantage (engine
+  // PreferredModels): a job runs first on the model it was given; in the cycle's second pass, if
+  // it still waits, on any it fits on, the fastest for it first (then the best placement). The
+  // greedy form of Gavel's maximum total effective throughput.
+  kMaxThroughput,
+  // The same choice, and a least-attained-service order (kLas, kLas2d, kGittins) counts a job's
+  // service in normalised effective throughput (its time run times its throughput over its
+  // throughput with an equal share of the cluster): Gavel's max-min fairness ("LAS") over
+  // heterogeneous GPUs, where an hour on a slow model counts less than one on a fast model.
+  kMaxMinFairness,
+};
+// "none", "max-throughput", "max-min-fairness".
+const char* HeterogeneityPolicyName(HeterogeneityPolicy policy);
+
 // Weights of the multifactor ordering key (as in Slurm's priority/multifactor). Each factor lies
 // in [0, 1]; a job's key is the weighted sum, and jobs are taken in descending key order, ties by
 // submit time then id.
@@ -66,6 +84,7 @@ struct OrderingWeights {
   // kFinishTimeFairness: the least a job runs, from its start, before a job of higher rho may
   // evict it (Themis's lease).
   Millis ftf_lease = 10 * 60 * kMillisPerSecond;
+  HeterogeneityPolicy heterogeneity = HeterogeneityPolicy::kOff;
 
   double priority_class = 10000;  // class value / largest class value
   double queue_priority = 1000;   // queue priority / largest queue priority
@@ -86,9 +105,14 @@ struct AttainedService {
 AttainedService ServiceAtStart(const Job& job, Millis now, const OrderingWeights& w);
 // The service queue (0 first) of a job of `milli` GPUs in all that has run `attained` ms.
 int LasQueue(const OrderingWeights& w, Millis attained, std::int64_t milli);
-// The service queue of a pending job at `now`, and of a running job that started at `start`.
+// The service a job gains per millisecond run on GPU model `type`: 1, or under
+// HeterogeneityPolicy::kMaxMinFairness its normalised throughput there.
+double ServiceRate(const ClusterState& state, const Job& job, GpuTypeId type,
+                   const OrderingWeights& w);
+// The service queue of a pending job at `now`, and of a running job.
 int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w);
-int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w);
+int RunningLasQueue(const ClusterState& state, const RunningJob& running, Millis now,
+                    const OrderingWeights& w);
 inline bool IsLas(OrderPolicy p) {
   return p == OrderPolicy::kLas || p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;
 }

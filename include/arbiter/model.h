@@ -219,6 +219,21 @@ struct Job {
 // ---------------------------------------------------------------------------------------------
 // The cluster as configured.
 
+// How fast each kind of work runs on each GPU model, as Gavel's throughput matrix (Narayanan et
+// al., OSDI 2020): a job's workload type is the value of its label `label`; a row gives, for every
+// GPU model of the cluster, the work one GPU of that model does in a second relative to the others
+// (any unit; only ratios within a row and a job's share of the cluster count). A job whose label
+// names no row runs alike on every model. The simulator runs a job faster or slower by the model
+// it gets; OrderingWeights::heterogeneity reads it to choose among a job's GPU models.
+struct ThroughputRow {
+  std::string workload;
+  std::map<std::string, double> by_model;  // GPU model -> relative throughput (> 0)
+};
+struct ThroughputSpec {
+  std::string label = "model";
+  std::vector<ThroughputRow> rows;
+};
+
 struct ClusterSpec {
   Topology topology;
   std::vector<NodeSpec> nodes;
@@ -231,6 +246,7 @@ struct ClusterSpec {
   // times and a cycle whose other inputs did not change can be skipped until then. 0: the usage
   // as of the cycle itself.
   Millis fair_share_period = 0;
+  ThroughputSpec throughput;
 };
 
 }  // namespace arbiter

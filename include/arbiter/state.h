@@ -388,6 +388,19 @@ class ClusterState {
   // GPU-hour. 0 when no recorded job ran longer than `service` (or nothing is recorded).
   double GittinsIndex(Millis service, Millis quantum) const;
 
+  // ---- Throughput by GPU model (ClusterSpec::throughput, Gavel's matrix) ----
+  bool has_throughput() const { return !throughput_rows_.empty(); }
+  // Whether the job's label names a row of the matrix.
+  bool HasThroughputRow(const Job& job) const { return ThroughputRowOf(job) != nullptr; }
+  // The devices of GPU model `type` in the cluster.
+  std::int64_t TypeDevices(GpuTypeId type) const { return type_devices_[type]; }
+  // The relative throughput of `job` on GPU model `type`: its workload's row; 1 for a job whose
+  // label names no row, and for kNone.
+  double Throughput(const Job& job, GpuTypeId type) const;
+  // That over the job's throughput with an equal share of the cluster (each model weighted by its
+  // GPUs; Gavel's normalisation, X / X_equal): 1 for a job whose label names no row.
+  double NormalizedThroughput(const Job& job, GpuTypeId type) const;
+
   // ---- Tentative work ----
   // The engine decides on the state itself rather than on a copy, inside transactions
   // (Transaction, below): what it places takes capacity, what it would evict gives it back,
@@ -460,6 +473,14 @@ class ClusterState {
   Millis fair_share_half_life_ = 0;
   Millis fair_share_period_ = 0;
   std::unordered_map<std::string, NodeId> node_by_name_;
+  // ClusterSpec::throughput: the label, its row of each workload, the rows (row x GPU model), and
+  // each row's throughput with an equal share of the cluster.
+  std::string throughput_label_;
+  std::unordered_map<std::string, std::uint32_t> throughput_rows_;
+  std::vector<double> throughput_;
+  std::vector<double> throughput_equal_;
+  std::vector<std::int64_t> type_devices_;              // by GPU model
+  const double* ThroughputRowOf(const Job& job) const;  // nullptr: none
   // RecordFinishedService: the samples in the order recorded (the oldest dropped first), the same
   // sorted, and the prefix sums of the sorted ones.
   std::vector<Millis> service_recorded_;

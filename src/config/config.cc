@@ -183,13 +183,15 @@ class ClusterLoader {
           "expected a mapping with fields topology, scheduler, priority_classes, queues, "
           "nodes");
     }
-    Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes", "server"});
+    Map m(root, {"topology", "scheduler", "priority_classes", "queues", "nodes", "gpu_throughput",
+                 "server"});
     // Nodes come before queues: quota resources name the GPU models found on nodes.
     if (const Value* v = m.Find("topology")) LoadTopology(*v);
     if (const Value* v = m.Find("scheduler")) LoadScheduler(*v);
     LoadPriorityClasses(m.Get("priority_classes"));
     LoadNodes(m.Get("nodes"));
     LoadQueues(m.Get("queues"));
+    if (const Value* v = m.Find("gpu_throughput")) LoadThroughput(*v);
     if (const Value* v = m.Find("server")) LoadServer(*v);
     return std::move(out_);
   }
@@ -222,7 +224,7 @@ class ClusterLoader {
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age", "las_thresholds", "starvation_factor", "gittins_quantum",
-                 "gittins_window", "ftf_lease"});
+                 "gittins_window", "ftf_lease", "heterogeneity"});
       OrderingWeights& w = out_.engine.ordering;
       if (const Value* x = o.Find("policy")) {
         constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
@@ -243,6 +245,17 @@ class ClusterLoader {
       if (const Value* x = o.Find("starvation_factor")) w.starvation_factor = x->Number(0);
       if (const Value* x = o.Find("gittins_quantum")) w.gittins_quantum = PositiveDuration(*x);
       if (const Value* x = o.Find("ftf_lease")) w.ftf_lease = PositiveDuration(*x);
+      if (const Value* x = o.Find("heterogeneity")) {
+        constexpr HeterogeneityPolicy kHeterogeneity[] = {HeterogeneityPolicy::kOff,
+                                                          HeterogeneityPolicy::kMaxThroughput,
+                                                          HeterogeneityPolicy::kMaxMinFairness};
+        w.heterogeneity = kHeterogeneity[x->Choice({"none", "max-throughput", "max-min-fairness"})];
+        if (w.heterogeneity == HeterogeneityPolicy::kMaxMinFairness && !IsLas(w.policy)) {
+          x->Fail(
+              "max-min-fairness counts a least-attained-service order's service: it needs policy "
+              "las, las-2d or gittins");
+        }
+      }
       if (const Value* x = o.Find("gittins_window"))
         w.gittins_window = static_cast<std::int32_t>(x->Int(1, 1000000));
       if (const Value* x = o.Find("priority_class_weight")) w.priority_class = x->Number(0);
@@ -277,6 +290,24 @@ class ClusterLoader {
       if (const Value* x = b.Find("overrun_grace")) o.overrun_grace = PositiveDuration(*x);
       if (const Value* x = b.Find("default_runtime")) o.default_runtime = PositiveDuration(*x);
       if (const Value* x = b.Find("max_attempts")) o.max_attempts = x->Int32(1, 1 << 20);
+    }
+  }
+
+  // gpu_throughput: {label: model, workloads: {resnet50: {V100: 1, K80: 0.3}, ...}}. The state
+  // checks the rows against the cluster's GPU models (ClusterState::Create).
+  void LoadThroughput(const Value& value) {
+    Map m(value, {"label", "workloads"});
+    ThroughputSpec& t = out_.cluster.throughput;
+    if (const Value* v = m.Find("label")) t.label = v->NonEmptyString();
+    for (const Entry& row : Entries(m.Get("workloads"))) {
+      ThroughputRow out{row.key, {}};
+      for (const Entry& cell : Entries(row.value)) {
+        const double x = cell.value.Number(0);
+        if (x <= 0) cell.value.Fail("must be positive (the work a GPU of this model does)");
+        out.by_model[cell.key] = x;
+      }
+      if (out.by_model.empty()) row.value.Fail("expected a throughput for each GPU model");
+      t.rows.push_back(std::move(out));
     }
   }
 

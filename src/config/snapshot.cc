@@ -32,12 +32,12 @@ using internal::Entry;
 using internal::Map;
 using internal::Value;
 
-constexpr std::string_view kClusterFields[] = {"topology", "scheduler", "priority_classes",
-                                               "queues", "nodes"};
+constexpr std::string_view kClusterFields[] = {"topology", "scheduler",      "priority_classes",
+                                               "queues",   "gpu_throughput", "nodes"};
 constexpr std::string_view kSnapshotFields[] = {
-    "snapshot_version", "taken_at", "topology",        "scheduler",   "priority_classes",
-    "queues",           "nodes",    "node_states",     "queue_usage", "running",
-    "pending",          "stopping", "finished_service"};
+    "snapshot_version", "taken_at",       "topology", "scheduler",       "priority_classes",
+    "queues",           "gpu_throughput", "nodes",    "node_states",     "queue_usage",
+    "running",          "pending",        "stopping", "finished_service"};
 constexpr std::string_view kRunningFields[] = {"id",         "evictions",       "service",
                                                "start_time", "last_checkpoint", "allocation"};
 constexpr std::string_view kPendingFields[] = {"id", "evictions", "service", "held"};
@@ -302,6 +302,17 @@ class Writer {
         Line("    quota: {" + quota + "}");
       }
     }
+    if (!c.cluster.throughput.rows.empty()) {
+      Line("gpu_throughput:");
+      Line("  label: " + Quote(c.cluster.throughput.label));
+      Line("  workloads:");
+      for (const ThroughputRow& row : c.cluster.throughput.rows) {
+        std::string cells;
+        for (const auto& [model, x] : row.by_model)
+          cells += fmt::format("{}{}: {}", cells.empty() ? "" : ", ", Quote(model), Number(x));
+        Line(fmt::format("    {}: {{{}}}", Quote(row.workload), cells));
+      }
+    }
     Line("nodes:");
     for (const NodeSpec& n : c.cluster.nodes) WriteNode(n, levels, operator_levels);
     if (!s_.node_states.empty()) {
@@ -351,7 +362,11 @@ class Writer {
       if (w.policy == OrderPolicy::kGittins)
         las += fmt::format(", gittins_quantum: {}, gittins_window: {}", Duration(w.gittins_quantum),
                            w.gittins_window);
+      if (w.policy == OrderPolicy::kFinishTimeFairness)
+        las += ", ftf_lease: " + Duration(w.ftf_lease);
     }
+    if (w.heterogeneity != HeterogeneityPolicy::kOff)
+      las += fmt::format(", heterogeneity: {}", HeterogeneityPolicyName(w.heterogeneity));
     Line(fmt::format(
         "  ordering: {{priority_class_weight: {}, queue_priority_weight: {}, fair_share_weight: "
         "{}, age_weight: {}, max_age: {}{}}}",

@@ -268,7 +268,8 @@ class ScenarioLoader {
     // queues, classes and scheduler) with their positions in the snapshot's file.
     const YAML::Node document = YAML::Load(*text);
     YAML::Node cluster(YAML::NodeType::Map);
-    for (const char* key : {"topology", "scheduler", "priority_classes", "queues", "nodes"}) {
+    for (const char* key :
+         {"topology", "scheduler", "priority_classes", "queues", "gpu_throughput", "nodes"}) {
       if (document[key]) cluster[key] = document[key];
     }
     snapshot_cluster_.emplace(&snapshot_file_, cluster, "", YAML::Mark());

@@ -330,6 +330,11 @@ void Core::ApplyLocked(const Event& event) {
   Entry& entry = it->second;
   const JobState before = entry.stored.status.state;
   const bool was_finished = store::IsFinished(before);
+  // The GPU model of the run this event may end (its service counts by the model).
+  const std::optional<GpuTypeId> ran_on =
+      state_ && !entry.stored.status.allocation.gpu_type.empty()
+          ? state_->FindGpuType(entry.stored.status.allocation.gpu_type)
+          : std::nullopt;
   // The nodes it ran on and the nodes it runs on now: their agents are told.
   TouchNodesLocked(entry.stored.status.allocation);
   // The store has applied the same event to the same status: it cannot be refused here.
@@ -343,7 +348,10 @@ void Core::ApplyLocked(const Event& event) {
     // Back to pending (evicted, requeued): the time it ran counts as its attained service for a
     // least-attained-service order (kept in memory only).
     if (entry.run_start >= 0) {
-      entry.job.attained += std::max<Millis>(0, event.time - entry.run_start);
+      const Millis ran = std::max<Millis>(0, event.time - entry.run_start);
+      entry.job.attained += state_ ? ServiceOfRun(*state_, entry.job, ran_on.value_or(kNone), ran,
+                                                  config_.engine.ordering)
+                                   : ran;
       entry.ran += std::max<Millis>(0, event.time - entry.run_start);
       entry.job.service_time = event.time;
     }

@@ -66,6 +66,8 @@ struct Run {
   QueueId queue = 0;          // spec->job.queue, at hand for the accounting of every start and stop
   std::int32_t service = -1;  // the service of an inference replica
   GpuTypeId gpu_type = kNone;  // of its current allocation (per-model allocation)
+  // The work it does per millisecond run on that model (ClusterSpec::throughput; 1 without).
+  double speed = 1;
   Phase phase = Phase::kFuture;
   std::uint32_t generation = 0;
   double gpus = 0;
@@ -103,23 +105,40 @@ struct Progress {
 // Runs are numbered from 0, job ids from 1.
 std::uint32_t RunOf(JobId id) { return static_cast<std::uint32_t>(id - 1); }
 
+// A run's time for `work` at its speed, and its work in `time` (a run at speed 1 does a
+// millisecond of work per millisecond).
+Millis TimeFor(const Run& r, Millis work) {
+  return r.speed == 1 ? work : static_cast<Millis>(std::ceil(static_cast<double>(work) / r.speed));
+}
+Millis WorkIn(const Run& r, Millis time) {
+  return r.speed == 1 ? time : static_cast<Millis>(static_cast<double>(time) * r.speed);
+}
+// The time its remaining work (from its last checkpoint) takes, checkpoints not counted.
+Millis RemainingTime(const Run& r) { return TimeFor(r, r.spec->work - r.saved); }
+
+// (A checkpoint interval is time run between checkpoints, whatever the speed.)
 Progress ProgressAt(const Run& r, Millis t) {
   Progress p{r.saved, r.saved, -1};
   if (t <= r.progress_start) return p;
-  const Millis remaining = r.spec->work - r.saved;
+  const Millis work_left = r.spec->work - r.saved;
+  const Millis remaining = RemainingTime(r);
   const Millis elapsed = t - r.progress_start;
+  // The work of `time` run since progress_start: all that is left once the time is.
+  auto work = [&](Millis time) {
+    return time >= remaining ? work_left : std::min(work_left, WorkIn(r, time));
+  };
   const Millis interval = r.spec->job.checkpoint_interval;
   if (interval <= 0 || r.spec->kind != WorkKind::kTraining) {
-    p.done = r.saved + std::min(elapsed, remaining);
+    p.done = r.saved + work(elapsed);
     return p;
   }
   const Millis period = interval + r.spec->checkpoint_cost;
   const Millis k = elapsed / period;
   const Millis rest = elapsed % period;
-  p.done = std::min(r.saved + k * interval + std::min(rest, interval), r.spec->work);
+  p.done = r.saved + work(k * interval + std::min(rest, interval));
   const Millis full = std::min(k, (remaining - 1) / interval);  // checkpoints before the end
   if (full > 0) {
-    p.checkpointed = r.saved + full * interval;
+    p.checkpointed = r.saved + work(full * interval);
     p.checkpoint_time = r.progress_start + full * period;
   }
   return p;
@@ -127,7 +146,7 @@ Progress ProgressAt(const Run& r, Millis t) {
 
 // When a run started at progress_start finishes its remaining work.
 Millis FinishTime(const Run& r) {
-  const Millis remaining = r.spec->work - r.saved;
+  const Millis remaining = RemainingTime(r);
   if (remaining <= 0) return r.progress_start;
   const Millis interval = r.spec->job.checkpoint_interval;
   Millis checkpoints = 0;
@@ -332,7 +351,7 @@ void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
   if (run.spec->kind != WorkKind::kInference) {
     Push(FinishTime(run), EventKind::kFinish, r, run.generation);
     if (run.spec->kind == WorkKind::kTraining && run.spec->job.checkpoint_interval > 0 &&
-        run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
+        RemainingTime(run) > run.spec->job.checkpoint_interval) {
       const Millis first =
           run.progress_start + run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
       Push(first, EventKind::kCheckpoint, r, run.generation);
@@ -366,13 +385,14 @@ Status Simulation::StartInitialRun(const InitialRun& initial) {
   run.longest_pending = std::max<Millis>(0, initial.start_time - initial.job.job.submit_time);
   run.bound_at = 0;
   run.run_start = std::max<Millis>(0, initial.start_time);  // a preemptor may wait for its victims
-  run.saved =
-      std::clamp<Millis>(resumed - initial.start_time, 0, std::max<Millis>(0, run.spec->work - 1));
+  run.gpu_type = initial.allocation.gpu_type;
+  run.speed = state_.Throughput(run.spec->job, run.gpu_type);
+  run.saved = std::clamp<Millis>(WorkIn(run, resumed - initial.start_time), 0,
+                                 std::max<Millis>(0, run.spec->work - 1));
   run.progress_start = resumed;
   const double milli = run.gpus * kMilliPerGpu;
   allocated_.Add(0, milli);
   queue_allocated_[run.queue].Add(0, milli);
-  run.gpu_type = initial.allocation.gpu_type;
   if (run.gpu_type != kNone) type_allocated_[run.gpu_type].Add(0, milli);
   if (run.progress_start <= 0) {
     busy_.Add(0, milli);
@@ -382,7 +402,7 @@ Status Simulation::StartInitialRun(const InitialRun& initial) {
   }
   const Millis finish = FinishTime(run);
   Push(std::max<Millis>(0, finish), EventKind::kFinish, r, run.generation);
-  if (checkpoints && run.spec->work - run.saved > run.spec->job.checkpoint_interval) {
+  if (checkpoints && RemainingTime(run) > run.spec->job.checkpoint_interval) {
     const Millis period = run.spec->job.checkpoint_interval + run.spec->checkpoint_cost;
     Millis next = run.progress_start + period;
     if (next < 0) next += (-next + period - 1) / period * period;  // the first due from 0 on
@@ -414,11 +434,16 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
   }
   const Progress p = ProgressAt(run, stop);
   run.ran += std::max<Millis>(0, stop - run.run_start);
-  if (requeued) run.attained += std::max<Millis>(0, stop - run.run_start);
+  if (requeued) {
+    run.attained +=
+        ServiceOfRun(state_, run.spec->job, run.gpu_type, std::max<Millis>(0, stop - run.run_start),
+                     engine_.options().ordering);
+  }
   if (requeued && run.spec->kind != WorkKind::kInference) {
-    // The work since the checkpoint kept, and the overhead the restart will take.
-    run.lost_gpu_ms += run.gpus * static_cast<double>(std::max<Millis>(0, p.done - saved) +
-                                                      run.spec->job.restart_overhead);
+    // The time of the work since the checkpoint kept, and the overhead the restart will take.
+    run.lost_gpu_ms +=
+        run.gpus * static_cast<double>(TimeFor(run, std::max<Millis>(0, p.done - saved)) +
+                                       run.spec->job.restart_overhead);
   }
   run.saved = saved;
   ++run.generation;
@@ -599,6 +624,7 @@ Status Simulation::Cycle(Millis now) {
     runs_[pending_runs_[b.pending_index]].attained = job.attained;
     runs_[pending_runs_[b.pending_index]].starved = job.starved;
     runs_[pending_runs_[b.pending_index]].gpu_type = b.allocation.gpu_type;
+    runs_[pending_runs_[b.pending_index]].speed = state_.Throughput(job, b.allocation.gpu_type);
     StartRun(pending_runs_[b.pending_index], now, b.start_after);
   }
   // The jobs bound and their allocations move to the state; the pending list drops the jobs next.

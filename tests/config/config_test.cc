@@ -370,6 +370,48 @@ TEST(ConfigCluster, FinishTimeFairnessOrder) {
                 "ftf_lease"));
 }
 
+TEST(ConfigCluster, GpuThroughputAndHeterogeneity) {
+  const std::string matrix = R"(gpu_throughput:
+  workloads:
+    resnet: {H800: 3, A100-80G: 2}
+    lstm: {H800: 1, A100-80G: 1.5, V100: 0.5}
+)";
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + matrix + R"(scheduler:
+  ordering: {policy: las-2d, heterogeneity: max-min-fairness}
+)");
+  EXPECT_EQ(c.engine.ordering.heterogeneity, HeterogeneityPolicy::kMaxMinFairness);
+  EXPECT_STREQ(HeterogeneityPolicyName(c.engine.ordering.heterogeneity), "max-min-fairness");
+  EXPECT_EQ(c.cluster.throughput.label, "model");
+  ASSERT_EQ(c.cluster.throughput.rows.size(), 2u);
+  EXPECT_EQ(c.cluster.throughput.rows[1].workload, "lstm");
+  EXPECT_DOUBLE_EQ(c.cluster.throughput.rows[1].by_model.at("A100-80G"), 1.5);
+  Result<ClusterState> state = ClusterState::Create(c.cluster);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  EXPECT_EQ(MustParseCluster(kCluster).engine.ordering.heterogeneity, HeterogeneityPolicy::kOff);
+  // Max-min fairness counts a least-attained-service order's service.
+  EXPECT_TRUE(HasSubstr(ClusterError(std::string(kCluster) +
+                                     "scheduler:\n  ordering: {heterogeneity: max-min-fairness}\n"),
+                        "heterogeneity"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {heterogeneity: fastest}\n"),
+      "max-throughput"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "gpu_throughput:\n  workloads: {resnet: {H800: 0}}\n"),
+      "gpu_throughput.workloads.resnet.H800"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "gpu_throughput:\n  workloads: {resnet: {}}\n"),
+      "resnet"));
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "gpu_throughput:\n  label: m\n  rows: {}\n"), "rows"));
+  // A row must give every GPU model of the cluster (the state's check).
+  ClusterConfig partial = MustParseCluster(std::string(kCluster) +
+                                           "gpu_throughput:\n  workloads: {resnet: {H800: 2}}\n");
+  Result<ClusterState> refused = ClusterState::Create(partial.cluster);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().field(), "gpu_throughput.workloads.resnet");
+  EXPECT_TRUE(HasSubstr(refused.status().message(), "A100-80G"));
+}
+
 TEST(ConfigCluster, GittinsOrder) {
   ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
   ordering: {policy: gittins, gittins_quantum: 2h, gittins_window: 500}

@@ -310,6 +310,37 @@ TEST(Snapshot, AStateReadBackIsTheSameStateAndACycleDecidesTheSame) {
   EXPECT_FALSE(original.binds.empty() && original.unplaced.empty());
 }
 
+TEST(Snapshot, PolicyOptionsAndTheThroughputMatrixReadBack) {
+  std::string text = kCluster;
+  const std::string from = "  ordering: {priority_class_weight: 5000.5,";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(),
+               "  ordering: {policy: ftf, ftf_lease: 25m, heterogeneity: max-throughput,\n"
+               "             priority_class_weight: 5000.5,");
+  text += R"(gpu_throughput:
+  label: arch
+  workloads:
+    resnet: {H800: 2.5, A100: 1, L40S: 0.75}
+    "odd: name": {H800: 1, A100: 1, L40S: 1e-3, K80: 0.1}
+)";
+  Result<ClusterConfig> config = ParseCluster(text, "cluster.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  ClusterState state = Create(*config);
+  const std::string written = WriteSnapshot(MakeSnapshot(*config, state, {}, 1000));
+  Result<LoadedSnapshot> loaded = ParseSnapshot(written, "snap.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << written;
+  const ClusterConfig& back = loaded->snapshot.config;
+  EXPECT_EQ(back.engine.ordering.policy, OrderPolicy::kFinishTimeFairness);
+  EXPECT_EQ(back.engine.ordering.ftf_lease, 25 * 60000);
+  EXPECT_EQ(back.engine.ordering.heterogeneity, HeterogeneityPolicy::kMaxThroughput);
+  EXPECT_EQ(back.cluster.throughput.label, "arch");
+  ASSERT_EQ(back.cluster.throughput.rows.size(), 2u);
+  EXPECT_EQ(back.cluster.throughput.rows[1].workload, "odd: name");
+  EXPECT_EQ(back.cluster.throughput.rows[1].by_model, config->cluster.throughput.rows[1].by_model);
+  EXPECT_EQ(back.cluster.throughput.rows[0].by_model, config->cluster.throughput.rows[0].by_model);
+  EXPECT_EQ(WriteSnapshot(loaded->snapshot), written);
+}
+
 TEST(Snapshot, JobsAsSubmittedReadBackWithEveryField) {
   Fixture f = Busy();
   Snapshot snap = MakeSnapshot(f.config, f.state, f.pending, 4 * 3600000);

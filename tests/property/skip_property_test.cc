@@ -128,6 +128,26 @@ Case RandomLasCase(Random& rnd) {
   return c;
 }
 
+// The LAS cases on two GPU models with a throughput matrix, jobs of three kinds (one without a
+// row), each job on its fastest model and, under max-min fairness, its service counted in
+// normalised throughput: a running job crosses a threshold at its own rate.
+Case RandomHeterogeneousCase(Random& rnd) {
+  Case c = RandomLasCase(rnd);
+  for (std::size_t n = 1; n < c.cluster.nodes.size(); n += 2) {
+    for (DeviceSpec& d : c.cluster.nodes[n].devices) d.type = "L40S";
+  }
+  c.cluster.throughput.rows = {{"fast", {{"H800", rnd.Of<double>({2, 3.5})}, {"L40S", 1}}},
+                               {"slow", {{"H800", 1}, {"L40S", rnd.Of<double>({0.25, 0.7})}}}};
+  c.engine.ordering.heterogeneity = rnd.Of<HeterogeneityPolicy>(
+      {HeterogeneityPolicy::kMaxMinFairness, HeterogeneityPolicy::kMaxMinFairness,
+       HeterogeneityPolicy::kMaxThroughput});
+  for (SimJob& job : c.workload.jobs) {
+    const std::string kind = rnd.Of<std::string>({"fast", "slow", "other"});
+    job.job.labels["model"] = kind;
+  }
+  return c;
+}
+
 void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
   std::int64_t skipped = 0, run = 0;
   int with_skips = 0;
@@ -172,6 +192,10 @@ TEST(SkipProperty, SkippedCyclesChangeNoDecision) { CheckSkipping(RandomCase, 40
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderLeastAttainedService) {
   CheckSkipping(RandomLasCase, 300, "las");
+}
+
+TEST(SkipProperty, SkippedCyclesChangeNoDecisionOnHeterogeneousGpus) {
+  CheckSkipping(RandomHeterogeneousCase, 200, "heterogeneous");
 }
 
 }  // namespace

@@ -125,5 +125,25 @@ TEST(ShippedScenario, PhillyUnderLeastAttainedService) {
   EXPECT_LT(lease.overall.jct.p99, Named(runs, "las-2d").overall.jct.p99);
 }
 
+// Heterogeneous GPUs (Gavel): choosing each job's GPU model by comparative advantage on the
+// throughput matrix finishes jobs sooner on average under the default order (it lowered the mean
+// JCT by 6 to 28% over six seeds of this workload, and raised its p95: a job that gains little
+// from the fast models waits for the slow ones); under least attained service, counting service
+// in normalised throughput is no worse in mean (4% worse to 27% better over the same seeds).
+TEST(ShippedScenario, GavelHeterogeneityAwareModels) {
+  std::vector<sim::RunResult> runs = Simulate("gavel.yaml");
+  ASSERT_EQ(runs.size(), 4u);
+  for (const sim::RunResult& r : runs) {
+    EXPECT_EQ(r.overall.jobs_completed, r.overall.jobs_submitted) << r.name;
+  }
+  const sim::RunResult& plain = Named(runs, "default");
+  const sim::RunResult& fast = Named(runs, "max-throughput");
+  EXPECT_LT(fast.overall.jct.mean, plain.overall.jct.mean * 0.95);
+  EXPECT_EQ(fast.overall.evictions, 0);
+  const sim::RunResult& las = Named(runs, "las");
+  const sim::RunResult& fair = Named(runs, "las-max-min");
+  EXPECT_LT(fair.overall.jct.mean, las.overall.jct.mean * 1.05);
+}
+
 }  // namespace
 }  // namespace arbiter

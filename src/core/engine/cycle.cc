@@ -173,6 +173,11 @@ class Cycle {
     const std::span<const std::uint32_t> order =
         pending_.size() > 1 ? std::span<const std::uint32_t>(ordered)
                             : std::span<const std::uint32_t>(&first, pending_.size());
+    if (options_.ordering.heterogeneity != HeterogeneityPolicy::kOff && state_.has_throughput() &&
+        pending_.size() > 1) {
+      timer_.Run(Stage::kOrder,
+                 [&] { preferred_ = engine::PreferredModels(state_, pending_, order); });
+    }
     // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
     std::vector<std::uint32_t> deferred;
     for (std::uint32_t index : order) {
@@ -270,11 +275,16 @@ class Cycle {
   Millis NextThresholdAt(const RunningJob& r) const {
     const OrderingWeights& w = options_.ordering;
     const std::int64_t milli = r.job.total_gpu().value();
-    const int queue = RunningLasQueue(r.job, r.start_time, now_, w);
+    const int queue = RunningLasQueue(state_, r, now_, w);
     if (queue >= static_cast<int>(w.las_thresholds.size()) || milli <= 0) return -1;
     const Millis threshold = w.las_thresholds[static_cast<std::size_t>(queue)];
     const Millis run = engine::LasRunToReach(w, threshold, milli);
-    return r.start_time + std::max<Millis>(0, run - r.job.attained);
+    const Millis left = std::max<Millis>(0, run - r.job.attained);
+    // (Service at another rate than the time is rounded to the millisecond: it reaches `left`
+    // after more than (left - 1) / rate.)
+    const double rate = ServiceRate(state_, r.job, r.allocation.gpu_type, w);
+    if (rate == 1.0 || left == 0) return r.start_time + left;
+    return r.start_time + static_cast<Millis>(static_cast<double>(left - 1) / rate);
   }
 
   // The first time the ages alone may reorder the pending jobs. Ages grow alike while they are
@@ -342,6 +352,21 @@ class Cycle {
     const Admission admission = Admit(index, allow_borrow);
     if (admission.deferred) return false;
     if (admission.allowed.empty()) return true;  // refused, and said why
+    // Heterogeneity, first pass: a job of several allowed models takes the one its comparative
+    // advantage gives it, or none when every model's GPUs were given to others; on any other
+    // model it waits for the second pass, after the jobs that the model suits better.
+    if (!allow_borrow && !preferred_.empty() && admission.allowed.size() > 1 &&
+        preferred_[index] != kNone) {
+      const GpuTypeId model = preferred_[index];
+      if (std::find(admission.allowed.begin(), admission.allowed.end(), model) !=
+          admission.allowed.end()) {
+        TypeList only;
+        only.push_back(model);
+        if (PlaceStep(index, only)) return true;
+        return false;
+      }
+      if (model == engine::kNoModelLeft) return false;
+    }
     if (PlaceStep(index, admission.allowed)) return true;
     // Other types it may take by borrowing: the second pass tries them all.
     if (!allow_borrow && admission.borrow_needed) return false;
@@ -451,9 +476,17 @@ class Cycle {
       if (!strict && !has_preferences) break;
       // (Each type's placement is a trial, undone, when there are several to compare.)
       const bool compare = allowed.size() > 1;
+      // Under a heterogeneity policy the model on which the job runs fastest wins, then the best
+      // placement; a slower model than one it fits on is not tried.
+      const bool by_throughput = compare &&
+                                 options_.ordering.heterogeneity != HeterogeneityPolicy::kOff &&
+                                 state_.has_throughput();
       std::optional<Allocation> best;
       engine::PlacementKey best_key;
+      double best_speed = 0;
       for (GpuTypeId t : allowed) {
+        const double speed = by_throughput ? state_.Throughput(job, t) : 0;
+        if (best && speed < best_speed) continue;
         // The shape's key, built only when there is a failed shape to look up or one to record.
         auto shape_key = [&]() -> const std::string& {
           key_.clear();
@@ -475,9 +508,10 @@ class Cycle {
           if (cacheable) failed_shapes_.insert(shape_key());
           continue;
         }
-        if (!best || rank < best_key) {
+        if (!best || speed > best_speed || rank < best_key) {
           best = std::move(allocation);
           best_key = rank;
+          best_speed = speed;
         }
       }
       if (best) {
@@ -737,6 +771,9 @@ class Cycle {
   std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
   // Under finish-time fairness with preemption: the rhos' shared inputs, from the state as it came.
   std::optional<engine::FinishTimeFairnessScope> ftf_;
+  // Heterogeneity: the GPU model each pending job tries first (engine::PreferredModels); empty
+  // when no heterogeneity policy applies.
+  std::vector<GpuTypeId> preferred_;
 };
 
 }  // namespace

@@ -138,6 +138,18 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
 
 namespace arbiter {
 
+const char* HeterogeneityPolicyName(HeterogeneityPolicy policy) {
+  switch (policy) {
+    case HeterogeneityPolicy::kOff:
+      return "none";
+    case HeterogeneityPolicy::kMaxThroughput:
+      return "max-throughput";
+    case HeterogeneityPolicy::kMaxMinFairness:
+      return "max-min-fairness";
+  }
+  return "none";
+}
+
 const char* OrderPolicyName(OrderPolicy policy) {
   switch (policy) {
     case OrderPolicy::kMultifactor:
@@ -221,8 +233,26 @@ int PendingLasQueue(const Job& job, Millis now, const OrderingWeights& w) {
   return LasQueue(w, ServiceAtStart(job, now, w).attained, job.total_gpu().value());
 }
 
-int RunningLasQueue(const Job& job, Millis start, Millis now, const OrderingWeights& w) {
-  return LasQueue(w, job.attained + std::max<Millis>(0, now - start), job.total_gpu().value());
+double ServiceRate(const ClusterState& state, const Job& job, GpuTypeId type,
+                   const OrderingWeights& w) {
+  return w.heterogeneity == HeterogeneityPolicy::kMaxMinFairness
+             ? state.NormalizedThroughput(job, type)
+             : 1.0;
+}
+
+Millis ServiceOfRun(const ClusterState& state, const Job& job, GpuTypeId type, Millis ran,
+                    const OrderingWeights& w) {
+  if (ran <= 0) return 0;
+  const double rate = ServiceRate(state, job, type, w);
+  return rate == 1.0 ? ran : std::llround(static_cast<double>(ran) * rate);
+}
+
+int RunningLasQueue(const ClusterState& state, const RunningJob& running, Millis now,
+                    const OrderingWeights& w) {
+  const Job& job = running.job;
+  const Millis service = ServiceOfRun(state, job, running.allocation.gpu_type,
+                                      std::max<Millis>(0, now - running.start_time), w);
+  return LasQueue(w, job.attained + service, job.total_gpu().value());
 }
 
 }  // namespace arbiter

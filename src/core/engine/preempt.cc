@@ -201,7 +201,7 @@ class Search {
     // The relation first (cheap), then the guards, then the cost.
     std::optional<Eviction::Kind> kind = relations_.Kind(r->job.queue, r->job.priority_class);
     if (las_queue_ >= 0 && policy_.SameTree(r->job.queue, job_.queue) &&
-        RunningLasQueue(r->job, r->start_time, now_, options_.ordering) > las_queue_) {
+        RunningLasQueue(state_, *r, now_, options_.ordering) > las_queue_) {
       kind = Eviction::Kind::kAttainedService;
     }
     if (ftf_ && policy_.SameTree(r->job.queue, job_.queue) &&

@@ -58,6 +58,20 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
                                         Millis now, const OrderingWeights& w,
                                         Millis default_runtime = BackfillOptions{}.default_runtime);
 
+// ---- heterogeneity ----
+
+// OrderingWeights::heterogeneity on the throughput matrix: for each pending job (by index), the GPU
+// model it tries first, shared out by comparative advantage as Gavel's maximum total throughput
+// would. Every (job, accepted model) pair is valued by the job's normalised throughput on the
+// model (ClusterState::NormalizedThroughput); the most valued pairs take the models' GPUs first,
+// each job once, the earlier in `order` first among equal values. A job that gains most from a
+// model over an equal share gets it, the others a model they lose least on. kNone: a job without
+// a row of the matrix (or a cluster of one model); kNoModelLeft: one that every model's GPUs were
+// given out before it.
+inline constexpr GpuTypeId kNoModelLeft = kNone - 1;
+std::vector<GpuTypeId> PreferredModels(const ClusterState& state, std::span<const Job> pending,
+                                       std::span<const std::uint32_t> order);
+
 // ---- quota ----
 
 struct QuotaCheck {

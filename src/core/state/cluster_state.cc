@@ -298,6 +298,39 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (count > 0) s.whole_index_[t * (s.max_devices_ + 1) + count].Insert(n);
     }
   }
+  // The throughput matrix: a row per workload, with a value for every GPU model of the cluster
+  // (models the cluster lacks are ignored: one matrix may serve several clusters).
+  s.type_devices_.assign(types, 0);
+  for (const NodeState& node : s.nodes_) {
+    for (const DeviceState& d : node.devices) ++s.type_devices_[d.type];
+  }
+  if (!spec.throughput.rows.empty()) {
+    if (spec.throughput.label.empty())
+      return Status::InvalidArgument("must not be empty", "gpu_throughput.label");
+    s.throughput_label_ = spec.throughput.label;
+    double all = 0;
+    for (std::int64_t c : s.type_devices_) all += static_cast<double>(c);
+    for (const ThroughputRow& row : spec.throughput.rows) {
+      const std::string field = "gpu_throughput.workloads." + row.workload;
+      if (row.workload.empty())
+        return Status::InvalidArgument("a workload has no name", "gpu_throughput.workloads");
+      const auto index = static_cast<std::uint32_t>(s.throughput_equal_.size());
+      if (!s.throughput_rows_.emplace(row.workload, index).second)
+        return Status::InvalidArgument("repeated workload", field);
+      double equal = 0;
+      for (GpuTypeId t = 0; t < types; ++t) {
+        auto it = row.by_model.find(s.gpu_types_[t]);
+        if (it == row.by_model.end())
+          return Status::InvalidArgument(
+              "no throughput for GPU model " + Quoted(s.gpu_types_[t]) + " of the cluster", field);
+        if (!(it->second > 0) || !std::isfinite(it->second))
+          return Status::InvalidArgument("must be a positive number", field + "." + it->first);
+        s.throughput_.push_back(it->second);
+        equal += it->second * static_cast<double>(s.type_devices_[t]);
+      }
+      s.throughput_equal_.push_back(all > 0 ? equal / all : 1);
+    }
+  }
   // The digest of the nodes' capacity, node by node in id order (SplitMix64's finaliser over a
   // running sum: any change of a value, or of the order, changes it).
   std::uint64_t digest = 0x13198a2e03707344ull;
@@ -1004,6 +1037,27 @@ std::vector<Millis> ClusterState::finished_service() const {
   out.insert(out.end(), service_recorded_.begin(),
              service_recorded_.begin() + static_cast<std::ptrdiff_t>(service_oldest_));
   return out;
+}
+
+const double* ClusterState::ThroughputRowOf(const Job& job) const {
+  if (throughput_rows_.empty()) return nullptr;
+  auto label = job.labels.find(throughput_label_);
+  if (label == job.labels.end()) return nullptr;
+  auto row = throughput_rows_.find(label->second);
+  if (row == throughput_rows_.end()) return nullptr;
+  return throughput_.data() + static_cast<std::size_t>(row->second) * gpu_types_.size();
+}
+
+double ClusterState::Throughput(const Job& job, GpuTypeId type) const {
+  const double* row = ThroughputRowOf(job);
+  return row != nullptr && type != kNone ? row[type] : 1.0;
+}
+
+double ClusterState::NormalizedThroughput(const Job& job, GpuTypeId type) const {
+  const double* row = ThroughputRowOf(job);
+  if (row == nullptr || type == kNone) return 1.0;
+  const auto index = static_cast<std::size_t>(row - throughput_.data()) / gpu_types_.size();
+  return row[type] / throughput_equal_[index];
 }
 
 double ClusterState::GittinsIndex(Millis service, Millis quantum) const {
