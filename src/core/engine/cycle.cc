@@ -362,8 +362,7 @@ class Cycle {
           admission.allowed.end()) {
         TypeList only;
         only.push_back(model);
-        if (PlaceStep(index, only)) return true;
-        return false;
+        return PlaceStep(index, only);  // not placed: deferred to the second pass
       }
       if (model == engine::kNoModelLeft) return false;
     }
