@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 #include "server/server.h"
 #include "server_bench.h"
 #include "workload.h"

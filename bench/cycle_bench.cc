@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
 #include "cli_bench.h"
+#include "core/state/cluster_state.h"
 #include "fill_bench.h"
 #include "ha_bench.h"
 #include "incremental_bench.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -20,7 +20,8 @@ void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  ClusterState state = MakeClusterState(cluster);
+  Cluster built = MakeClusterState(cluster);
+  ClusterState& state = built.state();
   const double capacity = static_cast<double>(state.device_count()) * kMilliPerGpu;
 
   // Fill: one cycle of a large workload, then its binds in order up to the target.

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 #include "workload.h"
 
 namespace arbiter::bench {

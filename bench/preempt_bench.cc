@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -31,7 +31,8 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  ClusterState state = MakeClusterState(cluster);
+  Cluster built = MakeClusterState(cluster);
+  ClusterState& state = built.state();
 
   WorkloadShape workload;
   workload.jobs = jobs;

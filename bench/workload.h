@@ -225,11 +225,11 @@ inline ClusterSpec MakeCluster(const ClusterShape& shape) {
   return spec;
 }
 
-// The cluster state of MakeCluster(shape); fails the bench when it cannot be built.
-inline ClusterState MakeClusterState(const ClusterShape& shape) {
-  Result<ClusterState> created = ClusterState::Create(MakeCluster(shape));
+// The cluster of MakeCluster(shape); fails the bench when it cannot be built.
+inline Cluster MakeClusterState(const ClusterShape& shape) {
+  Result<Cluster> created = Cluster::Create(MakeCluster(shape));
   if (!created.ok()) Fail("cluster: " + created.status().message());
-  return std::move(*created);
+  return std::move(created).value();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "arbiter/trace.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/snapshot.h"
+#include "core/state/cluster_state.h"
 #include "scenario/scenario.h"
 #include "server/agent_wire.h"
 #include "store/binary.h"

@@ -7,11 +7,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-# The engine library's public headers, which every layer above it may include.
-core_api='arbiter/(model|quantity|plan|status|state|engine|attained_service)\.h'
+# The engine library's public headers, which every layer above it may include, and the engine's
+# own view of the cluster's state, which the project's drivers use (users of the library see
+# Cluster, arbiter/state.h).
+core_api='arbiter/(model|quantity|plan|status|state|engine|attained_service)\.h|core/state/cluster_state\.h'
 
 # folder | what its files may include (an extended regular expression over the quoted path)
 rules=(
+  "include/arbiter|^arbiter/.*$"
   "src/core|^(${core_api}|core/.*)$"
   "src/sim|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|core/model/.*|sim/.*)$"
   "src/trace|^(arbiter/(model|quantity|status|trace|workload)\.h|core/model/.*|config/limits\.h|trace/.*)$"

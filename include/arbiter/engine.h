@@ -241,6 +241,10 @@ class Engine {
   // (ClusterState::Apply). The plan depends only on the state, the pending jobs, `now` and the
   // options, never on the cycles this engine ran before or on other states it scheduled.
   Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const;
+  // The same on a library user's Cluster (include/arbiter/state.h).
+  Plan Schedule(Cluster& cluster, std::span<const Job> pending, Millis now) const {
+    return Schedule(cluster.state(), pending, now);
+  }
 
   const EngineOptions& options() const;
 

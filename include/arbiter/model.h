@@ -1,5 +1,6 @@
 // The scheduling model: what a cluster, a queue, a priority class and a job are. Plain values,
-// no behaviour beyond small helpers; ClusterState (state.h) interns names into the ids used here.
+// no behaviour beyond small helpers; the cluster's state (Cluster, state.h) interns names into the
+// ids used here.
 #pragma once
 
 #include <cstdint>

@@ -13,12 +13,12 @@
 // Texts must be UTF-8 (the checks below refuse other bytes, naming the field).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -314,8 +314,7 @@ class Store {
   void PublishEvents(std::span<const Event> events, std::uint64_t last_seq = 0);
 
  private:
-  mutable std::mutex seq_mu_;
-  std::uint64_t last_seq_ = 0;  // GUARDED_BY(seq_mu_)
+  std::atomic<std::uint64_t> last_seq_{0};  // only grows
   std::function<void(std::span<const Event>)> listener_;
 };
 

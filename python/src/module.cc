@@ -72,11 +72,11 @@ std::string Plan(const Source& cluster, const Source& jobs, std::optional<Millis
   config::ClusterConfig config =
       Take(cluster.is_text ? config::ParseCluster(cluster.path_or_text, cluster.name)
                            : config::LoadClusterFile(cluster.path_or_text));
-  ClusterState state = Take(ClusterState::Create(config.cluster),
-                            (cluster.is_text ? cluster.name : cluster.path_or_text) + ": ");
+  Cluster built = Take(Cluster::Create(config.cluster),
+                       (cluster.is_text ? cluster.name : cluster.path_or_text) + ": ");
   const std::vector<Job> pending =
-      Take(jobs.is_text ? config::ParseJobs(jobs.path_or_text, jobs.name, state)
-                        : config::LoadJobsFile(jobs.path_or_text, state));
+      Take(jobs.is_text ? config::ParseJobs(jobs.path_or_text, jobs.name, built.state())
+                        : config::LoadJobsFile(jobs.path_or_text, built.state()));
   Millis now = 0;
   if (now_ms) {
     now = *now_ms;
@@ -84,11 +84,11 @@ std::string Plan(const Source& cluster, const Source& jobs, std::optional<Millis
     for (const Job& j : pending) now = std::max(now, j.submit_time);
   }
   Engine engine(config.engine);
-  const arbiter::Plan plan = engine.Schedule(state, pending, now);
-  if (Status st = state.Apply(plan, pending); !st.ok()) {
+  const arbiter::Plan plan = engine.Schedule(built, pending, now);
+  if (Status st = built.Apply(plan, pending); !st.ok()) {
     throw Failure{"internal error: the plan does not apply: " + st.message(), "", "internal"};
   }
-  return report::PlanJson(state, pending, plan, TimeStyle::kElapsed);
+  return report::PlanJson(built.state(), pending, plan, TimeStyle::kElapsed);
 }
 
 struct FillArgs {

@@ -16,10 +16,10 @@
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
 #include "arbiter/sim.h"
-#include "arbiter/state.h"
 #include "arbiter/status.h"
 #include "arbiter/store.h"
 #include "config/snapshot.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::cli {
 

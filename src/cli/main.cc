@@ -15,12 +15,12 @@
 
 #include "agent/agent.h"
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/lint.h"
 #include "config/snapshot.h"
+#include "core/state/cluster_state.h"
 #include "crypto/crypto.h"
 #include "report/plan.h"
 #include "server/server.h"

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "arbiter/sim.h"
-#include "arbiter/state.h"
 #include "cli/commands.h"
 #include "cli/history.h"
 #include "config/config.h"
 #include "config/reader.h"
+#include "core/state/cluster_state.h"
 #include "report/report.h"
 
 namespace arbiter::cli {

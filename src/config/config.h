@@ -18,9 +18,9 @@
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
 #include "arbiter/quantity.h"
-#include "arbiter/state.h"
 #include "arbiter/status.h"
 #include "arbiter/store.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 

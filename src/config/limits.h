@@ -15,8 +15,8 @@
 
 #include "arbiter/model.h"
 #include "arbiter/quantity.h"
-#include "arbiter/state.h"
 #include "arbiter/status.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::limits {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "arbiter/model.h"
-#include "arbiter/state.h"
 #include "config/config.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 

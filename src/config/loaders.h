@@ -7,10 +7,10 @@
 #include <string_view>
 
 #include "arbiter/model.h"
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
 #include "config/reader.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config::internal {
 

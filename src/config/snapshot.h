@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "arbiter/model.h"
-#include "arbiter/state.h"
 #include "arbiter/status.h"
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 

@@ -7,7 +7,7 @@
 
 #include "arbiter/model.h"
 #include "arbiter/plan.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::report {
 

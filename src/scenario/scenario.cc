@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "arbiter/trace.h"
 #include "arbiter/workload.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 #include "config/snapshot.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 namespace {

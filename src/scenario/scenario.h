@@ -14,10 +14,10 @@
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
 #include "arbiter/sim.h"
-#include "arbiter/state.h"
 #include "arbiter/status.h"
 #include "config/config.h"
 #include "config/lint.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
+#include "core/state/cluster_state.h"
 #include "server/agent_wire.h"
 #include "server/auth.h"
 #include "server/event_feed.h"

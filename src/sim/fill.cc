@@ -13,7 +13,7 @@
 #include <thread>
 #include <tuple>
 
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::fill {
 namespace {

@@ -17,7 +17,7 @@
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
 #include "arbiter/sim.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 #include "sim/latency.h"
 
 namespace arbiter::sim {

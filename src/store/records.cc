@@ -479,10 +479,7 @@ Status ApplyEvent(JobStatus& status, const Event& e) {
 
 // ---- Store: the committed sequence number ----
 
-std::uint64_t Store::LastSeq() const {
-  std::lock_guard lock(seq_mu_);
-  return last_seq_;
-}
+std::uint64_t Store::LastSeq() const { return last_seq_.load(std::memory_order_acquire); }
 
 void Store::SetCommitListener(std::function<void(std::span<const Event>)> listener) {
   listener_ = std::move(listener);
@@ -491,8 +488,11 @@ void Store::SetCommitListener(std::function<void(std::span<const Event>)> listen
 void Store::PublishEvents(std::span<const Event> events, std::uint64_t last_seq) {
   if (!events.empty()) last_seq = events.back().seq;
   if (!events.empty() && listener_) listener_(events);
-  std::lock_guard lock(seq_mu_);
-  last_seq_ = std::max(last_seq_, last_seq);
+  std::uint64_t seen = last_seq_.load(std::memory_order_relaxed);
+  while (seen < last_seq &&
+         !last_seq_.compare_exchange_weak(seen, last_seq, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+  }
 }
 
 void Store::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {

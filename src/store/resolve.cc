@@ -9,6 +9,7 @@
 
 #include "arbiter/store.h"
 #include "core/model/edit_distance.h"
+#include "core/state/cluster_state.h"
 #include "store/names.h"
 
 namespace arbiter::store {

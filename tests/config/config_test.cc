@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 namespace {

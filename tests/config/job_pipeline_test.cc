@@ -9,10 +9,10 @@
 #include <tuple>
 #include <vector>
 
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
 #include "config/limits.h"
+#include "core/state/cluster_state.h"
 #include "store/codec.h"
 
 namespace arbiter::config {

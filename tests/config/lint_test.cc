@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/state.h"
 #include "config/config.h"
+#include "core/state/cluster_state.h"
 #include "crypto/crypto.h"
 #include "scenario/scenario.h"
 

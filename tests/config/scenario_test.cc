@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/state.h"
 #include "arbiter/trace.h"
 #include "arbiter/workload.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::config {
 namespace {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
 #include "arbiter/store.h"
 #include "config/config.h"
 #include "core/engine/stages.h"
+#include "core/state/cluster_state.h"
 #include "store/codec.h"
 
 namespace arbiter::config {

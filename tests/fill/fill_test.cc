@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
 #include "arbiter/trace.h"
 #include "config/config.h"
+#include "core/state/cluster_state.h"
 #include "testing/builders.h"
 
 namespace arbiter {

@@ -9,7 +9,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::testing {
 

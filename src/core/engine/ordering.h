@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::engine {
 

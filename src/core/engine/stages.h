@@ -21,9 +21,9 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/plan.h"
-#include "arbiter/state.h"
 #include "core/engine/ordering.h"
 #include "core/engine/victim_policy.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::engine {
 

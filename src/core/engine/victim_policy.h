@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "arbiter/plan.h"
-#include "arbiter/state.h"
 #include "core/engine/ordering.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter::engine {
 

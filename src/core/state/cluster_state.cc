@@ -1,3 +1,5 @@
+#include "core/state/cluster_state.h"
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -9,8 +11,6 @@
 #include <limits>
 #include <map>
 #include <set>
-
-#include "arbiter/state.h"
 
 namespace arbiter {
 namespace {

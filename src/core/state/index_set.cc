@@ -1,6 +1,6 @@
 #include <bit>
 
-#include "arbiter/state.h"
+#include "core/state/cluster_state.h"
 
 namespace arbiter {
 
