@@ -171,6 +171,7 @@ class Linter {
     ClassProtection();
     AgingWithoutMinRuntime();
     AgingOvertakesEvictingClass();
+    HeterogeneityWithoutThroughput();
     HighPriorityQueueWithoutQuota();
     NothingEvicts();
     GuaranteesExceedCapacity();
@@ -292,6 +293,38 @@ class Linter {
                "of its jobs)",
                pc.name, AgingText(), guards, guards.find(" and ") == std::string::npos ? "s" : ""));
     }
+  }
+
+  // heterogeneity-without-throughput: ordering.heterogeneity is on, and it has nothing to choose
+  // between: no gpu_throughput matrix, fewer than two GPU models with devices, or (with jobs) no
+  // job whose label names a row of the matrix. Every job then runs alike on every model.
+  void HeterogeneityWithoutThroughput() {
+    if (ordering().heterogeneity == HeterogeneityPolicy::kOff) return;
+    const std::string policy = HeterogeneityPolicyName(ordering().heterogeneity);
+    std::string why;
+    std::size_t models = 0;
+    for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) models += state_.TypeDevices(t) > 0;
+    if (!state_.has_throughput()) {
+      why = "the configuration has no gpu_throughput matrix";
+    } else if (models < 2) {
+      why = fmt::format("the cluster has {} GPU model{} with devices", models,
+                        models == 1 ? "" : "s");
+    } else if (!jobs_.empty() && std::none_of(jobs_.begin(), jobs_.end(), [&](const Job& j) {
+                 return state_.HasThroughputRow(j);
+               })) {
+      why = "no job's label names a workload of gpu_throughput";
+    } else {
+      return;
+    }
+    Warn(kLintHeterogeneityWithoutThroughput, "scheduler.ordering.heterogeneity",
+         fmt::format("heterogeneity is '{}' but {}: every job runs alike on every GPU model, so "
+                     "the policy has nothing to choose between{}; add gpu_throughput with a row "
+                     "for each kind of job (labelled with its `label`, default `model`) and a "
+                     "cluster of several GPU models, or set heterogeneity: none",
+                     policy, why,
+                     ordering().heterogeneity == HeterogeneityPolicy::kMaxMinFairness
+                         ? " and max-min fairness counts plain GPU time, as las does"
+                         : ""));
   }
 
   // aging-overtakes-evicting-class: with aging on, a class `low` whose jobs a class `high` may

@@ -30,6 +30,8 @@ inline constexpr const char* kLintAgingWithoutMinRuntime = "aging-without-min-ru
 inline constexpr const char* kLintMemoryWithoutUnit = "memory-without-unit";
 inline constexpr const char* kLintExampleToken = "example-token";
 inline constexpr const char* kLintAliasSpelling = "alias-spelling";
+inline constexpr const char* kLintHeterogeneityWithoutThroughput =
+    "heterogeneity-without-throughput";
 // Scenarios only (LintConfiguration, src/scenario/scenario.h).
 inline constexpr const char* kLintCheckpointIntervalIgnored = "checkpoint-interval-ignored";
 
@@ -44,9 +46,9 @@ struct LintWarning {
 // Checks a loaded configuration (`state` is ClusterState::Create(config.cluster)) and, when
 // `jobs` is not empty, the jobs of a jobs file loaded against `state`; `job_memory` is the jobs
 // file's memory fields written as bare numbers (LoadJobsFile's `bare_memory`). Warnings come in a
-// fixed order: priority classes, the order's aging, queues, quota against capacity, the memory
-// fields (config.bare_memory, then job_memory), the jobs, the server's tokens, then the fields
-// written in an alias spelling (config.aliases).
+// fixed order: priority classes, the order's aging, the heterogeneity policy, queues, quota against
+// capacity, the memory fields (config.bare_memory, then job_memory), the jobs, the server's
+// tokens, then the fields written in an alias spelling (config.aliases).
 std::vector<LintWarning> Lint(const ClusterConfig& config, const ClusterState& state,
                               std::span<const Job> jobs = {},
                               std::span<const BareMemory> job_memory = {});

@@ -287,6 +287,61 @@ TEST(LintAgingWithoutMinRuntime, QuietWithMinRuntimeWithoutAgingOrWithoutAnyGuar
   EXPECT_EQ(WithCode(bare, kLintPreemptibleClassWithoutProtection).size(), 1u) << Describe(bare);
 }
 
+// ---- heterogeneity-without-throughput ----
+
+TEST(LintHeterogeneityWithoutThroughput, WarnsWhenThePolicyHasNothingToChooseBetween) {
+  const std::string on = "scheduler:\n  ordering: {heterogeneity: max-throughput}\n";
+  const std::string matrix =
+      "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
+  // No matrix.
+  std::vector<LintWarning> all = LintYaml(Cluster(kProtectedClasses, kOneQueue, on));
+  std::vector<LintWarning> w = WithCode(all, kLintHeterogeneityWithoutThroughput);
+  ASSERT_EQ(w.size(), 1u) << Describe(all);
+  EXPECT_EQ(w[0].field, "scheduler.ordering.heterogeneity");
+  EXPECT_TRUE(HasSubstr(w[0].message, "heterogeneity is 'max-throughput' but the configuration "
+                                      "has no gpu_throughput matrix: every job runs alike"));
+  // A matrix, but no job names a row of it.
+  const std::string jobs = R"(jobs:
+  - {name: a, queue: q, priority_class: lo, gpus: 1, labels: {model: bert}}
+  - {name: b, queue: q, priority_class: lo, gpus: 1}
+)";
+  all = LintYaml(Cluster(kProtectedClasses, kOneQueue, on) + matrix, jobs);
+  w = WithCode(all, kLintHeterogeneityWithoutThroughput);
+  ASSERT_EQ(w.size(), 1u) << Describe(all);
+  EXPECT_TRUE(HasSubstr(w[0].message, "no job's label names a workload of gpu_throughput"));
+  // One GPU model with devices.
+  const std::string one_model = on + kProtectedClasses + kOneQueue + matrix +
+                                "nodes:\n  - name: h\n    gpus: {model: H800, count: 8, memory: 80Gi}\n"
+                                "    cpu: 64\n    memory: 512Gi\n";
+  all = LintYaml(one_model);
+  w = WithCode(all, kLintHeterogeneityWithoutThroughput);
+  ASSERT_EQ(w.size(), 1u) << Describe(all);
+  EXPECT_TRUE(HasSubstr(w[0].message, "but the cluster has 1 GPU model with devices"));
+  // max-min fairness says what it falls back to.
+  const std::string max_min =
+      "scheduler:\n  ordering: {policy: las, heterogeneity: max-min-fairness}\n";
+  all = LintYaml(Cluster(kProtectedClasses, kOneQueue, max_min));
+  w = WithCode(all, kLintHeterogeneityWithoutThroughput);
+  ASSERT_EQ(w.size(), 1u) << Describe(all);
+  EXPECT_TRUE(HasSubstr(w[0].message, "max-min fairness counts plain GPU time, as las does"));
+}
+
+TEST(LintHeterogeneityWithoutThroughput, QuietWithAMatrixSeveralModelsAndAJobOfARow) {
+  const std::string on = "scheduler:\n  ordering: {heterogeneity: max-throughput}\n";
+  const std::string matrix =
+      "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
+  const std::string jobs = R"(jobs:
+  - {name: a, queue: q, priority_class: lo, gpus: 1, labels: {model: resnet}}
+  - {name: b, queue: q, priority_class: lo, gpus: 1}
+)";
+  std::vector<LintWarning> all = LintYaml(Cluster(kProtectedClasses, kOneQueue, on) + matrix, jobs);
+  EXPECT_TRUE(WithCode(all, kLintHeterogeneityWithoutThroughput).empty()) << Describe(all);
+  all = LintYaml(Cluster(kProtectedClasses, kOneQueue, on) + matrix);  // no jobs: the matrix
+  EXPECT_TRUE(WithCode(all, kLintHeterogeneityWithoutThroughput).empty()) << Describe(all);
+  all = LintYaml(Cluster(kProtectedClasses, kOneQueue));  // heterogeneity: none
+  EXPECT_TRUE(WithCode(all, kLintHeterogeneityWithoutThroughput).empty()) << Describe(all);
+}
+
 // ---- high-priority-queue-without-quota ----
 
 constexpr const char* kUrgentQueues = R"(queues:

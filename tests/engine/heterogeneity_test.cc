@@ -126,6 +126,41 @@ TEST(Heterogeneity, MaxThroughputTakesTheFastestModelTheJobFitsOn) {
   EXPECT_EQ(resnet.binds[0].allocation.gpu_type, lstm.binds[0].allocation.gpu_type);
 }
 
+TEST(Heterogeneity, AJobDeferredToTheSecondPassHoldsItsStrictFifoQueueUntilTheNextCycle) {
+  // Four V100s, all busy, and eight K80s. The resnet job is given the V100s (its comparative
+  // advantage), finds them full and waits for the second pass, where it takes four K80s. The lstm
+  // job behind it fits on a K80 at once; in a strict-FIFO queue it does not start ahead of the
+  // resnet job, and starts at the next cycle; in a best-effort queue it starts in the first pass.
+  for (const bool strict : {true, false}) {
+    SCOPED_TRACE(strict ? "strict FIFO" : "best effort");
+    ClusterSpec spec = Mixed();
+    spec.nodes.clear();
+    Add(spec, Nodes("v", 1, "V100", 4));
+    Add(spec, Nodes("k", 1, "K80", 8));
+    spec.queues[0].strict_fifo = strict;
+    ClusterState state = MakeState(spec);
+    const EngineOptions options = With(HeterogeneityPolicy::kMaxThroughput);
+    const Plan busy = RunCycle(state, {Labelled(1, 4, "resnet")}, 0, options);
+    ASSERT_NE(FindBind(busy, 1), nullptr);
+    ASSERT_EQ(busy.binds[0].allocation.gpu_type, *state.FindGpuType("V100"));
+
+    const std::vector<Job> pending = {Labelled(2, 4, "resnet"), Labelled(3, 1, "lstm")};
+    const Plan first = RunCycle(state, pending, 10, options);
+    ASSERT_NE(FindBind(first, 2), nullptr);
+    EXPECT_EQ(FindBind(first, 2)->allocation.gpu_type, *state.FindGpuType("K80"));
+    if (strict) {
+      EXPECT_EQ(FindBind(first, 3), nullptr);
+      ASSERT_EQ(first.unplaced.size(), 1u);
+      EXPECT_EQ(first.unplaced[0].reason.cause, Cause::kQueueOrder);
+      const Plan next = RunCycle(state, {pending[1]}, 20, options);
+      ASSERT_NE(FindBind(next, 3), nullptr);
+      EXPECT_EQ(FindBind(next, 3)->allocation.gpu_type, *state.FindGpuType("K80"));
+    } else {
+      ASSERT_NE(FindBind(first, 3), nullptr);
+    }
+  }
+}
+
 // Two V100s and two K80s; resnet gains more from a V100 (2x a K80) than a3c (1.3x).
 ClusterSpec TwoAndTwo() {
   ClusterSpec spec = testing::Cluster();
