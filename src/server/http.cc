@@ -262,7 +262,7 @@ class Wait : public std::enable_shared_from_this<Wait> {
     if (fired_) {
       timer->Cancel();
     } else {
-      timer_ = std::move(timer);
+      timer_ = timer;
     }
   }
 
@@ -273,7 +273,8 @@ class Wait : public std::enable_shared_from_this<Wait> {
       std::lock_guard lock(mu_);
       if (fired_) return;
       fired_ = true;
-      timer.swap(timer_);
+      timer = timer_.lock();
+      timer_.reset();
     }
     if (timer && !timed_out) timer->Cancel();
     http_.Post([self = shared_from_this(), timed_out] { self->resume_(timed_out); }, lane_);
@@ -284,7 +285,10 @@ class Wait : public std::enable_shared_from_this<Wait> {
   const int lane_;  // where `resume_` runs
   std::mutex mu_;
   bool fired_ = false;                        // GUARDED_BY(mu_)
-  std::shared_ptr<HttpServer::Timer> timer_;  // GUARDED_BY(mu_)
+  // GUARDED_BY(mu_). Weak: the timer's callback holds this wait, and the server holds the timer
+  // while it is pending; a strong pointer back would make a cycle that outlives a server stopped
+  // with the wait still armed.
+  std::weak_ptr<HttpServer::Timer> timer_;
 };
 
 // {"cursor": N, "events": [...]}, from the events' shared texts.

@@ -164,8 +164,8 @@ TEST_F(DashboardServerTest, TheViewerReadsEverythingAndChangesNothing) {
   EXPECT_EQ(after.body["status"].value("priority_class", after.body["spec"]["priority_class"]),
             "low");
   EXPECT_EQ(Call(port(), kAdmin, "GET", "/v1/jobs").body["jobs"].size(), 1u);
-  for (const Json& n : Call(port(), kAdmin, "GET", "/v1/nodes").body["nodes"])
-    EXPECT_EQ(n["state"], "schedulable") << n["name"];
+  const Reply nodes = Call(port(), kAdmin, "GET", "/v1/nodes");  // alive through the loop
+  for (const Json& n : nodes.body["nodes"]) EXPECT_EQ(n["state"], "schedulable") << n["name"];
 }
 
 TEST_F(DashboardServerTest, TheClusterMapHasEveryNodeItsTopologyAndTheJobsDevices) {
