@@ -284,7 +284,7 @@ class Wait : public std::enable_shared_from_this<Wait> {
   const std::function<void(bool)> resume_;
   const int lane_;  // where `resume_` runs
   std::mutex mu_;
-  bool fired_ = false;                        // GUARDED_BY(mu_)
+  bool fired_ = false;  // GUARDED_BY(mu_)
   // GUARDED_BY(mu_). Weak: the timer's callback holds this wait, and the server holds the timer
   // while it is pending; a strong pointer back would make a cycle that outlives a server stopped
   // with the wait still armed.

@@ -291,15 +291,15 @@ TEST(LintAgingWithoutMinRuntime, QuietWithMinRuntimeWithoutAgingOrWithoutAnyGuar
 
 TEST(LintHeterogeneityWithoutThroughput, WarnsWhenThePolicyHasNothingToChooseBetween) {
   const std::string on = "scheduler:\n  ordering: {heterogeneity: max-throughput}\n";
-  const std::string matrix =
-      "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
+  const std::string matrix = "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
   // No matrix.
   std::vector<LintWarning> all = LintYaml(Cluster(kProtectedClasses, kOneQueue, on));
   std::vector<LintWarning> w = WithCode(all, kLintHeterogeneityWithoutThroughput);
   ASSERT_EQ(w.size(), 1u) << Describe(all);
   EXPECT_EQ(w[0].field, "scheduler.ordering.heterogeneity");
-  EXPECT_TRUE(HasSubstr(w[0].message, "heterogeneity is 'max-throughput' but the configuration "
-                                      "has no gpu_throughput matrix: every job runs alike"));
+  EXPECT_TRUE(HasSubstr(w[0].message,
+                        "heterogeneity is 'max-throughput' but the configuration "
+                        "has no gpu_throughput matrix: every job runs alike"));
   // A matrix, but no job names a row of it.
   const std::string jobs = R"(jobs:
   - {name: a, queue: q, priority_class: lo, gpus: 1, labels: {model: bert}}
@@ -310,9 +310,10 @@ TEST(LintHeterogeneityWithoutThroughput, WarnsWhenThePolicyHasNothingToChooseBet
   ASSERT_EQ(w.size(), 1u) << Describe(all);
   EXPECT_TRUE(HasSubstr(w[0].message, "no job's label names a workload of gpu_throughput"));
   // One GPU model with devices.
-  const std::string one_model = on + kProtectedClasses + kOneQueue + matrix +
-                                "nodes:\n  - name: h\n    gpus: {model: H800, count: 8, memory: 80Gi}\n"
-                                "    cpu: 64\n    memory: 512Gi\n";
+  const std::string one_model =
+      on + kProtectedClasses + kOneQueue + matrix +
+      "nodes:\n  - name: h\n    gpus: {model: H800, count: 8, memory: 80Gi}\n"
+      "    cpu: 64\n    memory: 512Gi\n";
   all = LintYaml(one_model);
   w = WithCode(all, kLintHeterogeneityWithoutThroughput);
   ASSERT_EQ(w.size(), 1u) << Describe(all);
@@ -328,8 +329,7 @@ TEST(LintHeterogeneityWithoutThroughput, WarnsWhenThePolicyHasNothingToChooseBet
 
 TEST(LintHeterogeneityWithoutThroughput, QuietWithAMatrixSeveralModelsAndAJobOfARow) {
   const std::string on = "scheduler:\n  ordering: {heterogeneity: max-throughput}\n";
-  const std::string matrix =
-      "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
+  const std::string matrix = "gpu_throughput:\n  workloads:\n    resnet: {H800: 2, A100-80G: 1}\n";
   const std::string jobs = R"(jobs:
   - {name: a, queue: q, priority_class: lo, gpus: 1, labels: {model: resnet}}
   - {name: b, queue: q, priority_class: lo, gpus: 1}

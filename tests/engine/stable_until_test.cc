@@ -151,5 +151,36 @@ TEST(StableUntil, PreemptionHoldsUntilAVictimsGuardLifts) {
   EXPECT_EQ(later.stable_until, 35 * kMinute);
 }
 
+TEST(StableUntil, OnlyTheGuardsOfVictimsTheSearchMetCount) {
+  // Two nodes. On n-0 a guarded job of class P2, which the preemptor (P1) may evict once its
+  // minimum runtime is over; on n-1 a guarded job of class P1, which a P1 preemptor may never
+  // evict (equal priorities never preempt each other), whose guard lifts earlier. Only the first
+  // guard can change the decision.
+  ClusterSpec spec = testing::Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("a", "org")};
+  spec.priority_classes[1].min_runtime = 20 * kMinute;
+  spec.priority_classes[2].min_runtime = 30 * kMinute;
+  ClusterState state = MakeState(spec);
+  Job victim = Whole(state, 1, "a", 0);
+  victim.priority_class = 2;
+  testing::StartOn(state, victim, "n-0", 0, 5 * kMinute);
+  Job peer = Whole(state, 2, "a", 0);
+  peer.priority_class = 1;
+  testing::StartOn(state, peer, "n-1", 0, 0);
+  EngineOptions o = Timeless();
+  o.preemption.enabled = true;
+  Job preemptor = Whole(state, 3, "a", 0);
+  preemptor.priority_class = 1;
+  const Plan plan = Cycle(state, {preemptor}, 10 * kMinute, o);
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_EQ(plan.stable_until, 35 * kMinute);  // not the peer's 20 minutes
+  // At 20 minutes the cycle still decides the same; at 35 it evicts the P2 job.
+  EXPECT_TRUE(Cycle(state, {preemptor}, 20 * kMinute, o).evictions.empty());
+  const Plan later = Cycle(state, {preemptor}, 35 * kMinute, o);
+  ASSERT_EQ(later.evictions.size(), 1u);
+  EXPECT_EQ(later.evictions[0].job, 1u);
+}
+
 }  // namespace
 }  // namespace arbiter

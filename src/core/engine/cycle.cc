@@ -238,8 +238,9 @@ class Cycle {
       upto(refresh);
     }
     // Reservations: the running jobs' expected ends, fixed until a job passes its estimate, from
-    // when its end slides with the time.
-    if (options_.backfill.reservations > 0) {
+    // when its end slides with the time. Only a cycle that computed a reservation read them (one
+    // that failed too: the order of the ends decides which trials its attempts reach).
+    if (reserve_tried_) {
       for (const auto& [id, r] : state_.running()) {
         const Millis end = engine::EstimatedEnd(r.job, r.start_time, options_.backfill);
         if (end <= now_) return now_;
@@ -260,14 +261,11 @@ class Cycle {
     // that found victims it could take but no set that served (the cap, the benefit, the bounded
     // search) read their costs, which move apart with the time: no promise then. (A refusal for
     // the loss alone only hardens with time, until a checkpoint, a change the driver sees.)
+    // The guards that matter are those of the victims the searches met (a failed search meets
+    // every running job it could evict but for a guard), so the earliest lift among them is the
+    // next change, not that of every running job.
     if (costs_decided_) return now_;
-    if (options_.preemption.enabled) {
-      const engine::VictimPolicy policy(state_, w);
-      for (const auto& [id, r] : state_.running()) {
-        Millis lifts = -1;
-        if (policy.Guard(r, now_, &lifts) != nullptr) upto(lifts);
-      }
-    }
+    if (guard_lifts_ >= 0) upto(guard_lifts_);
     return until;
   }
 
@@ -633,6 +631,7 @@ class Cycle {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
       JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
+      reserve_tried_ = true;
       holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
         return engine::Reserve(cycle_, filter, placed_, now_, options_);
@@ -727,6 +726,8 @@ class Cycle {
       }
       if (!resolved[u]) {
         costs_decided_ = costs_decided_ || refusals.eligible;
+        if (refusals.lifts_at >= 0 && (guard_lifts_ < 0 || refusals.lifts_at < guard_lifts_))
+          guard_lifts_ = refusals.lifts_at;
         const std::string why = refusals.Describe();
         add_detail(entry.reason, why);
         SetLifts(entry.reason, refusals.lifts_at);
@@ -759,6 +760,8 @@ class Cycle {
   Plan plan_;
   bool soft_taints_ = false;
   bool costs_decided_ = false;  // a failed victim search read the costs of takeable victims
+  Millis guard_lifts_ = -1;     // the earliest lift of a guard that refused a victim (-1: none)
+  bool reserve_tried_ = false;  // a reservation was computed (found or not)
   std::vector<PlacedJob> placed_;
   std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle

@@ -15,6 +15,7 @@
 //      to the caller's.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -332,7 +333,7 @@ class Search {
   // Counts a job a guard protected from this preemptor (once, however often it is met).
   void Refused(const char* guard, Millis until, JobId job) {
     if (!refusals_) return;
-    refusals_->guards[guard].insert(job);
+    refusals_->Add(guard, job);
     if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
       refusals_->lifts_at = until;
   }
@@ -606,11 +607,24 @@ class Search {
 
 }  // namespace
 
+void PreemptionRefusals::Add(const char* guard, JobId job) {
+  // A few guards at most; met once per resident a search bounds, so no string is built here.
+  auto it = std::find_if(guards.begin(), guards.end(), [&](const Guarded& g) {
+    return g.guard == guard || std::strcmp(g.guard, guard) == 0;
+  });
+  if (it == guards.end()) it = guards.insert(guards.end(), Guarded{guard, {}});
+  it->jobs.insert(job);
+}
+
 std::string PreemptionRefusals::Describe() const {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
-  for (const auto& [guard, jobs] : guards)
-    add(std::to_string(jobs.size()) + " protected by " + guard);
+  std::vector<const Guarded*> by_name;
+  for (const Guarded& g : guards) by_name.push_back(&g);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const Guarded* a, const Guarded* b) { return std::strcmp(a->guard, b->guard) < 0; });
+  for (const Guarded* g : by_name)
+    add(std::to_string(g->jobs.size()) + " protected by " + g->guard);
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");
   return out.empty() ? "" : "no preemption: " + out;

@@ -344,9 +344,15 @@ namespace arbiter::engine {
 
 // What kept a preemption search from finding victims, for the job's reason.
 struct PreemptionRefusals {
-  // Guard -> the jobs it protected that could otherwise be victims (each job once, however many
+  // What a guard protected: the jobs that could otherwise be victims (each job once, however many
   // scopes, nodes or GPU types the searches visited it in).
-  std::map<std::string, std::unordered_set<JobId>> guards;
+  struct Guarded {
+    const char* guard = nullptr;  // one of the victim policy's names, e.g. "minimum runtime"
+    std::unordered_set<JobId> jobs;
+  };
+  std::vector<Guarded> guards;  // in the order first met (Describe sorts them by name)
+  // Counts `job` under `guard` (the same text, whatever its address, is one guard).
+  void Add(const char* guard, JobId job);
   Millis lifts_at = -1;  // earliest time one of those protections lifts
   bool benefit = false;  // a set was refused by the minimum benefit
   bool cap = false;      // the cycle's eviction cap was reached

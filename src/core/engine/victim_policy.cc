@@ -3,12 +3,6 @@
 #include <algorithm>
 
 namespace arbiter::engine {
-namespace {
-
-constexpr const char* kClassNotPreemptible = "priority class not preemptible";
-constexpr const char* kQueueNotPreemptable = "queue not preemptable";
-
-}  // namespace
 
 VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ordering)
     : state_(state), ordering_(state, ordering) {
@@ -20,6 +14,7 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
     QueueId r = q;
     while (state.queue(r).parent != kNone) r = state.queue(r).parent;
     root_[q] = r;
+    queue_preemptable_.push_back(state.queue(q).spec.preemptable ? 1 : 0);
     for (std::size_t res = 0; res < state.quota_resource_count(); ++res) {
       const QuotaLimits& l = state.quota(q, res);
       if (!l.limited) continue;
@@ -31,6 +26,7 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
     const PriorityClassSpec& pc = state.priority_class(c);
     class_value_.push_back(pc.value);
     has_min_runtime_.push_back(pc.min_runtime > 0);
+    class_preemptible_.push_back(pc.preemptible ? 1 : 0);
     max_class_value_ = std::max(max_class_value_, pc.value);
   }
 }
@@ -68,12 +64,6 @@ bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId
       return state_.quota(of, 1 + type).limited || state_.quota(of, 0).limited;
   }
   return true;
-}
-
-const char* VictimPolicy::Protection(QueueId queue, PriorityClassId cls) const {
-  if (!state_.priority_class(cls).preemptible) return kClassNotPreemptible;
-  if (!state_.queue(queue).spec.preemptable) return kQueueNotPreemptable;
-  return nullptr;
 }
 
 const char* VictimPolicy::Guard(const RunningJob& running, Millis now, Millis* until) const {

@@ -95,9 +95,14 @@ class VictimPolicy {
   }
 
   // ---- Protection ----
-  // The protection that keeps every job of (queue, class) from eviction, whoever asks ("priority
-  // class not preemptible", "queue not preemptable"), or nullptr.
-  const char* Protection(QueueId queue, PriorityClassId cls) const;
+  // The protection that keeps every job of (queue, class) from eviction, whoever asks, or nullptr.
+  static constexpr const char* kClassNotPreemptible = "priority class not preemptible";
+  static constexpr const char* kQueueNotPreemptable = "queue not preemptable";
+  const char* Protection(QueueId queue, PriorityClassId cls) const {
+    if (!class_preemptible_[cls]) return kClassNotPreemptible;
+    if (!queue_preemptable_[queue]) return kQueueNotPreemptable;
+    return nullptr;
+  }
   // The protection or guard that keeps `running` from eviction at `now`, or nullptr: the above,
   // then its class's minimum runtime, eviction cooldown and eviction budget. `until`, when given,
   // receives the time the refusing guard lifts (-1: never by itself).
@@ -126,6 +131,9 @@ class VictimPolicy {
   std::vector<bool> may_reclaim_, may_borrow_;  // per queue
   std::vector<std::int32_t> class_value_;       // per class
   std::vector<bool> has_min_runtime_;           // per class
+  // The classes' and queues' flags, read for every resident a search meets.
+  std::vector<std::uint8_t> class_preemptible_;  // per class
+  std::vector<std::uint8_t> queue_preemptable_;  // per queue
   std::int32_t max_class_value_ = 1;
 };
 
