@@ -105,7 +105,7 @@ class Search {
     // And, per (queue, class) it may evict from, whether the order may protect such a victim
     // (only then is the victim's start read).
     const std::size_t classes = state_.priority_class_count();
-    order_may_protect_.assign(state_.queue_count() * classes, false);
+    order_may_protect_.assign(state_.queue_count() * classes, 0);
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
       for (PriorityClassId c = 0; c < classes; ++c) {
         const std::optional<Eviction::Kind> kind = relations_.Kind(q, c);
@@ -327,7 +327,7 @@ class Search {
   static constexpr std::int64_t kUnknownSlack = INT64_MIN;
 
   bool OrderMayProtect(QueueId q, PriorityClassId c) const {
-    return order_may_protect_[q * state_.priority_class_count() + c];
+    return order_may_protect_[q * state_.priority_class_count() + c] != 0;
   }
 
   // Counts a job a guard protected from this preemptor (once, however often it is met).
@@ -599,7 +599,7 @@ class Search {
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
   std::uint64_t victim_queues_ = 0;
-  std::vector<bool> order_may_protect_;  // per queue x class: see the constructor
+  std::vector<std::uint8_t> order_may_protect_;  // per queue x class: see the constructor
   // Bound's scratch: cost per milli-GPU, milli held.
   std::vector<std::pair<double, std::int64_t>> per_gpu_;
   std::vector<std::int64_t> slack_;  // per queue and GPU type, computed when first needed

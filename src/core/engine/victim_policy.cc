@@ -25,7 +25,7 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
   for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
     const PriorityClassSpec& pc = state.priority_class(c);
     class_value_.push_back(pc.value);
-    has_min_runtime_.push_back(pc.min_runtime > 0);
+    has_min_runtime_.push_back(pc.min_runtime > 0 ? 1 : 0);
     class_preemptible_.push_back(pc.preemptible ? 1 : 0);
     max_class_value_ = std::max(max_class_value_, pc.value);
   }

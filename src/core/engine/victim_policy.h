@@ -110,7 +110,7 @@ class VictimPolicy {
   // Whether a job of (queue, class) that was never evicted has no guard at all at any time: no
   // protection and no minimum runtime (the eviction cooldown and budget read its evictions).
   bool Unguarded(QueueId queue, PriorityClassId cls) const {
-    return Protection(queue, cls) == nullptr && !has_min_runtime_[cls];
+    return Protection(queue, cls) == nullptr && has_min_runtime_[cls] == 0;
   }
 
   // ---- Cost ----
@@ -130,7 +130,7 @@ class VictimPolicy {
   std::vector<QueueId> root_;                   // per queue
   std::vector<bool> may_reclaim_, may_borrow_;  // per queue
   std::vector<std::int32_t> class_value_;       // per class
-  std::vector<bool> has_min_runtime_;           // per class
+  std::vector<std::uint8_t> has_min_runtime_;   // per class
   // The classes' and queues' flags, read for every resident a search meets.
   std::vector<std::uint8_t> class_preemptible_;  // per class
   std::vector<std::uint8_t> queue_preemptable_;  // per queue
