@@ -20,7 +20,7 @@ void RunIncrementalBench(std::uint32_t nodes, double fill_pct, int arrivals, std
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  Cluster built = MakeClusterState(cluster);
+  Cluster built = BuildCluster(cluster);
   ClusterState& state = built.state();
   const double capacity = static_cast<double>(state.device_count()) * kMilliPerGpu;
 

@@ -31,7 +31,7 @@ void RunPreemptBench(std::uint32_t nodes, std::uint32_t jobs, int arrivals, std:
   ClusterShape cluster;
   cluster.nodes = nodes;
   cluster.seed = seed;
-  Cluster built = MakeClusterState(cluster);
+  Cluster built = BuildCluster(cluster);
   ClusterState& state = built.state();
 
   WorkloadShape workload;

@@ -226,7 +226,7 @@ inline ClusterSpec MakeCluster(const ClusterShape& shape) {
 }
 
 // The cluster of MakeCluster(shape); fails the bench when it cannot be built.
-inline Cluster MakeClusterState(const ClusterShape& shape) {
+inline Cluster BuildCluster(const ClusterShape& shape) {
   Result<Cluster> created = Cluster::Create(MakeCluster(shape));
   if (!created.ok()) Fail("cluster: " + created.status().message());
   return std::move(created).value();

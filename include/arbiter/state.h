@@ -57,9 +57,10 @@ struct NodeView {
 struct QueueView {
   QueueId id = 0;
   std::string name;
-  std::string parent;                  // "" for a root
-  bool leaf = true;                    // jobs are submitted to leaves
-  std::int64_t gpu_milli_used = 0;     // by the subtree, every GPU type
+  std::string parent;               // "" for a root
+  bool leaf = true;                 // jobs are submitted to leaves
+  std::int64_t gpu_milli_used = 0;  // by the subtree, every GPU type
+  // The tree's quota of all GPUs together (resource `gpu`; quota of one GPU model is not shown):
   std::int64_t gpu_milli_nominal = 0;  // the subtree's guarantee (0: none declared)
   std::int64_t gpu_milli_max = -1;     // -1: no maximum
   double recent_usage = 0;             // GPU-milli-milliseconds, decayed (the fair-share input)
