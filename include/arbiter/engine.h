@@ -246,6 +246,14 @@ class Engine {
     return Schedule(cluster.state(), pending, now);
   }
 
+  // Whether a job arriving at `now`, when nothing else changed since the plan whose promise
+  // `hold` is (Plan::capacity), leaves that plan's decisions standing: no job can evict, and it
+  // stays behind the blocked head of its strict-FIFO queue whatever the ages, or the hold holds
+  // and the free capacity does not meet its need either (it is then added to `hold`). A driver
+  // that skips cycles need not run one for it.
+  bool ArrivalChangesNothing(CapacityHold& hold, const ClusterState& state, const Job& job,
+                             Millis now) const;
+
   const EngineOptions& options() const;
 
  private:

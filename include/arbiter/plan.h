@@ -172,6 +172,44 @@ struct Reservation {
 
 inline constexpr Millis kForever = std::numeric_limits<Millis>::max();
 
+// What a job needs free before it can start, whatever else holds it: `milli` GPU in the whole
+// cluster and, for its largest task, `node_gpus` whole GPUs' worth on one node (a necessary
+// condition of any placement, not a sufficient one).
+struct CapacityNeed {
+  std::int64_t milli = 0;
+  std::int32_t node_gpus = 0;
+
+  static CapacityNeed Of(const Job& job);
+  // `free_milli` free in the cluster, and at most `node_gpus_free` whole GPUs' worth on a node.
+  bool Met(std::int64_t free_milli, std::int32_t node_gpus_free) const {
+    return free_milli >= milli && node_gpus_free >= node_gpus;
+  }
+};
+
+// Plan::capacity: a promise beyond the time. While none of `needs` is met by the free capacity,
+// a cycle decides as this one did (places and evicts nothing) even after running jobs end, and,
+// when `arrivals`, after jobs arrive whose needs are unmet, which a driver adds to `needs`.
+// `given` false: no such promise (the plan placed or evicted, or a waiting job may evict:
+// whether a victim search succeeds is not a matter of free capacity alone).
+struct CapacityHold {
+  bool given = false;
+  bool arrivals = false;  // no job of any queue and class may evict (preemption off, or no rule)
+  // The waiting jobs' needs, but those of jobs behind the blocked head of a strict-FIFO queue
+  // (they start after it); only the least ones (none is met whenever another is).
+  std::vector<CapacityNeed> needs;
+  // Every waiting job's need is among `needs` (none was left out as behind a blocked head, an
+  // order the time may change): while none is met, the time changes nothing either, and the
+  // promise holds past Plan::stable_until.
+  bool timeless = false;
+  // Under the multifactor order, the blocked heads of strict-FIFO queues, by queue: a job that
+  // arrives behind one (Engine::ArrivalChangesNothing) cannot start before it.
+  std::vector<Job> blocked_heads;
+
+  // Adds a need, keeping only the least ones.
+  void Add(CapacityNeed need);
+  bool Holds(std::int64_t free_milli, std::int32_t node_gpus_free) const;
+};
+
 struct Plan {
   Millis now = 0;
   // Until this time (exclusive), a cycle on the same state and pending jobs, with only time
@@ -183,6 +221,9 @@ struct Plan {
   // job reaching its estimated end (reservations), a victim's guard lifting (preemption). A
   // driver may skip the cycles before it when nothing else changed (docs/design/engine.md).
   Millis stable_until = 0;
+  // Beyond the time, ends and arrivals that leave every waiting job short of capacity (above).
+  // A driver that skips a cycle must also hold to stable_until (docs/design/engine.md).
+  CapacityHold capacity;
   std::vector<Reservation> reservations;
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;

@@ -256,6 +256,9 @@ class Simulation {
   Millis last_sample_ = 0;
   bool changed_ = false;     // something happened since the last cycle
   Millis stable_until_ = 0;  // the last plan's stable_until
+  // The last plan's capacity promise, with the needs of the jobs that arrived since: while
+  // nothing changed, it holds.
+  CapacityHold capacity_;
   // Inspect: the loop stops after the event that set `stop_`, or once the run `watch_` (an index
   // of runs_) is no longer pending.
   bool stop_ = false;
@@ -301,7 +304,9 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   pending_.back().starved = run.starved;
   pending_.back().service_time = now;
   pending_runs_.push_back(r);
-  changed_ = true;
+  // A job short of capacity, or behind a blocked head, changes nothing until capacity frees
+  // (Plan::capacity), unless it may evict.
+  if (!engine_.ArrivalChangesNothing(capacity_, state_, pending_.back(), now)) changed_ = true;
   RequestCycle(now);
 }
 
@@ -578,10 +583,15 @@ Status Simulation::Cycle(Millis now) {
   changed_ = false;
   if (pending_.empty()) {
     ++cycles_;
+    capacity_ = {};
     return Status::Ok();
   }
   state_.AccrueUsage(now);
-  if (options_.skip_unchanged_cycles && unchanged && now < stable_until_) {
+  // (While no waiting job's need is met, the time changes nothing either, unless it may reorder
+  // the jobs behind a blocked head: Plan::capacity.)
+  if (options_.skip_unchanged_cycles && unchanged &&
+      (now < stable_until_ ||
+       (capacity_.timeless && capacity_.Holds(state_.FreeGpuMilli(), state_.MaxNodeFreeGpus())))) {
     ++cycles_skipped_;
     RequestCycle(now + options_.cycle_period);
     return Status::Ok();
@@ -589,6 +599,7 @@ Status Simulation::Cycle(Millis now) {
   ++cycles_;
   Plan plan = engine_.Schedule(state_, pending_, now);
   stable_until_ = plan.stable_until;
+  capacity_ = plan.capacity;
   if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
@@ -814,7 +825,8 @@ Result<Millis> Simulation::Loop(Millis until) {
         run.ran += std::max<Millis>(0, now - run.run_start);
         RecordCompletion(state_, engine_.options().ordering, run.ran,
                          run.spec->job.total_gpu().value());
-        changed_ = true;
+        // (What it frees matters only once it meets a waiting job's need: Plan::capacity.)
+        if (!capacity_.Holds(state_.FreeGpuMilli(), state_.MaxNodeFreeGpus())) changed_ = true;
         RequestCycle(now);
         break;
       }

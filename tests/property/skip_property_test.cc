@@ -2,8 +2,10 @@
 // changes no decision: over random simulations that exercise every input the promise reads
 // (aging that reaches max_age, fair share with and without a refresh period, backfill
 // reservations behind estimates that hold or overrun, preemption guards that lift, a loss
-// threshold that checkpoints lower, strict-FIFO queues, node outages), the run with skipping and
-// the run without it start, evict and end every job at the same times. Seeded and deterministic.
+// threshold that checkpoints lower, strict-FIFO queues, node outages) and the capacity promise
+// (ends and arrivals that leave every waiting job short, arrivals behind a blocked head), the run
+// with skipping and the run without it start, evict and end every job at the same times. Seeded
+// and deterministic.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -148,6 +150,37 @@ Case RandomHeterogeneousCase(Random& rnd) {
   return c;
 }
 
+// The cases where the capacity promise (Plan::capacity) lets ends and arrivals pass without a
+// cycle: preemption mostly off, or on without a rule any class may use; strict-FIFO queues whose
+// blocked heads the arrivals queue behind (or, of a higher class, jump ahead of); bursts of
+// arrivals onto a full cluster of nodes of different sizes.
+Case RandomBacklogCase(Random& rnd) {
+  Case c = RandomCase(rnd);
+  c.engine.preemption.enabled = rnd.Chance(30);
+  for (QueueSpec& q : c.cluster.queues) {
+    if (q.parent.empty()) continue;
+    q.strict_fifo = rnd.Chance(60);
+    q.preempt_lower_priority = false;
+    q.preempt_within_queue = rnd.Chance(30);
+    q.reclaim = rnd.Chance(30);
+  }
+  const std::size_t first = c.workload.jobs.size();
+  const int bursts = static_cast<int>(rnd.In(1, 4));
+  for (int b = 0; b < bursts; ++b) {
+    const Millis at = rnd.In(0, 3 * 60) * kMinute / 3;
+    const int n = static_cast<int>(rnd.In(5, 25));
+    for (int i = 0; i < n; ++i) {
+      SimJob job =
+          c.workload
+              .jobs[static_cast<std::size_t>(rnd.In(0, static_cast<std::int64_t>(first) - 1))];
+      job.job.name = "burst" + std::to_string(b) + "-" + std::to_string(i);
+      job.job.submit_time = at + rnd.In(0, 3) * kSecond;
+      c.workload.jobs.push_back(std::move(job));
+    }
+  }
+  return c;
+}
+
 void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
   std::int64_t skipped = 0, run = 0;
   int with_skips = 0;
@@ -189,6 +222,10 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecision) { CheckSkipping(RandomCase, 400, "multifactor"); }
+
+TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderBacklog) {
+  CheckSkipping(RandomBacklogCase, 300, "backlog");
+}
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderLeastAttainedService) {
   CheckSkipping(RandomLasCase, 300, "las");

@@ -140,9 +140,17 @@ class Cycle {
     if (options.ordering.policy == OrderPolicy::kFinishTimeFairness && options.preemption.enabled)
       ftf_.emplace(state, pending, options.backfill.default_runtime);
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
+    plan_.unplaced.reserve(pending.size());
     // A job id repeated in the pending list is refused after its first occurrence in order; the
-    // set of ids seen is kept only when some id repeats (usually none does: one sort tells).
-    if (pending.size() > 1) {
+    // set of ids seen is kept only when some id repeats (usually none does: one sort tells, and
+    // none is needed when the ids ascend, as a driver's that appends arrivals often do).
+    const auto ascending = [&] {
+      for (std::size_t i = 1; i < pending.size(); ++i) {
+        if (pending[i - 1].id >= pending[i].id) return false;
+      }
+      return true;
+    };
+    if (pending.size() > 1 && !ascending()) {
       std::vector<JobId> ids;
       ids.reserve(pending.size());
       for (const Job& job : pending) ids.push_back(job.id);
@@ -185,7 +193,7 @@ class Cycle {
       if (!ScheduleJob(index, /*allow_borrow=*/false)) {
         deferred.push_back(index);
         if (state_.queue(pending_[index].queue).spec.strict_fifo)
-          fifo_blocked_.insert(pending_[index].queue);
+          fifo_blocked_.emplace(pending_[index].queue, index);
       } else if (plan_.unplaced.size() > before) {
         BlockStep(index);
       }
@@ -201,6 +209,7 @@ class Cycle {
     if (options_.preemption.enabled && !plan_.unplaced.empty()) PreemptStep();
     cycle_.Discard();  // the state leaves as it came in, stamps included
     plan_.stable_until = StableUntil();
+    plan_.capacity = Capacity();
     plan_.timings = timer_.Timings();
     return std::move(plan_);
   }
@@ -267,6 +276,39 @@ class Cycle {
     if (costs_decided_) return now_;
     if (guard_lifts_ >= 0) upto(guard_lifts_);
     return until;
+  }
+
+  // Plan::capacity: the needs of the jobs that wait and could start before the next change.
+  // Jobs behind the blocked head of a strict-FIFO queue start after it, unless the order within
+  // the queue reads what an end changes (the Gittins index learns from finished jobs; finish-time
+  // fairness reads the running jobs). Whether a victim search succeeds is not a matter of the
+  // free capacity alone (an end also lowers its queue's usage): no promise when a waiting job may
+  // ever evict.
+  CapacityHold Capacity() const {
+    CapacityHold hold;
+    if (!plan_.binds.empty() || !plan_.evictions.empty() || may_evict_) return hold;
+    hold.given = true;
+    hold.timeless = true;
+    const OrderPolicy policy = options_.ordering.policy;
+    const bool heads_hold =
+        policy != OrderPolicy::kGittins && policy != OrderPolicy::kFinishTimeFairness;
+    for (const Unplaced& u : plan_.unplaced) {
+      if (u.reason.verdict != Verdict::kWait) continue;
+      if (heads_hold && u.reason.cause == Cause::kQueueOrder) {
+        hold.timeless = false;  // the ages may yet put it ahead of its head (stable_until)
+        continue;
+      }
+      hold.Add(CapacityNeed::Of(pending_[u.pending_index]));
+    }
+    hold.arrivals = !options_.preemption.enabled ||
+                    !engine::VictimPolicy(state_, options_.ordering).AnyMayEverEvict();
+    if (policy == OrderPolicy::kMultifactor) {
+      for (const auto& [queue, index] : fifo_blocked_)
+        hold.blocked_heads.push_back(pending_[index]);
+      std::sort(hold.blocked_heads.begin(), hold.blocked_heads.end(),
+                [](const Job& a, const Job& b) { return a.queue < b.queue; });
+    }
+    return hold;
   }
 
   // When a running job's service reaches the next of the service thresholds, or -1.
@@ -621,7 +663,7 @@ class Cycle {
     const Job& job = pending_[index];
     Unplaced& entry = plan_.unplaced.back();
     if (entry.reason.cause == Cause::kQueueOrder) return;  // its queue is blocked already
-    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.insert(job.queue);
+    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.emplace(job.queue, index);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
@@ -665,6 +707,8 @@ class Cycle {
       Unplaced& entry = plan_.unplaced[u];
       if (entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate)
         continue;
+      may_evict_ = may_evict_ || policy.MayEverEvict(pending_[entry.pending_index].queue,
+                                                     pending_[entry.pending_index].priority_class);
       // The cycle's guards, once used up, are named in every reason they cut short.
       if (budget == 0) {
         add_detail(entry.reason, "no preemption: the cycle's eviction cap (preemption." +
@@ -762,6 +806,7 @@ class Cycle {
   bool costs_decided_ = false;  // a failed victim search read the costs of takeable victims
   Millis guard_lifts_ = -1;     // the earliest lift of a guard that refused a victim (-1: none)
   bool reserve_tried_ = false;  // a reservation was computed (found or not)
+  bool may_evict_ = false;      // a waiting job may evict, were other jobs running or usage other
   std::vector<PlacedJob> placed_;
   std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
@@ -770,7 +815,8 @@ class Cycle {
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)
-  std::unordered_set<QueueId> fifo_blocked_;  // strict-FIFO queues whose head is blocked
+  // Strict-FIFO queues whose head is blocked, and the head (its index in the pending list).
+  std::unordered_map<QueueId, std::uint32_t> fifo_blocked_;
   // Under finish-time fairness with preemption: the rhos' shared inputs, from the state as it came.
   std::optional<engine::FinishTimeFairnessScope> ftf_;
   // Heterogeneity: the GPU model each pending job tries first (engine::PreferredModels); empty

@@ -86,6 +86,26 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 
 const EngineOptions& Engine::options() const { return impl_->options; }
 
+bool Engine::ArrivalChangesNothing(CapacityHold& hold, const ClusterState& state, const Job& job,
+                                   Millis now) const {
+  if (!hold.given || !hold.arrivals) return false;
+  // Behind a blocked head it gets no reservation, takes no quota and needs no capacity.
+  for (const Job& head : hold.blocked_heads) {
+    if (head.queue == job.queue &&
+        engine::OrderingKeys(state, impl_->options.ordering).StaysBefore(head, job, now))
+      return true;
+  }
+  // Short of capacity while every waiting job is: nothing can be placed, whatever it changes in
+  // the order or the reservations (with a waiting job's need met, a new reservation could let it
+  // backfill).
+  const std::int64_t free = state.FreeGpuMilli();
+  const std::int32_t node_free = state.MaxNodeFreeGpus();
+  const CapacityNeed need = CapacityNeed::Of(job);
+  if (!hold.Holds(free, node_free) || need.Met(free, node_free)) return false;
+  hold.Add(need);
+  return true;
+}
+
 std::shared_ptr<const engine::FragModel> Engine::Impl::ModelOf(const ClusterState& state) {
   if (fixed_model) return fixed_model;
   const PlacementOptions& p = options.placement;

@@ -77,6 +77,25 @@ bool OrderingKeys::Before(const Job& a, const Job& b, Millis at) const {
   return a.id < b.id;
 }
 
+bool OrderingKeys::StaysBefore(const Job& a, const Job& b, Millis at) const {
+  if (a.queue >= state_.queue_count() || a.priority_class >= state_.priority_class_count() ||
+      b.queue >= state_.queue_count() || b.priority_class >= state_.priority_class_count())
+    return false;
+  const bool a_first_on_ties =
+      a.submit_time < b.submit_time || (a.submit_time == b.submit_time && a.id < b.id);
+  // A key moves with the age only, between its base and its base plus the age weight.
+  const double w = ages() ? weights_.age : 0.0;
+  const double a_base = Base(a.queue, a.priority_class);
+  const double b_base = Base(b.queue, b.priority_class);
+  // Of at least b's base and submitted no later, a is never younger: its key stays at least b's.
+  if (w >= 0 && a_base >= b_base && a.submit_time <= b.submit_time)
+    return a_base > b_base || a_first_on_ties;
+  const double a_least = w >= 0 ? Key(a, at) : a_base + w;
+  const double b_most = w >= 0 ? b_base + w : Key(b, at);
+  if (a_least != b_most) return a_least > b_most;
+  return a_first_on_ties;
+}
+
 double OrderingKey(const ClusterState& state, const Job& job, Millis now,
                    const OrderingWeights& w) {
   return OrderingKeys(state, w).Key(job, now);

@@ -22,6 +22,10 @@ class OrderingKeys {
   double Key(const Job& job, Millis at) const;
   // Whether the order puts `a` before `b` as of `at`: key descending, then submit time, then id.
   bool Before(const Job& a, const Job& b, Millis at) const;
+  // Whether the order puts `a` before `b` as of `at` and at every later time, whatever their ages:
+  // the least key `a` may have from then on is above the most `b` may have (or equal, `a` first
+  // by submission).
+  bool StaysBefore(const Job& a, const Job& b, Millis at) const;
   // Whether aging can change the order at all (an age weight and a max_age).
   bool ages() const { return weights_.age > 0 && weights_.max_age > 0; }
   // The key of a job of (queue, class) without its age: a job's key lies within the age weight of

@@ -28,7 +28,36 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
     has_min_runtime_.push_back(pc.min_runtime > 0 ? 1 : 0);
     class_preemptible_.push_back(pc.preemptible ? 1 : 0);
     max_class_value_ = std::max(max_class_value_, pc.value);
+    min_class_value_ = c == 0 ? pc.value : std::min(min_class_value_, pc.value);
   }
+  evicts_by_service_ =
+      IsLas(ordering.policy) || ordering.policy == OrderPolicy::kFinishTimeFairness;
+  std::vector<std::int32_t> tree_size(queues, 0);
+  for (QueueId q = 0; q < queues; ++q) ++tree_size[root_[q]];
+  for (QueueId q = 0; q < queues; ++q) tree_has_others_.push_back(tree_size[root_[q]] > 1 ? 1 : 0);
+}
+
+bool VictimPolicy::MayEverEvict(QueueId by, PriorityClassId by_class) const {
+  if (evicts_by_service_) return true;
+  const QueueSpec& spec = state_.queue(by).spec;
+  if (spec.preempt_within_queue && class_value_[by_class] > min_class_value_) return true;
+  if (!tree_has_others_[by]) return false;
+  if (may_reclaim_[by]) return true;
+  if (!spec.preempt_lower_priority) return false;
+  for (QueueId of = 0; of < state_.queue_count(); ++of) {
+    if (of != by && root_[of] == root_[by] && state_.queue(of).spec.priority < spec.priority)
+      return true;
+  }
+  return false;
+}
+
+bool VictimPolicy::AnyMayEverEvict() const {
+  for (QueueId q = 0; q < state_.queue_count(); ++q) {
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      if (MayEverEvict(q, c)) return true;
+    }
+  }
+  return false;
 }
 
 VictimPolicy::Relations VictimPolicy::RelationsOf(QueueId by, PriorityClassId by_class,

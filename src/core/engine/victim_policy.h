@@ -77,6 +77,13 @@ class VictimPolicy {
   bool MayEverBorrow(QueueId q) const { return may_borrow_[q]; }
   // Whether two queues belong to one tree (no rule evicts across trees).
   bool SameTree(QueueId a, QueueId b) const { return root_[a] == root_[b]; }
+  // Whether a job of queue `by` and class `by_class` may ever evict anything, whatever runs, the
+  // usage and the time: some relation above may hold for a queue and class of its tree, or the
+  // order evicts by service (least attained service, finish-time fairness). When not, a victim
+  // search of such a job always fails, and its failure depends on nothing that changes.
+  bool MayEverEvict(QueueId by, PriorityClassId by_class) const;
+  // Whether a job of some queue and class may ever evict anything.
+  bool AnyMayEverEvict() const;
 
   // Whether the order put `victim` ahead of `preemptor` when the victim started: the two jobs'
   // ordering keys as of the victim's start (their ages then; a job submitted later has age 0),
@@ -135,6 +142,9 @@ class VictimPolicy {
   std::vector<std::uint8_t> class_preemptible_;  // per class
   std::vector<std::uint8_t> queue_preemptable_;  // per queue
   std::int32_t max_class_value_ = 1;
+  std::int32_t min_class_value_ = 0;
+  bool evicts_by_service_ = false;             // least attained service or finish-time fairness
+  std::vector<std::uint8_t> tree_has_others_;  // per queue: its tree has another queue
 };
 
 }  // namespace arbiter::engine

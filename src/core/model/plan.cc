@@ -1,8 +1,36 @@
 #include "arbiter/plan.h"
 
+#include <algorithm>
 #include <string>
 
 namespace arbiter {
+
+CapacityNeed CapacityNeed::Of(const Job& job) {
+  CapacityNeed need;
+  std::int64_t task = 0;
+  for (const TaskGroup& g : job.groups) {
+    need.milli += g.request.gpu.value() * g.count;
+    if (g.count > 0) task = std::max(task, g.request.gpu.value());
+  }
+  need.node_gpus = static_cast<std::int32_t>(task / kMilliPerGpu);
+  return need;
+}
+
+void CapacityHold::Add(CapacityNeed need) {
+  for (const CapacityNeed& n : needs) {
+    if (n.milli <= need.milli && n.node_gpus <= need.node_gpus) return;  // met no sooner
+  }
+  std::erase_if(needs, [&](const CapacityNeed& n) {
+    return need.milli <= n.milli && need.node_gpus <= n.node_gpus;
+  });
+  needs.push_back(need);
+}
+
+bool CapacityHold::Holds(std::int64_t free_milli, std::int32_t node_gpus_free) const {
+  if (!given) return false;
+  return std::none_of(needs.begin(), needs.end(),
+                      [&](const CapacityNeed& n) { return n.Met(free_milli, node_gpus_free); });
+}
 
 const char* CauseName(Cause cause) {
   switch (cause) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace arbiter {
@@ -266,6 +267,7 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
   s.unusual_ = IndexSet(s.nodes_.size());
   s.no_free_gpu_ = IndexSet(s.nodes_.size());
   s.node_free_milli_.assign(s.nodes_.size(), 0);
+  s.nodes_by_free_gpus_.assign(s.max_devices_ + 1, 0);
   s.device_free_.assign(s.device_count_, static_cast<std::int16_t>(kMilliPerGpu));
   s.node_room_.resize(s.nodes_.size());
   s.node_stamp_.assign(s.nodes_.size(), 0);
@@ -273,6 +275,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     s.node_room_[n] = {s.nodes_[n].cpu.value(), s.nodes_[n].memory.value()};
     s.UpdateUnusual(n);
     s.node_free_milli_[n] = static_cast<std::int64_t>(s.nodes_[n].devices.size()) * kMilliPerGpu;
+    s.free_gpu_milli_ += s.node_free_milli_[n];
+    ++s.nodes_by_free_gpus_[static_cast<std::size_t>(s.node_free_milli_[n] / kMilliPerGpu)];
     if (s.nodes_[n].devices.empty()) s.no_free_gpu_.Insert(n);
     for (GpuTypeId t = 0; t < types; ++t) {
       if (s.nodes_[n].gpu_types.Contains(t)) s.nodes_of_type_[t].push_back(n);
@@ -402,7 +406,10 @@ void ClusterState::AdjustFree(NodeId n, std::uint32_t d, MilliGpu delta, GpuMemM
 
   std::int64_t& node_free = node_free_milli_[n];
   if (node_free == 0) no_free_gpu_.Erase(n);
+  --nodes_by_free_gpus_[static_cast<std::size_t>(node_free / kMilliPerGpu)];
   node_free += delta.value();
+  ++nodes_by_free_gpus_[static_cast<std::size_t>(node_free / kMilliPerGpu)];
+  free_gpu_milli_ += delta.value();
   if (node_free == 0) no_free_gpu_.Insert(n);
 
   const std::uint32_t global = node.first_device + d;
@@ -1236,6 +1243,14 @@ Status ClusterState::CheckInvariants() const {
   }
   if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_)
     return Status::Internal("invariant: domain free capacity out of date");
+  if (std::accumulate(node_free_milli_.begin(), node_free_milli_.end(), std::int64_t{0}) !=
+      free_gpu_milli_)
+    return Status::Internal("invariant: the cluster's free GPU total out of date");
+  std::vector<std::int32_t> by_free(nodes_by_free_gpus_.size(), 0);
+  for (std::int64_t free : node_free_milli_)
+    ++by_free[static_cast<std::size_t>(free / kMilliPerGpu)];
+  if (by_free != nodes_by_free_gpus_)
+    return Status::Internal("invariant: the nodes by free GPUs out of date");
   return Status::Ok();
 }
 

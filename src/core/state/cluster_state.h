@@ -280,6 +280,14 @@ class ClusterState {
   // Nodes where no GPU is free: those without GPUs, and those whose every device is taken. A task
   // without GPUs costs the GPUs nothing there.
   const IndexSet& NodesWithoutFreeGpu() const { return no_free_gpu_; }
+  // The milli-GPU free in the whole cluster, every type, on every node (healthy or not), and the
+  // most whole GPUs' worth free on one node (its free milli-GPU / 1000, rounded down).
+  std::int64_t FreeGpuMilli() const { return free_gpu_milli_; }
+  std::int32_t MaxNodeFreeGpus() const {
+    auto k = static_cast<std::int32_t>(nodes_by_free_gpus_.size()) - 1;
+    while (k > 0 && nodes_by_free_gpus_[static_cast<std::size_t>(k)] == 0) --k;
+    return k;
+  }
   // Nodes with devices of `type` that run something, ordered by the latest time one of their
   // residents started or checkpointed, latest first: an eviction on the first ones loses least per
   // GPU. The victim search visits nodes in this order and stops when no further node can be
@@ -508,7 +516,10 @@ class ClusterState {
   IndexSet unusual_;
   IndexSet no_free_gpu_;
   std::vector<std::int64_t> node_free_milli_;  // per node, every type
-  std::vector<std::int16_t> device_free_;      // per global device: DeviceState::free
+  std::int64_t free_gpu_milli_ = 0;            // the sum of node_free_milli_
+  // Nodes by their free milli-GPU / 1000 (0 to max_devices_).
+  std::vector<std::int32_t> nodes_by_free_gpus_;
+  std::vector<std::int16_t> device_free_;  // per global device: DeviceState::free
   struct NodeRoom {
     std::int64_t cpu = 0;     // NodeState::cpu_free
     std::int64_t memory = 0;  // NodeState::memory_free

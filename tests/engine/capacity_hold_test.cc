@@ -1,0 +1,174 @@
+// Plan::capacity: the promise beyond the time. A plan that placed nothing holds after running
+// jobs end and jobs arrive as long as no waiting job's need (GPUs free in the cluster, and for its
+// largest task on one node) is met, when no waiting job may evict; a job behind the blocked head
+// of a strict-FIFO queue needs nothing of its own. Engine::ArrivalChangesNothing decides arrivals.
+#include <gtest/gtest.h>
+
+#include "arbiter/engine.h"
+#include "core/state/cluster_state.h"
+#include "testing/builders.h"
+
+namespace arbiter {
+namespace {
+
+using testing::Add;
+using testing::GpuJob;
+using testing::MakeState;
+using testing::Nodes;
+
+// Two nodes of 8 GPUs, queues a (strict FIFO) and b.
+ClusterSpec TwoNodes() {
+  ClusterSpec spec = testing::Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  QueueSpec a = testing::Queue("a", "org");
+  a.strict_fifo = true;
+  spec.queues = {testing::Queue("org"), a, testing::Queue("b", "org")};
+  return spec;
+}
+
+Job InQueue(const ClusterState& state, JobId id, const std::string& queue, std::int64_t gpus,
+            Millis submit, PriorityClassId cls = 1) {
+  Job j = GpuJob(id, 1, gpus * kMilliPerGpu);
+  j.queue = *state.FindQueue(queue);
+  j.submit_time = submit;
+  j.priority_class = cls;
+  return j;
+}
+
+// 5 GPUs taken on each node: 6 free, at most 3 on one node.
+ClusterState Fragmented() {
+  ClusterState state = MakeState(TwoNodes());
+  testing::StartOn(state, InQueue(state, 1, "b", 5, 0), "n-0", 0, 0);
+  testing::StartOn(state, InQueue(state, 2, "b", 5, 0), "n-1", 0, 0);
+  return state;
+}
+
+EngineOptions NoPreemption() {
+  EngineOptions o;
+  o.preemption.enabled = false;
+  return o;
+}
+
+TEST(CapacityHold, TheStateCountsFreeGpusInTheClusterAndOnTheFreestNode) {
+  ClusterState state = Fragmented();
+  EXPECT_EQ(state.FreeGpuMilli(), 6000);
+  EXPECT_EQ(state.MaxNodeFreeGpus(), 3);
+  Job half = GpuJob(3, 1, 500);
+  half.queue = *state.FindQueue("b");
+  Allocation a;
+  a.gpu_type = 0;
+  TaskAllocation t;
+  t.node = *state.FindNode("n-1");
+  t.cpu = half.groups[0].request.cpu;
+  t.memory = half.groups[0].request.memory;
+  t.devices.push_back({5, MilliGpu(500), GpuMemMiB(0)});
+  a.tasks.push_back(t);
+  const Status bound = state.Bind(half, a, 0);
+  ASSERT_TRUE(bound.ok()) << bound.message();
+  EXPECT_EQ(state.FreeGpuMilli(), 5500);
+  EXPECT_EQ(state.MaxNodeFreeGpus(), 3);  // n-0 still has 3; n-1 has 2.5
+  ASSERT_TRUE(state.Unbind(1, 10).ok());
+  EXPECT_EQ(state.MaxNodeFreeGpus(), 8);
+  EXPECT_TRUE(state.CheckInvariants().ok());
+}
+
+TEST(CapacityHold, NeedsKeepOnlyTheLeastAndHoldWhileNoneIsMet) {
+  CapacityHold hold;
+  hold.given = true;
+  hold.Add({2000, 2});
+  hold.Add({1000, 4});
+  hold.Add({3000, 2});  // met whenever {2000, 2} is
+  ASSERT_EQ(hold.needs.size(), 2u);
+  EXPECT_TRUE(hold.Holds(1500, 3));
+  EXPECT_FALSE(hold.Holds(2000, 2));
+  EXPECT_FALSE(hold.Holds(1000, 4));
+  hold.Add({1000, 1});
+  ASSERT_EQ(hold.needs.size(), 1u);
+  EXPECT_FALSE(hold.Holds(1000, 1));
+  hold.given = false;
+  EXPECT_FALSE(hold.Holds(0, 0));
+}
+
+TEST(CapacityHold, ABlockedStrictFifoHeadNeedsItsTaskOnOneNodeAndTheJobsBehindItNothing) {
+  ClusterState state = Fragmented();
+  const std::vector<Job> pending = {InQueue(state, 10, "a", 8, 100),
+                                    InQueue(state, 11, "a", 1, 200)};
+  const Plan plan = Engine(NoPreemption()).Schedule(state, pending, 1000);
+  ASSERT_TRUE(plan.binds.empty());
+  ASSERT_TRUE(plan.capacity.given);
+  EXPECT_TRUE(plan.capacity.arrivals);
+  ASSERT_EQ(plan.capacity.needs.size(), 1u);
+  EXPECT_EQ(plan.capacity.needs[0].milli, 8000);
+  EXPECT_EQ(plan.capacity.needs[0].node_gpus, 8);
+  ASSERT_EQ(plan.capacity.blocked_heads.size(), 1u);
+  EXPECT_EQ(plan.capacity.blocked_heads[0].id, 10u);
+  // The job behind the head was left out: the ages may reorder them, so the time still counts.
+  EXPECT_FALSE(plan.capacity.timeless);
+  // 6 GPUs free, 3 on a node: the head cannot start, nor the job behind it.
+  EXPECT_TRUE(plan.capacity.Holds(state.FreeGpuMilli(), state.MaxNodeFreeGpus()));
+  EXPECT_FALSE(plan.capacity.Holds(8000, 8));
+}
+
+TEST(CapacityHold, AJobThatFitsIsPlacedAndAPlanThatPlacesPromisesNothing) {
+  ClusterState state = Fragmented();
+  const std::vector<Job> pending = {InQueue(state, 11, "b", 1, 0)};
+  const Plan plan = Engine(NoPreemption()).Schedule(state, pending, 10);
+  ASSERT_EQ(plan.binds.size(), 1u);
+  EXPECT_FALSE(plan.capacity.given);
+}
+
+TEST(CapacityHold, AWaitingJobThatMayEvictGivesNoPromise) {
+  ClusterState state = Fragmented();
+  // Class P0 may evict P1 and P2 within its queue (the running jobs are P1, but in queue b).
+  EngineOptions o;
+  o.preemption.enabled = true;
+  const std::vector<Job> pending = {InQueue(state, 10, "a", 8, 0, 0)};
+  const Plan plan = Engine(o).Schedule(state, pending, 10);
+  ASSERT_TRUE(plan.binds.empty());
+  EXPECT_TRUE(plan.evictions.empty());
+  EXPECT_FALSE(plan.capacity.given);
+}
+
+TEST(CapacityHold, ArrivalsShortOfCapacityOrBehindTheHeadChangeNothing) {
+  ClusterState state = Fragmented();
+  const Engine engine(NoPreemption());
+  const std::vector<Job> pending = {InQueue(state, 10, "a", 8, 100)};
+  CapacityHold hold = engine.Schedule(state, pending, 1000).capacity;
+  ASSERT_TRUE(hold.given);
+  EXPECT_TRUE(hold.timeless);  // every waiting job's need is counted
+  // Behind the head, of its class: it starts after it, whatever the ages.
+  EXPECT_TRUE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 12, "a", 1, 2000), 2000));
+  EXPECT_EQ(hold.needs.size(), 1u);
+  // Of a higher class: the order may put it first.
+  EXPECT_FALSE(
+      engine.ArrivalChangesNothing(hold, state, InQueue(state, 13, "a", 1, 2000, 0), 2000));
+  // In queue b, 4 GPUs on one node: not free anywhere; its need joins the hold's.
+  EXPECT_TRUE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 14, "b", 4, 2000), 2000));
+  ASSERT_EQ(hold.needs.size(), 1u);
+  EXPECT_EQ(hold.needs[0].node_gpus, 4);
+  // In queue b, 2 GPUs: free on a node.
+  EXPECT_FALSE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 15, "b", 2, 2000), 2000));
+  // No promise, no arrival is free of change.
+  CapacityHold none;
+  EXPECT_FALSE(engine.ArrivalChangesNothing(none, state, InQueue(state, 16, "b", 8, 2000), 2000));
+}
+
+TEST(CapacityHold, AnArrivalThatAgesPastTheHeadIsAChange) {
+  ClusterState state = Fragmented();
+  EngineOptions o = NoPreemption();
+  o.ordering.age = 1000;
+  o.ordering.max_age = 60 * kMillisPerSecond;
+  o.ordering.fair_share = 0;
+  const Engine engine(o);
+  // The head (class P2) has aged fully; a P1 job of a base above it once aged may pass it.
+  const std::vector<Job> pending = {InQueue(state, 10, "a", 8, 0, 2)};
+  CapacityHold hold = engine.Schedule(state, pending, 120 * kMillisPerSecond).capacity;
+  ASSERT_TRUE(hold.given);
+  const Millis now = 120 * kMillisPerSecond;
+  EXPECT_FALSE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 12, "a", 1, now), now));
+  // Of the head's class, submitted after it: never ahead.
+  EXPECT_TRUE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 13, "a", 1, now, 2), now));
+}
+
+}  // namespace
+}  // namespace arbiter
