@@ -113,8 +113,10 @@ struct SimOptions {
   // A cycle that nothing has changed since the last one (no arrival, end, eviction, node or
   // autoscaler event, nor a checkpoint where the loss threshold reads it), before the last plan's
   // stable_until, decides as that plan did: it is skipped (the engine does not run; the time still
-  // counts as a cycle for min_cycle_interval, and the usage still accrues). Decisions are the same
-  // either way; off, every cycle runs (`arbiter explain --scenario` sees each).
+  // counts as a cycle for min_cycle_interval, and the usage still accrues). Ends and arrivals that
+  // leave every waiting job short of capacity are no change (Plan::capacity), and while that
+  // promise holds for every waiting job, neither is the time. Decisions are the same either way;
+  // off, every cycle runs (`arbiter explain --scenario` sees each).
   bool skip_unchanged_cycles = true;
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;

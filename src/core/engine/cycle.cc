@@ -300,8 +300,7 @@ class Cycle {
       }
       hold.Add(CapacityNeed::Of(pending_[u.pending_index]));
     }
-    hold.arrivals = !options_.preemption.enabled ||
-                    !engine::VictimPolicy(state_, options_.ordering).AnyMayEverEvict();
+    hold.arrivals = !options_.preemption.enabled || !Policy().AnyMayEverEvict();
     if (policy == OrderPolicy::kMultifactor) {
       for (const auto& [queue, index] : fifo_blocked_)
         hold.blocked_heads.push_back(pending_[index]);
@@ -309,6 +308,12 @@ class Cycle {
                 [](const Job& a, const Job& b) { return a.queue < b.queue; });
     }
     return hold;
+  }
+
+  // The victim policy, made once a cycle needs it (it reads the state as it came in).
+  const engine::VictimPolicy& Policy() const {
+    if (!policy_) policy_.emplace(state_, options_.ordering);
+    return *policy_;
   }
 
   // When a running job's service reaches the next of the service thresholds, or -1.
@@ -692,7 +697,7 @@ class Cycle {
   // preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
   // scratch state, and nothing is evicted unless the preemptor is placed in this plan.
   void PreemptStep() {
-    const engine::VictimPolicy policy(state_, options_.ordering);
+    const engine::VictimPolicy& policy = Policy();
     std::int64_t budget = options_.preemption.max_gpus_per_cycle;
     int attempts = 0;
     std::unordered_set<JobId> evicted;
@@ -819,6 +824,7 @@ class Cycle {
   std::unordered_map<QueueId, std::uint32_t> fifo_blocked_;
   // Under finish-time fairness with preemption: the rhos' shared inputs, from the state as it came.
   std::optional<engine::FinishTimeFairnessScope> ftf_;
+  mutable std::optional<engine::VictimPolicy> policy_;  // Policy()
   // Heterogeneity: the GPU model each pending job tries first (engine::PreferredModels); empty
   // when no heterogeneity policy applies.
   std::vector<GpuTypeId> preferred_;
