@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -347,15 +348,18 @@ class Search {
     return RunsOnBorrowedQuota(state_, *v.running);
   }
 
-  // Eligible victims with a task in [begin, end), each once, into `out`.
+  // Eligible victims with a task in [begin, end), each once, into `out` (in no particular order:
+  // SortForEviction orders them). A job on several nodes of the scope is met once per node.
   void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
     out.clear();
     for (NodeId n = begin; n < end; ++n) {
       for (const Resident& res : state_.node(n).residents) {
-        const Victim* v = Eligible(res.job);
-        if (v && (end == begin + 1 || std::find(out.begin(), out.end(), v) == out.end()))
-          out.push_back(v);
+        if (const Victim* v = Eligible(res.job)) out.push_back(v);
       }
+    }
+    if (end > begin + 1) {
+      std::sort(out.begin(), out.end(), std::less<>());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
     }
   }
 
