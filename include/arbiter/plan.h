@@ -201,8 +201,9 @@ struct CapacityHold {
   // order the time may change): while none is met, the time changes nothing either, and the
   // promise holds past Plan::stable_until.
   bool timeless = false;
-  // Under the multifactor order, the blocked heads of strict-FIFO queues, by queue: a job that
-  // arrives behind one (Engine::ArrivalChangesNothing) cannot start before it.
+  // Under the multifactor order without a heterogeneity policy (which shares the models out
+  // among every waiting job), the blocked heads of strict-FIFO queues, by queue: a job that
+  // arrives behind one (Engine::ArrivalChangesNothing) cannot start before it and changes nothing.
   std::vector<Job> blocked_heads;
 
   // Adds a need, keeping only the least ones.

@@ -170,5 +170,22 @@ TEST(CapacityHold, AnArrivalThatAgesPastTheHeadIsAChange) {
   EXPECT_TRUE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 13, "a", 1, now, 2), now));
 }
 
+TEST(CapacityHold, UnderAHeterogeneityPolicyNoArrivalIsBehindAHead) {
+  // The share-out of the GPU models reads every waiting job, those behind a head too.
+  ClusterSpec spec = TwoNodes();
+  spec.throughput.rows = {{"fast", {{"H800", 2}}}};
+  ClusterState state = MakeState(spec);
+  testing::StartOn(state, InQueue(state, 1, "b", 5, 0), "n-0", 0, 0);
+  testing::StartOn(state, InQueue(state, 2, "b", 5, 0), "n-1", 0, 0);
+  EngineOptions o = NoPreemption();
+  o.ordering.heterogeneity = HeterogeneityPolicy::kMaxThroughput;
+  const Engine engine(o);
+  const std::vector<Job> pending = {InQueue(state, 10, "a", 8, 100)};
+  CapacityHold hold = engine.Schedule(state, pending, 1000).capacity;
+  ASSERT_TRUE(hold.given);
+  EXPECT_TRUE(hold.blocked_heads.empty());
+  EXPECT_FALSE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 12, "a", 1, 2000), 2000));
+}
+
 }  // namespace
 }  // namespace arbiter

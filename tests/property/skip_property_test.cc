@@ -153,7 +153,8 @@ Case RandomHeterogeneousCase(Random& rnd) {
 // The cases where the capacity promise (Plan::capacity) lets ends and arrivals pass without a
 // cycle: preemption mostly off, or on without a rule any class may use; strict-FIFO queues whose
 // blocked heads the arrivals queue behind (or, of a higher class, jump ahead of); bursts of
-// arrivals onto a full cluster of nodes of different sizes.
+// arrivals onto a full cluster of nodes of different sizes; two GPU models shared out by
+// max-throughput.
 Case RandomBacklogCase(Random& rnd) {
   Case c = RandomCase(rnd);
   c.engine.preemption.enabled = rnd.Chance(30);
@@ -163,6 +164,18 @@ Case RandomBacklogCase(Random& rnd) {
     q.preempt_lower_priority = false;
     q.preempt_within_queue = rnd.Chance(30);
     q.reclaim = rnd.Chance(30);
+  }
+  // Two GPU models under max-throughput: the share-out of the models reads every waiting job,
+  // those behind a blocked head too.
+  if (rnd.Chance(30)) {
+    for (std::size_t n = 1; n < c.cluster.nodes.size(); n += 2) {
+      for (DeviceSpec& d : c.cluster.nodes[n].devices) d.type = "L40S";
+    }
+    c.cluster.throughput.rows = {{"fast", {{"H800", rnd.Of<double>({2, 3.5})}, {"L40S", 1}}},
+                                 {"slow", {{"H800", 1}, {"L40S", rnd.Of<double>({0.25, 0.7})}}}};
+    c.engine.ordering.heterogeneity = HeterogeneityPolicy::kMaxThroughput;
+    for (SimJob& job : c.workload.jobs)
+      job.job.labels["model"] = rnd.Of<std::string>({"fast", "slow", "other"});
   }
   const std::size_t first = c.workload.jobs.size();
   const int bursts = static_cast<int>(rnd.In(1, 4));

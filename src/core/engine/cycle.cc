@@ -301,7 +301,11 @@ class Cycle {
       hold.Add(CapacityNeed::Of(pending_[u.pending_index]));
     }
     hold.arrivals = !options_.preemption.enabled || !Policy().AnyMayEverEvict();
-    if (policy == OrderPolicy::kMultifactor) {
+    // (The heterogeneity policy shares the GPU models out among every waiting job, those behind
+    // a blocked head too: there, an arrival may change whom the models go to.)
+    const bool shares_models =
+        options_.ordering.heterogeneity != HeterogeneityPolicy::kOff && state_.has_throughput();
+    if (policy == OrderPolicy::kMultifactor && !shares_models) {
       for (const auto& [queue, index] : fifo_blocked_)
         hold.blocked_heads.push_back(pending_[index]);
       std::sort(hold.blocked_heads.begin(), hold.blocked_heads.end(),
