@@ -36,8 +36,8 @@ Job InQueue(const ClusterState& state, JobId id, const std::string& queue, std::
 }
 
 // 5 GPUs taken on each node: 6 free, at most 3 on one node.
-ClusterState Fragmented() {
-  ClusterState state = MakeState(TwoNodes());
+ClusterState Fragmented(const ClusterSpec& spec = TwoNodes()) {
+  ClusterState state = MakeState(spec);
   testing::StartOn(state, InQueue(state, 1, "b", 5, 0), "n-0", 0, 0);
   testing::StartOn(state, InQueue(state, 2, "b", 5, 0), "n-1", 0, 0);
   return state;
@@ -174,9 +174,7 @@ TEST(CapacityHold, UnderAHeterogeneityPolicyNoArrivalIsBehindAHead) {
   // The share-out of the GPU models reads every waiting job, those behind a head too.
   ClusterSpec spec = TwoNodes();
   spec.throughput.rows = {{"fast", {{"H800", 2}}}};
-  ClusterState state = MakeState(spec);
-  testing::StartOn(state, InQueue(state, 1, "b", 5, 0), "n-0", 0, 0);
-  testing::StartOn(state, InQueue(state, 2, "b", 5, 0), "n-1", 0, 0);
+  ClusterState state = Fragmented(spec);
   EngineOptions o = NoPreemption();
   o.ordering.heterogeneity = HeterogeneityPolicy::kMaxThroughput;
   const Engine engine(o);

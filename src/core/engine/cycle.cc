@@ -815,7 +815,7 @@ class Cycle {
   bool costs_decided_ = false;  // a failed victim search read the costs of takeable victims
   Millis guard_lifts_ = -1;     // the earliest lift of a guard that refused a victim (-1: none)
   bool reserve_tried_ = false;  // a reservation was computed (found or not)
-  bool may_evict_ = false;      // a waiting job may evict, were other jobs running or usage other
+  bool may_evict_ = false;      // a waiting job may ever evict (VictimPolicy::MayEverEvict)
   std::vector<PlacedJob> placed_;
   std::string key_;                                    // the shape key being looked up (a buffer)
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
