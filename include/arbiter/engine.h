@@ -21,9 +21,10 @@ enum class OrderPolicy : std::uint8_t {
   kMultifactor,  // the weighted key below alone
   // Least attained service, discretised into queues as Tiresias's (Gu et al., NSDI 2019): a job's
   // service queue is the number of `las_thresholds` its service has reached; lower queues first,
-  // then the weighted key. kLas counts the time a job has run (Tiresias's "dlas"), kLas2d the time
-  // times its GPUs (its "dlas-gpu", two-dimensional). A job of a lower service queue may evict
-  // work of a higher one (Eviction::Kind::kAttainedService).
+  // within a queue the jobs that ran in it (the most recently stopped first), then the weighted
+  // key. kLas counts the time a job has run (Tiresias's "dlas"), kLas2d the time times its GPUs
+  // (its "dlas-gpu", two-dimensional). A job of a lower service queue may evict work of a higher
+  // one (Eviction::Kind::kAttainedService).
   kLas,
   kLas2d,
   // Tiresias's discretised Gittins index ("dlas-gpu-gittins"): the service queues of kLas2d, and

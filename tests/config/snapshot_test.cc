@@ -381,7 +381,10 @@ TEST(Snapshot, ServiceAndLearnedJobSizesReadBack) {
   f.config.engine.ordering.las_thresholds = {100 * 3600000};  // one queue: the index decides
   f.config.engine.ordering.starvation_factor = 2;
   // Every job learned ended a minute past the service job 0 has had: it is likely to end soon,
-  // and goes before job 1 (a new one, which would go first without what was learned).
+  // and goes before job 1 (which has run a minute and stopped after job 0: without what was
+  // learned, it would go first, as the one stopped last).
+  f.pending.at(1).attained = 60000;
+  f.pending.at(1).service_time = 3 * 3600000 + 1800000;
   f.pending.at(0).attained = 900000;
   const Millis ran =
       LasService(f.config.engine.ordering, 900000, f.pending.at(0).total_gpu().value());

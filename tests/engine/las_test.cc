@@ -1,6 +1,8 @@
 // Least attained service (scheduler.ordering.policy las, las-2d): the service queues from
 // Tiresias's thresholds, its starvation promotion, the order, the eviction of jobs of higher
 // service queues, and when a waiting plan's inputs change next.
+#include "core/engine/las.h"
+
 #include <gtest/gtest.h>
 
 #include "arbiter/engine.h"
@@ -66,6 +68,38 @@ TEST(Las, LessServedQueuesGoFirstThenTheMultifactorOrder) {
   // The multifactor order alone: by age.
   EXPECT_EQ(engine::OrderPending(state, jobs, 20 * kSecond, OrderingWeights{}),
             (std::vector<std::uint32_t>{0, 1, 2}));
+}
+
+// Tiresias keeps each service queue as a list in which the running jobs stay ahead of the waiting
+// ones: a job it stops goes to the head of the waiting ones. So within a queue the jobs that ran
+// there come first, the most recently stopped first, then those that have not run there (new or
+// promoted), by their entry into the queue.
+TEST(Las, WithinAQueueTheJobsThatRanThereGoFirstTheLastStoppedFirst) {
+  ClusterState state = MakeState(OneNode());
+  // Second queue: A reached it at 19,250 s and stopped at 20,000 s; B reached it later (28,250 s)
+  // and stopped later (30,000 s).
+  Job a = InA(state, 1, 1, 0, 4000 * kSecond);
+  a.service_time = 20'000 * kSecond;
+  Job b = InA(state, 2, 1, 1000 * kSecond, 5000 * kSecond);
+  b.service_time = 30'000 * kSecond;
+  // First queue: C never ran; D, submitted after it, ran 10 minutes and stopped at 25,000 s.
+  Job c = InA(state, 3, 1, 100 * kSecond, 0);
+  Job d = InA(state, 4, 1, 200 * kSecond, 600 * kSecond);
+  d.service_time = 25'000 * kSecond;
+  const std::vector<Job> jobs = {a, b, c, d};
+  EXPECT_EQ(engine::OrderPending(state, jobs, 40'000 * kSecond, Las()),
+            (std::vector<std::uint32_t>{3, 2, 1, 0}));
+  EXPECT_EQ(engine::LasLastStop(d, engine::LasQueueEntry(d, 40'000 * kSecond, Las())),
+            25'000 * kSecond);
+  EXPECT_EQ(engine::LasLastStop(c, engine::LasQueueEntry(c, 40'000 * kSecond, Las())), -1);
+
+  // A promoted job has not run in the first queue since it entered it (its promotion, at
+  // 18,000 s): behind D, which ran there, and behind C, which entered first.
+  Job e = InA(state, 5, 1, 50 * kSecond, 4000 * kSecond);
+  e.service_time = 10'000 * kSecond;
+  const std::vector<Job> first = {e, c, d};
+  EXPECT_EQ(engine::OrderPending(state, first, 26'000 * kSecond, Las(OrderPolicy::kLas, 2)),
+            (std::vector<std::uint32_t>{2, 1, 0}));
 }
 
 TEST(Las, StarvationPromotionReturnsAJobToTheFirstQueue) {

@@ -43,4 +43,13 @@ inline Millis LasQueueEntry(const Job& job, Millis now, const OrderingWeights& w
   return std::max(job.submit_time, job.service_time - std::max<Millis>(0, job.attained - run));
 }
 
+// When a waiting job last stopped running in the service queue it is in (its requeue), or -1 when
+// it has not run there since it entered it (a new job, a promoted one), given its `entry` into
+// the queue (LasQueueEntry). Within a queue the jobs that ran there go first, the most recently
+// stopped first: Tiresias keeps each queue as a list in which the running jobs stay ahead of the
+// waiting ones, so a job it preempts goes to the head of the waiting ones.
+inline Millis LasLastStop(const Job& job, Millis entry) {
+  return job.attained > 0 && entry < job.service_time ? job.service_time : -1;
+}
+
 }  // namespace arbiter::engine

@@ -107,14 +107,18 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   const OrderingKeys ordering(state, w);
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
-  // Least attained service: the service queue first (lower first), then the key, its age counted
-  // from the job's entry into its queue (a promoted job goes behind those already there).
+  // Least attained service: the service queue first (lower first), then (kGittins) the index,
+  // then the jobs that ran in their queue, the most recently stopped first (LasLastStop), then the
+  // key, its age counted from the job's entry into its queue (a promoted job goes behind those
+  // already there).
   std::vector<int> las;
-  std::vector<Millis> since;    // submit time, or the entry into the service queue
-  std::vector<double> gittins;  // kGittins: the index, higher first within a service queue
+  std::vector<Millis> since;      // submit time, or the entry into the service queue
+  std::vector<double> gittins;    // kGittins: the index, higher first within a service queue
+  std::vector<Millis> last_stop;  // LasLastStop, later first
   if (IsLas(w.policy)) {
     las.resize(pending.size());
     since.resize(pending.size());
+    last_stop.resize(pending.size());
     if (w.policy == OrderPolicy::kGittins && state.finished_service_count() > 0)
       gittins.resize(pending.size());
     for (std::size_t i = 0; i < pending.size(); ++i) {
@@ -124,6 +128,7 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
         gittins[i] = state.GittinsIndex(LasService(w, attained, pending[i].total_gpu().value()),
                                         w.gittins_quantum);
       since[i] = LasQueueEntry(pending[i], now, w);
+      last_stop[i] = LasLastStop(pending[i], since[i]);
       if (since[i] != pending[i].submit_time)
         keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
     }
@@ -140,6 +145,7 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   auto before = [&](std::uint32_t a, std::uint32_t b) {
     if (!las.empty() && las[a] != las[b]) return las[a] < las[b];
     if (!gittins.empty() && gittins[a] != gittins[b]) return gittins[a] > gittins[b];
+    if (!last_stop.empty() && last_stop[a] != last_stop[b]) return last_stop[a] > last_stop[b];
     if (!rho.empty() && rho[a] != rho[b]) return rho[a] > rho[b];
     if (keys[a] != keys[b]) return keys[a] > keys[b];
     if (entered(a) != entered(b)) return entered(a) < entered(b);
