@@ -678,11 +678,23 @@ class Cycle {
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
       return;
     }
+    // A shape whose reservation failed fails again while the cycle's state is the same: nothing
+    // placed or reserved since (Reserve reads the state, the jobs placed and the shape alone).
+    if (failed_reservations_at_ != placed_.size()) {
+      failed_reservations_.clear();
+      failed_reservations_at_ = placed_.size();
+    }
+    const bool cacheable = job.affinity.empty();
     for (GpuTypeId type : AcceptedTypes(state_, job)) {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
-      JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
       reserve_tried_ = true;
+      if (cacheable) {
+        key_.clear();
+        AppendShapeKey(key_, job, type, /*strict=*/false);
+        if (failed_reservations_.count(key_)) continue;
+      }
+      JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
       holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
         return engine::Reserve(cycle_, filter, placed_, now_, options_);
@@ -692,6 +704,9 @@ class Cycle {
         entry.reason.reserved_start = r->start;
         holds_.Add(*r);
         plan_.reservations.push_back(std::move(*r));
+        failed_reservations_.clear();  // the holds changed
+      } else if (cacheable) {
+        failed_reservations_.insert(key_);
       }
       holds_.Apply(cycle_);
       if (r) break;
@@ -821,6 +836,10 @@ class Cycle {
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
   std::unordered_map<std::string, bool> ever_fits_;    // per shape and type: EverFits
+  // Shapes (per type) whose reservation failed, since placed_ had failed_reservations_at_ jobs
+  // and the last reservation was made.
+  std::unordered_set<std::string> failed_reservations_;
+  std::size_t failed_reservations_at_ = 0;
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)
