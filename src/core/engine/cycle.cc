@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -58,13 +59,12 @@ class StageTimer {
   std::int64_t micros_[kStageCount] = {};
 };
 
-// The placement-relevant shape of a job on one GPU type: jobs of equal shape fit or fail alike,
-// and within one cycle capacity only shrinks, so a shape that failed fails again.
-// Appended to `key` (a buffer reused within the cycle: looking a shape up allocates nothing).
-void AppendShapeKey(std::string& key, const Job& job, GpuTypeId type, bool strict) {
+// The placement-relevant shape of a job: its task groups, topology, node selector and
+// tolerations. Jobs of equal shape fit or fail alike on a GPU type, and within one cycle capacity
+// only shrinks, so a shape that failed fails again. Appended to `key` (a buffer reused within the
+// cycle: writing a shape out allocates nothing).
+void AppendShape(std::string& key, const Job& job) {
   auto add = [&key](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  add(type);
-  add(strict);
   add(job.topology.level);
   add(static_cast<int>(job.topology.mode));
   for (const TaskGroup& g : job.groups) {
@@ -537,10 +537,10 @@ class Cycle {
         if (best && speed < best_speed) continue;
         // The shape's key, built only when there is a failed shape to look up or one to record.
         auto shape_key = [&]() -> const std::string& {
-          key_.clear();
-          AppendShapeKey(key_, job, t, strict);
-          key_ += ends_before_reservations ? 'S' : 'L';
-          return key_;
+          std::string& key = ShapeKey(index, t);
+          key += strict ? 'T' : 'F';
+          key += ends_before_reservations ? 'S' : 'L';
+          return key;
         };
         if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
@@ -585,11 +585,10 @@ class Cycle {
     const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
                                           now_ + job.runtime_estimate <= holds_.earliest_start();
     if (cacheable) {
-      key_.clear();
-      AppendShapeKey(key_, job, kNone, false);
-      for (GpuTypeId t : allowed) key_ += static_cast<char>(t);
-      key_ += ends_before_reservations ? 'S' : 'L';
-      if (auto it = explained_.find(key_); it != explained_.end()) {
+      std::string& key = ShapeKey(index, kNone);
+      for (GpuTypeId t : allowed) key += static_cast<char>(t);
+      key += ends_before_reservations ? 'S' : 'L';
+      if (auto it = explained_.find(key); it != explained_.end()) {
         NotPlaced(index, WaitForQuota(job, admission, it->second));
         return;
       }
@@ -624,11 +623,35 @@ class Cycle {
     return placement;
   }
 
+  // The cycle's id of the shape of pending job `index`, the same for jobs of equal shape: the
+  // caches are keyed by it, so each job's shape is written out once a cycle.
+  std::uint32_t ShapeOf(std::uint32_t index) {
+    if (shape_of_.empty()) shape_of_.assign(pending_.size(), kNoShape);
+    std::uint32_t& id = shape_of_[index];
+    if (id == kNoShape) {
+      key_.clear();
+      AppendShape(key_, pending_[index]);
+      id = shapes_.try_emplace(key_, static_cast<std::uint32_t>(shapes_.size())).first->second;
+    }
+    return id;
+  }
+
+  // A cache key in key_: the shape's id and the GPU type, to which the caller adds what else the
+  // cached answer depends on.
+  std::string& ShapeKey(std::uint32_t index, GpuTypeId type) {
+    const std::uint32_t id = ShapeOf(index);
+    key_.clear();
+    key_.append(reinterpret_cast<const char*>(&id), sizeof id);
+    key_.append(reinterpret_cast<const char*>(&type), sizeof type);
+    return key_;
+  }
+
   // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
   // cycle: the answer reads only the configuration).
   bool EverFits(const Job& job, GpuTypeId t) {
     std::string key;
-    AppendShapeKey(key, job, t, false);
+    AppendShape(key, job);
+    key.append(reinterpret_cast<const char*>(&t), sizeof t);
     for (const AffinityTerm& term : job.affinity) key += term.required ? 'R' : 'P';
     auto [it, added] = ever_fits_.emplace(std::move(key), false);
     if (added) it->second = engine::EverFitOn(state_, job, t).fits();
@@ -689,11 +712,7 @@ class Cycle {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
       reserve_tried_ = true;
-      if (cacheable) {
-        key_.clear();
-        AppendShapeKey(key_, job, type, /*strict=*/false);
-        if (failed_reservations_.count(key_)) continue;
-      }
+      if (cacheable && failed_reservations_.count(ShapeKey(index, type))) continue;
       JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
       holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
@@ -706,7 +725,7 @@ class Cycle {
         plan_.reservations.push_back(std::move(*r));
         failed_reservations_.clear();  // the holds changed
       } else if (cacheable) {
-        failed_reservations_.insert(key_);
+        failed_reservations_.insert(ShapeKey(index, type));
       }
       holds_.Apply(cycle_);
       if (r) break;
@@ -723,8 +742,10 @@ class Cycle {
     // Shapes of a queue and class that found no victims, with what protected them and when the
     // first protection lifts.
     std::unordered_map<std::string, std::pair<std::string, Millis>> hopeless;
-    auto add_detail = [](Reason& reason, const std::string& more) {
-      if (!more.empty()) reason.detail += (reason.detail.empty() ? "" : "; ") + more;
+    auto add_detail = [](Reason& reason, std::string_view more) {
+      if (more.empty()) return;
+      if (!reason.detail.empty()) reason.detail += "; ";
+      reason.detail += more;
     };
     std::vector<bool> resolved(plan_.unplaced.size(), false);
     for (std::size_t u = 0; u < plan_.unplaced.size(); ++u) {
@@ -735,8 +756,9 @@ class Cycle {
                                                      pending_[entry.pending_index].priority_class);
       // The cycle's guards, once used up, are named in every reason they cut short.
       if (budget == 0) {
-        add_detail(entry.reason, "no preemption: the cycle's eviction cap (preemption." +
-                                     std::string("max_gpus_per_cycle) is used up"));
+        add_detail(entry.reason,
+                   "no preemption: the cycle's eviction cap (preemption.max_gpus_per_cycle) is "
+                   "used up");
         continue;
       }
       if (attempts >= options_.preemption.max_attempts_per_cycle) {
@@ -750,7 +772,7 @@ class Cycle {
       // (Under finish-time fairness whom a job may evict depends on its own rho: no shape repeats
       // another's refusal.)
       if (job.affinity.empty() && !ftf_) {
-        AppendShapeKey(key, job, kNone, false);
+        key = ShapeKey(entry.pending_index, kNone);
         key += std::to_string(job.queue) + '/' +
                std::to_string(state_.priority_class(job.priority_class).value);
         if (IsLas(options_.ordering.policy))
@@ -832,7 +854,12 @@ class Cycle {
   bool reserve_tried_ = false;  // a reservation was computed (found or not)
   bool may_evict_ = false;      // a waiting job may ever evict (VictimPolicy::MayEverEvict)
   std::vector<PlacedJob> placed_;
-  std::string key_;                                    // the shape key being looked up (a buffer)
+  std::string key_;  // the key being looked up (a buffer)
+  // Each shape written out (AppendShape) and its id, and each pending job's shape id (kNoShape:
+  // not yet asked).
+  static constexpr std::uint32_t kNoShape = ~std::uint32_t{0};
+  std::unordered_map<std::string, std::uint32_t> shapes_;
+  std::vector<std::uint32_t> shape_of_;
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
   std::unordered_map<std::string, bool> ever_fits_;    // per shape and type: EverFits
