@@ -61,25 +61,47 @@ class StageTimer {
 
 // The placement-relevant shape of a job: its task groups, topology, node selector and
 // tolerations. Jobs of equal shape fit or fail alike on a GPU type, and within one cycle capacity
-// only shrinks, so a shape that failed fails again. Appended to `key` (a buffer reused within the
-// cycle: writing a shape out allocates nothing).
-void AppendShape(std::string& key, const Job& job) {
-  auto add = [&key](std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  add(job.topology.level);
-  add(static_cast<int>(job.topology.mode));
+// only shrinks, so a shape that failed fails again.
+bool SameShape(const Job& a, const Job& b) {
+  auto same_group = [](const TaskGroup& x, const TaskGroup& y) {
+    return x.count == y.count && x.request.gpu == y.request.gpu &&
+           x.request.gpu_memory == y.request.gpu_memory && x.request.cpu == y.request.cpu &&
+           x.request.memory == y.request.memory;
+  };
+  auto same_toleration = [](const Toleration& x, const Toleration& y) {
+    return x.key == y.key && x.op == y.op && x.value == y.value && x.effect == y.effect;
+  };
+  return a.topology.level == b.topology.level && a.topology.mode == b.topology.mode &&
+         std::equal(a.groups.begin(), a.groups.end(), b.groups.begin(), b.groups.end(),
+                    same_group) &&
+         a.node_selector == b.node_selector &&
+         std::equal(a.tolerations.begin(), a.tolerations.end(), b.tolerations.begin(),
+                    b.tolerations.end(), same_toleration);
+}
+
+// A hash of what SameShape compares.
+std::uint64_t ShapeHash(const Job& job) {
+  std::uint64_t h = 0x9e3779b97f4a7c15;
+  auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15 + (h << 6) + (h >> 2); };
+  const std::hash<std::string_view> text;
+  mix(static_cast<std::uint64_t>(job.topology.level));
+  mix(static_cast<std::uint64_t>(job.topology.mode));
   for (const TaskGroup& g : job.groups) {
-    add(g.count);
-    add(g.request.gpu.value());
-    add(g.request.gpu_memory.value());
-    add(g.request.cpu.value());
-    add(g.request.memory.value());
+    mix(static_cast<std::uint64_t>(g.count));
+    mix(static_cast<std::uint64_t>(g.request.gpu.value()));
+    mix(static_cast<std::uint64_t>(g.request.gpu_memory.value()));
+    mix(static_cast<std::uint64_t>(g.request.cpu.value()));
+    mix(static_cast<std::uint64_t>(g.request.memory.value()));
   }
-  for (const auto& [k, v] : job.node_selector) key += k + '\0' + v + '\1';
-  key += '\2';
+  for (const auto& [k, v] : job.node_selector) {
+    mix(text(k));
+    mix(text(v));
+  }
   for (const Toleration& t : job.tolerations) {
-    key += t.key + '\0' + t.value + '\0' + static_cast<char>(t.op) +
-           static_cast<char>(t.effect ? static_cast<int>(*t.effect) : 9) + '\1';
+    mix(text(t.key));
+    mix(text(t.value));
   }
+  return h;
 }
 
 // Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
@@ -500,7 +522,7 @@ class Cycle {
     }
     // Never only when no type can ever take it: by a static quota limit or by the cluster.
     const bool never = std::none_of(out.quota_waits.begin(), out.quota_waits.end(),
-                                    [&](GpuTypeId t) { return EverFits(job, t); });
+                                    [&](GpuTypeId t) { return EverFits(index, t); });
     NotPlaced(index, Reason{Stage::kQuota,
                             never ? Verdict::kNever : Verdict::kWait,
                             first_refusal.cause,
@@ -584,14 +606,16 @@ class Cycle {
     const bool cacheable = job.affinity.empty();
     const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
                                           now_ + job.runtime_estimate <= holds_.earliest_start();
+    std::string key;  // the cache's key, kept on a miss (what follows may build other keys)
     if (cacheable) {
-      std::string& key = ShapeKey(index, kNone);
-      for (GpuTypeId t : allowed) key += static_cast<char>(t);
-      key += ends_before_reservations ? 'S' : 'L';
-      if (auto it = explained_.find(key); it != explained_.end()) {
-        NotPlaced(index, WaitForQuota(job, admission, it->second));
+      std::string& lookup = ShapeKey(index, kNone);
+      for (GpuTypeId t : allowed) lookup += static_cast<char>(t);
+      lookup += ends_before_reservations ? 'S' : 'L';
+      if (auto it = explained_.find(lookup); it != explained_.end()) {
+        NotPlaced(index, WaitForQuota(index, admission, it->second));
         return;
       }
+      key = lookup;
     }
     JobFilter filter =
         engine::MakeJobFilter(state_, job, allowed.front(), !HasPreferences(job), placed_);
@@ -601,17 +625,17 @@ class Cycle {
         HeldByReservation(job, allowed, r);
       return r;
     });
-    if (cacheable) explained_.emplace(key_, reason);
-    NotPlaced(index, WaitForQuota(job, admission, reason));
+    if (cacheable) explained_.emplace(std::move(key), reason);
+    NotPlaced(index, WaitForQuota(index, admission, reason));
   }
 
   // A job that can never be placed on the types quota allows now, but that some type quota
   // refuses for now could take, waits for quota: the reason says which limit. (Per job: the
   // explanation is shared by the shape, the quota is its queue's.)
-  Reason WaitForQuota(const Job& job, const Admission& admission, const Reason& placement) {
+  Reason WaitForQuota(std::uint32_t index, const Admission& admission, const Reason& placement) {
     if (placement.verdict == Verdict::kNever) {
       for (GpuTypeId t : admission.quota_waits) {
-        if (!EverFits(job, t)) continue;
+        if (!EverFits(index, t)) continue;
         return Reason{Stage::kQuota,
                       Verdict::kWait,
                       admission.wait_refusal.cause,
@@ -623,16 +647,21 @@ class Cycle {
     return placement;
   }
 
-  // The cycle's id of the shape of pending job `index`, the same for jobs of equal shape: the
-  // caches are keyed by it, so each job's shape is written out once a cycle.
+  // The cycle's id of the shape of pending job `index`, the same for jobs of equal shape
+  // (SameShape): the caches are keyed by it, so each job's shape is compared once a cycle.
   std::uint32_t ShapeOf(std::uint32_t index) {
     if (shape_of_.empty()) shape_of_.assign(pending_.size(), kNoShape);
     std::uint32_t& id = shape_of_[index];
-    if (id == kNoShape) {
-      key_.clear();
-      AppendShape(key_, pending_[index]);
-      id = shapes_.try_emplace(key_, static_cast<std::uint32_t>(shapes_.size())).first->second;
+    if (id != kNoShape) return id;
+    const Job& job = pending_[index];
+    const std::uint64_t hash = ShapeHash(job);
+    auto [first, last] = shapes_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (SameShape(*shape_jobs_[it->second], job)) return id = it->second;
     }
+    id = static_cast<std::uint32_t>(shape_jobs_.size());
+    shape_jobs_.push_back(&job);
+    shapes_.emplace(hash, id);
     return id;
   }
 
@@ -648,10 +677,9 @@ class Cycle {
 
   // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
   // cycle: the answer reads only the configuration).
-  bool EverFits(const Job& job, GpuTypeId t) {
-    std::string key;
-    AppendShape(key, job);
-    key.append(reinterpret_cast<const char*>(&t), sizeof t);
+  bool EverFits(std::uint32_t index, GpuTypeId t) {
+    const Job& job = pending_[index];
+    std::string key = ShapeKey(index, t);
     for (const AffinityTerm& term : job.affinity) key += term.required ? 'R' : 'P';
     auto [it, added] = ever_fits_.emplace(std::move(key), false);
     if (added) it->second = engine::EverFitOn(state_, job, t).fits();
@@ -855,10 +883,11 @@ class Cycle {
   bool may_evict_ = false;      // a waiting job may ever evict (VictimPolicy::MayEverEvict)
   std::vector<PlacedJob> placed_;
   std::string key_;  // the key being looked up (a buffer)
-  // Each shape written out (AppendShape) and its id, and each pending job's shape id (kNoShape:
-  // not yet asked).
+  // The shapes met (SameShape): a job of each, by id, and the ids by ShapeHash; and each pending
+  // job's shape id (kNoShape: not yet asked).
   static constexpr std::uint32_t kNoShape = ~std::uint32_t{0};
-  std::unordered_map<std::string, std::uint32_t> shapes_;
+  std::vector<const Job*> shape_jobs_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> shapes_;
   std::vector<std::uint32_t> shape_of_;
   std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
   std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
