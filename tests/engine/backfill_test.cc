@@ -46,9 +46,7 @@ ClusterState Busy() {
 }
 
 Job Pending(const ClusterState& state, JobId id, std::int64_t milli, Millis submit) {
-  Job j = GpuJob(id, 1, milli);
-  j.queue = *state.FindQueue("a");
-  j.submit_time = submit;
+  Job j = testing::QueuedJob(state, id, "a", milli, submit);
   j.runtime_estimate = kHour;
   return j;
 }

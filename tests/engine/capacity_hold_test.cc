@@ -28,9 +28,7 @@ ClusterSpec TwoNodes() {
 
 Job InQueue(const ClusterState& state, JobId id, const std::string& queue, std::int64_t gpus,
             Millis submit, PriorityClassId cls = 1) {
-  Job j = GpuJob(id, 1, gpus * kMilliPerGpu);
-  j.queue = *state.FindQueue(queue);
-  j.submit_time = submit;
+  Job j = testing::QueuedJob(state, id, queue, gpus * kMilliPerGpu, submit);
   j.priority_class = cls;
   return j;
 }

@@ -13,7 +13,6 @@ namespace arbiter {
 namespace {
 
 using testing::Add;
-using testing::GpuJob;
 using testing::MakeState;
 using testing::Nodes;
 
@@ -34,9 +33,7 @@ OrderingWeights Las(OrderPolicy policy = OrderPolicy::kLas, double starvation = 
 }
 
 Job InA(const ClusterState& state, JobId id, std::int64_t gpus, Millis submit, Millis attained) {
-  Job j = GpuJob(id, 1, gpus * 1000);
-  j.queue = *state.FindQueue("a");
-  j.submit_time = submit;
+  Job j = testing::QueuedJob(state, id, "a", gpus * 1000, submit);
   j.attained = attained;
   j.service_time = submit;
   return j;

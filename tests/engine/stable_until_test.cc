@@ -10,7 +10,6 @@ namespace arbiter {
 namespace {
 
 using testing::Add;
-using testing::GpuJob;
 using testing::MakeState;
 using testing::Nodes;
 
@@ -26,10 +25,7 @@ ClusterSpec OneNode() {
 }
 
 Job Whole(const ClusterState& state, JobId id, const std::string& queue, Millis submit) {
-  Job j = GpuJob(id, 1, 8000);
-  j.queue = *state.FindQueue(queue);
-  j.submit_time = submit;
-  return j;
+  return testing::QueuedJob(state, id, queue, 8000, submit);
 }
 
 // Options with no input that changes with time: the plan holds forever.

@@ -75,6 +75,15 @@ inline Job GpuJob(JobId id, std::int32_t tasks, std::int64_t gpu_milli) {
   return job;
 }
 
+// A job of one task of `gpu_milli` in `queue`, submitted at `submit`, class P1.
+inline Job QueuedJob(const ClusterState& state, JobId id, const std::string& queue,
+                     std::int64_t gpu_milli, Millis submit) {
+  Job j = GpuJob(id, 1, gpu_milli);
+  j.queue = *state.FindQueue(queue);
+  j.submit_time = submit;
+  return j;
+}
+
 // `n` one-GPU jobs in `queue`, ids from `first`, submitted one millisecond apart, class `cls`.
 inline std::vector<Job> OneGpuJobs(const ClusterState& state, const std::string& queue, JobId first,
                                    int n, PriorityClassId cls = 1) {
