@@ -18,6 +18,7 @@
 namespace arbiter::sim {
 namespace {
 
+using testing::PropertyCases;
 using testing::Random;
 
 constexpr Millis kSecond = kMillisPerSecond;
@@ -234,18 +235,20 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
               static_cast<long long>(skipped));
 }
 
-TEST(SkipProperty, SkippedCyclesChangeNoDecision) { CheckSkipping(RandomCase, 400, "multifactor"); }
+TEST(SkipProperty, SkippedCyclesChangeNoDecision) {
+  CheckSkipping(RandomCase, PropertyCases(400), "multifactor");
+}
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderBacklog) {
-  CheckSkipping(RandomBacklogCase, 300, "backlog");
+  CheckSkipping(RandomBacklogCase, PropertyCases(300), "backlog");
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderLeastAttainedService) {
-  CheckSkipping(RandomLasCase, 300, "las");
+  CheckSkipping(RandomLasCase, PropertyCases(300), "las");
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionOnHeterogeneousGpus) {
-  CheckSkipping(RandomHeterogeneousCase, 200, "heterogeneous");
+  CheckSkipping(RandomHeterogeneousCase, PropertyCases(200), "heterogeneous");
 }
 
 }  // namespace

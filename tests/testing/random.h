@@ -2,11 +2,23 @@
 // job shapes, times): std::mt19937_64 with inclusive integer ranges.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <random>
 
 namespace arbiter::testing {
+
+// How many random cases a hand-written property test tries: `normal` in a normal build, scaled by
+// ARBITER_PROPERTY_CASES over its normal 1000 (the sanitized builds run a tenth), at least one.
+constexpr int PropertyCases(int normal) {
+#ifdef ARBITER_PROPERTY_CASES
+  return std::max(1,
+                  static_cast<int>(static_cast<long long>(normal) * ARBITER_PROPERTY_CASES / 1000));
+#else
+  return normal;
+#endif
+}
 
 class Random {
  public:

@@ -1093,7 +1093,9 @@ Status ClusterState::CheckInvariants() const {
   std::vector<std::int64_t> used(device_count_, 0), used_mem(device_count_, 0);
   std::vector<std::int64_t> cpu(nodes_.size(), 0), mem(nodes_.size(), 0);
   std::vector<std::uint32_t> tasks(nodes_.size(), 0);
-  std::vector<std::vector<JobId>> node_jobs(nodes_.size());
+  // Every (node, job) of a running task, once each, by node. (The check allocates nothing per
+  // node: the tests run it after every discard, under the sanitizers too.)
+  std::vector<std::pair<NodeId, JobId>> node_jobs;
   std::vector<std::int64_t> usage(usage_.size(), 0);
   const std::size_t resources = quota_resource_count();
   for (const auto& [id, r] : running_) {
@@ -1101,9 +1103,7 @@ Status ClusterState::CheckInvariants() const {
       cpu[t.node] += t.cpu.value();
       mem[t.node] += t.memory.value();
       ++tasks[t.node];
-      if (std::find(node_jobs[t.node].begin(), node_jobs[t.node].end(), id) ==
-          node_jobs[t.node].end())
-        node_jobs[t.node].push_back(id);
+      node_jobs.emplace_back(t.node, id);
       for (const DeviceShare& share : t.devices) {
         used[nodes_[t.node].first_device + share.device] += share.gpu.value();
         used_mem[nodes_[t.node].first_device + share.device] += share.memory.value();
@@ -1167,61 +1167,70 @@ Status ClusterState::CheckInvariants() const {
   for (const auto& [key, count] : running_shapes_) digest += ShapeDigest(key, count);
   if (digest != running_shapes_digest_)
     return Status::Internal("invariant: the digest of the running shapes does not match them");
+  std::sort(node_jobs.begin(), node_jobs.end());
+  node_jobs.erase(std::unique(node_jobs.begin(), node_jobs.end()), node_jobs.end());
+  auto next_job = node_jobs.begin();
+  std::vector<JobId> listed;
+  std::vector<std::uint32_t> whole(types, 0);
+  // How many devices (nodes) each share (free device) index should hold.
+  std::vector<std::size_t> in_share(share_index_.size(), 0), in_whole(whole_index_.size(), 0);
   std::vector<std::int64_t> dom_devices(domains_.size() * types, 0),
       dom_milli(domains_.size() * types, 0);
   for (NodeId n = 0; n < nodes_.size(); ++n) {
     const NodeState& node = nodes_[n];
-    const std::string where = "invariant: node " + node.name + ": ";
+    auto broken = [&](const std::string& what) {
+      return Status::Internal("invariant: node " + node.name + ": " + what);
+    };
     if (node.cpu_free.value() != node.cpu.value() - cpu[n] || node.cpu_free.value() < 0)
-      return Status::Internal(where + "CPU over-allocated or miscounted");
+      return broken("CPU over-allocated or miscounted");
     if (node.memory_free.value() != node.memory.value() - mem[n] || node.memory_free.value() < 0)
-      return Status::Internal(where + "memory over-allocated or miscounted");
-    if (node.tasks != tasks[n]) return Status::Internal(where + "task count");
+      return broken("memory over-allocated or miscounted");
+    if (node.tasks != tasks[n]) return broken("task count");
     if (node_room_[n].cpu != node.cpu_free.value() ||
         node_room_[n].memory != node.memory_free.value())
-      return Status::Internal(where + "free CPU or memory array out of date");
+      return broken("free CPU or memory array out of date");
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       if (device_free_[node.first_device + d] != node.devices[d].free.value())
-        return Status::Internal(where + "device free array out of date");
+        return broken("device free array out of date");
     }
-    std::vector<JobId> listed;
+    listed.clear();
     for (const Resident& r : node.residents) listed.push_back(r.job->job.id);
     std::sort(listed.begin(), listed.end());
-    std::sort(node_jobs[n].begin(), node_jobs[n].end());
-    if (listed != node_jobs[n]) return Status::Internal(where + "running job list out of date");
+    for (JobId id : listed) {
+      if (next_job == node_jobs.end() || *next_job != std::make_pair(n, id))
+        return broken("running job list out of date");
+      ++next_job;
+    }
+    if (next_job != node_jobs.end() && next_job->first == n)
+      return broken("running job list out of date");
     Millis since = kNoSince;
     std::uint64_t queues = 0;
     for (const Resident& r : node.residents) {
       since = std::max(since, r.since);
       queues |= std::uint64_t{1} << (r.queue % 64);
     }
-    if (queues != node.resident_queues)
-      return Status::Internal(where + "resident queues out of date");
-    if (since != node_since_[n])
-      return Status::Internal(where + "latest checkpoint index out of date");
+    if (queues != node.resident_queues) return broken("resident queues out of date");
+    if (since != node_since_[n]) return broken("latest checkpoint index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       const bool listed_since = by_since_[t].count({since, n}) > 0;
       if (node.gpu_types.Contains(t) && since != kNoSince &&
           (!listed_since || *by_since_entry_[n * types + t] != std::make_pair(since, n)))
-        return Status::Internal(where + "not in the checkpoint order");
+        return broken("not in the checkpoint order");
     }
-    std::vector<std::uint32_t> whole(types, 0);
+    std::fill(whole.begin(), whole.end(), 0);
     for (std::uint32_t d = 0; d < node.devices.size(); ++d) {
       const DeviceState& dev = node.devices[d];
       const std::uint32_t g = node.first_device + d;
       if (used[g] > kMilliPerGpu || dev.free.value() != kMilliPerGpu - used[g])
-        return Status::Internal(where + "device " + std::to_string(d) +
-                                " over-allocated or miscounted");
+        return broken("device " + std::to_string(d) + " over-allocated or miscounted");
       if (used_mem[g] > dev.memory.value() ||
           dev.memory_free.value() != dev.memory.value() - used_mem[g])
-        return Status::Internal(where + "device " + std::to_string(d) +
-                                " memory over-allocated or miscounted");
+        return broken("device " + std::to_string(d) + " memory over-allocated or miscounted");
       if (dev.free.value() == kMilliPerGpu) ++whole[dev.type];
-      for (int b = 0; b < kShareBuckets; ++b) {
-        const bool expect = dev.free.value() > 0 && dev.free.value() < kMilliPerGpu &&
-                            ShareBucket(dev.free.value()) == b;
-        if (share_index_[dev.type * kShareBuckets + b].Contains(g) != expect)
-          return Status::Internal(where + "share index out of date");
+      if (dev.free.value() > 0 && dev.free.value() < kMilliPerGpu) {
+        const std::size_t bucket = dev.type * kShareBuckets + ShareBucket(dev.free.value());
+        if (!share_index_[bucket].Contains(g)) return broken("share index out of date");
+        ++in_share[bucket];
       }
       for (DomainId dom : node.domains) {
         dom_devices[dom * types + dev.type] += dev.free.value() == kMilliPerGpu;
@@ -1231,15 +1240,25 @@ Status ClusterState::CheckInvariants() const {
     std::int64_t node_free = 0;
     for (const DeviceState& dev : node.devices) node_free += dev.free.value();
     if (node_free != node_free_milli_[n] || no_free_gpu_.Contains(n) != (node_free == 0))
-      return Status::Internal(where + "free GPU total or its index out of date");
+      return broken("free GPU total or its index out of date");
     for (GpuTypeId t = 0; t < types; ++t) {
       if (node_free_devices_[n * types + t] != whole[t])
-        return Status::Internal(where + "free device count out of date");
-      for (std::uint32_t c = 1; c <= max_devices_; ++c) {
-        if (whole_index_[t * (max_devices_ + 1) + c].Contains(n) != (whole[t] == c))
-          return Status::Internal(where + "free device index out of date");
-      }
+        return broken("free device count out of date");
+      if (whole[t] == 0) continue;
+      const std::size_t at = t * (max_devices_ + 1) + whole[t];
+      if (whole[t] > max_devices_ || !whole_index_[at].Contains(n))
+        return broken("free device index out of date");
+      ++in_whole[at];
     }
+  }
+  // Each index holds those found in it above and nothing else.
+  for (std::size_t i = 0; i < share_index_.size(); ++i) {
+    if (share_index_[i].size() != in_share[i])
+      return Status::Internal("invariant: a share index holds a device it should not");
+  }
+  for (std::size_t i = 0; i < whole_index_.size(); ++i) {
+    if (whole_index_[i].size() != in_whole[i])
+      return Status::Internal("invariant: a free device index holds a node it should not");
   }
   if (dom_devices != domain_free_devices_ || dom_milli != domain_free_milli_)
     return Status::Internal("invariant: domain free capacity out of date");
