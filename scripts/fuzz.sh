@@ -21,6 +21,7 @@ read -r -a extra <<<"${FUZZ_ARGS:-}"
 
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
     -DARBITER_FUZZ=ON -DARBITER_TESTS=OFF -DARBITER_BENCH=OFF
 fi
 cmake --build "$build" -j "$jobs" --target arbiter_fuzz
