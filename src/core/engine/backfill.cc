@@ -29,6 +29,7 @@ std::optional<Reservation> Reserve(Transaction& tx, const JobFilter& filter,
   // Only jobs on GPUs of the job's type can make it fit (for a job without GPUs, every job).
   const GpuTypeId type = filter.type;
   std::vector<Release> releases;
+  releases.reserve(state.running().size() + placed.size());
   auto consider = [&](const Job& job, Millis start, const Allocation& allocation,
                       const RunningJob* running) {
     if (type != kNone && allocation.gpu_type != type) return;

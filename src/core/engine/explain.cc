@@ -31,13 +31,13 @@ EverFit EverFitOn(const ClusterState& state, const Job& job, GpuTypeId t) {
   for (const TaskGroup& g : job.groups)
     out.devices +=
         g.count * std::max<std::int64_t>(g.request.whole_gpus(), g.request.shared() ? 1 : 0);
-  // Capacity per key: global device index of the node's first device + group (NVLink level), node
-  // id (node level), domain id (operator levels), or 0 (the whole cluster).
-  std::size_t slots = 1;
-  if (level == topo.nvlink_level()) slots = state.device_count();
-  if (level == topo.node_level()) slots = state.node_count();
-  if (level >= 0 && level < topo.node_level()) slots = state.domain_count();
-  std::vector<std::int64_t> capacity(slots, 0);
+  // Capacity per scope of the required level. An NVLink group and a node lie within one node, so
+  // they are counted node by node; a domain (an operator level) adds up its nodes, and without a
+  // required level the whole cluster is one scope.
+  const bool per_domain = level >= 0 && level < topo.node_level();
+  std::vector<std::int64_t> domains(per_domain ? state.domain_count() : 0, 0);
+  std::vector<std::int64_t> groups;  // of the node at hand, at the NVLink level
+  std::int64_t cluster = 0;
   // A node without devices of `t` never hosts the task on `t`: with a type, only its nodes (in
   // id order, like the scan of every node for a task without GPUs).
   std::vector<NodeId> all_nodes;
@@ -52,19 +52,20 @@ EverFit EverFitOn(const ClusterState& state, const Job& job, GpuTypeId t) {
     out.ever = true;
     const NodeState& node = state.node(n);
     if (level == topo.nvlink_level()) {
+      groups.assign(node.nvlink_groups, 0);
       for (const DeviceState& d : node.devices) {
-        if (d.type == t)
-          out.largest = std::max(out.largest, ++capacity[node.first_device + d.nvlink_group]);
+        if (d.type == t) out.largest = std::max(out.largest, ++groups[d.nvlink_group]);
       }
-    } else {
-      std::size_t key = 0;
-      if (level == topo.node_level()) key = n;
-      if (level >= 0 && level < topo.node_level())
-        key = node.domains[static_cast<std::size_t>(level)];
-      std::int64_t of_type = 0;
-      for (const DeviceState& d : node.devices) of_type += d.type == t;
-      out.largest = std::max(out.largest, capacity[key] += of_type);
+      continue;
     }
+    std::int64_t of_type = 0;
+    for (const DeviceState& d : node.devices) of_type += d.type == t;
+    std::int64_t scope = of_type;  // the node level: the node alone
+    if (per_domain)
+      scope = domains[node.domains[static_cast<std::size_t>(level)]] += of_type;
+    else if (level != topo.node_level())
+      scope = cluster += of_type;
+    out.largest = std::max(out.largest, scope);
   }
   return out;
 }
