@@ -14,6 +14,7 @@
 //   4. commit (Find): the best set is evicted and the preemptor placed in a transaction committed
 //      to the caller's.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -30,11 +31,20 @@ namespace {
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
 
 // Quota resources of `type` that limit queue q (the type itself, and "gpu" for all types).
-std::vector<std::size_t> LimitedResources(const ClusterState& state, QueueId q, GpuTypeId type) {
-  std::vector<std::size_t> out;
+// At most two: a fixed list, since the victim search asks for every running job it weighs.
+struct Resources {
+  std::array<std::size_t, 2> at{};
+  std::size_t count = 0;
+  bool empty() const { return count == 0; }
+  const std::size_t* begin() const { return at.data(); }
+  const std::size_t* end() const { return at.data() + count; }
+};
+
+Resources LimitedResources(const ClusterState& state, QueueId q, GpuTypeId type) {
+  Resources out;
   if (type == kNone) return out;
   for (std::size_t r : {std::size_t{1} + type, std::size_t{0}}) {
-    if (state.quota(q, r).limited) out.push_back(r);
+    if (state.quota(q, r).limited) out.at[out.count++] = r;
   }
   return out;
 }
@@ -43,8 +53,7 @@ std::vector<std::size_t> LimitedResources(const ClusterState& state, QueueId q, 
 // its nominal quota in every limited resource (so reclaim never takes a queue below its own
 // guarantee, and the reclaimed queue has no claim to take it back).
 bool RunsOnBorrowedQuota(const ClusterState& state, const RunningJob& r) {
-  const std::vector<std::size_t> resources =
-      LimitedResources(state, r.job.queue, r.allocation.gpu_type);
+  const Resources resources = LimitedResources(state, r.job.queue, r.allocation.gpu_type);
   if (resources.empty()) return false;
   for (std::size_t res : resources) {
     if (state.usage(r.job.queue, res) - GpusOf(r) < state.quota(r.job.queue, res).nominal)
@@ -318,7 +327,7 @@ class Search {
       slack_.assign(state_.queue_count() * state_.gpu_type_count(), kUnknownSlack);
     std::int64_t& slack = slack_[key];
     if (slack == kUnknownSlack) {
-      const std::vector<std::size_t> resources = LimitedResources(state_, q, t);
+      const Resources resources = LimitedResources(state_, q, t);
       slack = resources.empty() ? -1 : INT64_MAX;
       for (std::size_t r : resources)
         slack = std::min(slack, state_.usage(q, r) - state_.quota(q, r).nominal);
@@ -617,7 +626,7 @@ void PreemptionRefusals::Add(const char* guard, JobId job) {
     return g.guard == guard || std::strcmp(g.guard, guard) == 0;
   });
   if (it == guards.end()) it = guards.insert(guards.end(), Guarded{guard, {}});
-  it->jobs.insert(job);
+  it->jobs.push_back(job);
 }
 
 std::string PreemptionRefusals::Describe() const {
@@ -627,8 +636,12 @@ std::string PreemptionRefusals::Describe() const {
   for (const Guarded& g : guards) by_name.push_back(&g);
   std::sort(by_name.begin(), by_name.end(),
             [](const Guarded* a, const Guarded* b) { return std::strcmp(a->guard, b->guard) < 0; });
-  for (const Guarded* g : by_name)
-    add(std::to_string(g->jobs.size()) + " protected by " + g->guard);
+  for (const Guarded* g : by_name) {
+    std::vector<JobId> jobs = g->jobs;
+    std::sort(jobs.begin(), jobs.end());
+    const auto distinct = std::unique(jobs.begin(), jobs.end()) - jobs.begin();
+    add(std::to_string(distinct) + " protected by " + g->guard);
+  }
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");
   return out.empty() ? "" : "no preemption: " + out;

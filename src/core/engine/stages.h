@@ -344,11 +344,11 @@ namespace arbiter::engine {
 
 // What kept a preemption search from finding victims, for the job's reason.
 struct PreemptionRefusals {
-  // What a guard protected: the jobs that could otherwise be victims (each job once, however many
-  // scopes, nodes or GPU types the searches visited it in).
+  // What a guard protected: the jobs that could otherwise be victims, as met (a job met in several
+  // scopes or GPU types' searches is listed again; Describe counts each once).
   struct Guarded {
     const char* guard = nullptr;  // one of the victim policy's names, e.g. "minimum runtime"
-    std::unordered_set<JobId> jobs;
+    std::vector<JobId> jobs;
   };
   std::vector<Guarded> guards;  // in the order first met (Describe sorts them by name)
   // Counts `job` under `guard` (the same text, whatever its address, is one guard).
