@@ -98,6 +98,18 @@ TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
   EXPECT_EQ(later.evictions.size(), 1u);
 }
 
+// A job the searches meet in several scopes or GPU types' searches counts once in the reason.
+TEST(Preempt, RefusalsCountEachProtectedJobOnce) {
+  engine::PreemptionRefusals refusals;
+  const std::string same_text = "minimum runtime";  // the same guard at another address
+  refusals.Add("minimum runtime", 7);
+  refusals.Add("minimum runtime", 8);
+  refusals.Add(same_text.c_str(), 7);
+  refusals.Add("the order", 7);
+  EXPECT_EQ(refusals.Describe(),
+            "no preemption: 2 protected by minimum runtime, 1 protected by the order");
+}
+
 TEST(Preempt, ChoosesTheVictimThatLosesLeastSinceItsCheckpoint) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("n", 2, "H800", 8));
