@@ -6,7 +6,7 @@
 // with '#' are commentary. See bench/README.md.
 //
 //   arbiter_bench [--only
-//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|cli]
+//   10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog[-fifo|-default|-fairshare]|fill|store|pg|server|ha|cli]
 //                 [--reps N] [--seed N] [--no-clock]
 #include <unistd.h>
 
@@ -233,7 +233,8 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       Fail(
           "usage: arbiter_bench [--only "
-          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog|fill|store|pg|server|ha|"
+          "10k|1k|100k|incremental|memory|preempt|sim|sim10k|sim1m|backlog[-fifo|-default|-"
+          "fairshare]|fill|store|pg|server|ha|"
           "cli] "
           "[--reps N] "
           "[--seed N] "
@@ -306,6 +307,11 @@ int main(int argc, char** argv) {
   }
   if (opt.only.empty() || opt.only == "backlog") {
     RunBacklogBench(philly, 20'000, opt.seed);
+    ran = true;
+  }
+  // One policy of the backlog benchmark alone (to profile it): backlog-fifo, -default, -fairshare.
+  if (opt.only.rfind("backlog-", 0) == 0) {
+    RunBacklogBench(philly, 20'000, opt.seed, opt.only.substr(8));
     ran = true;
   }
   if (opt.only.empty() || opt.only == "fill") {

@@ -255,6 +255,16 @@ class Engine {
   bool ArrivalChangesNothing(CapacityHold& hold, const ClusterState& state, const Job& job,
                              Millis now) const;
 
+  // Whether `job` waits behind `ahead`, a job of the same strict-FIFO queue, in every cycle at
+  // or after `now` whose plan leaves `ahead` unplaced, and changes no other decision of it: the
+  // order is the multifactor one without a share-out of GPU models, `job` is valid and stays
+  // after `ahead` whatever the ages (OrderingKeys::StaysBefore), and no waiting job may ever
+  // evict (its entry would be a search). A driver may then leave `job` out of the pending list
+  // while `ahead` waits (the simulator's parked jobs, SimOptions::skip_unchanged_cycles); the
+  // relation is transitive, and holds while the options and the state's queues, priority classes
+  // and topology do.
+  bool StaysBehind(const ClusterState& state, const Job& ahead, const Job& job, Millis now) const;
+
   const EngineOptions& options() const;
 
  private:

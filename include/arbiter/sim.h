@@ -233,6 +233,11 @@ struct RunResult {
   std::int64_t events = 0;
   std::int64_t cycles = 0;          // cycles the engine ran
   std::int64_t cycles_skipped = 0;  // cycles skipped: nothing had changed (skip_unchanged_cycles)
+  // Jobs parked on becoming pending: left out of the engine's pending list behind a job of their
+  // strict-FIFO queue they wait behind in every cycle (skip_unchanged_cycles, Engine::StaysBehind);
+  // and the engine runs again within a cycle whose plan placed the job a chain waited behind.
+  std::int64_t jobs_parked = 0;
+  std::int64_t cycles_rerun = 0;
 };
 
 // What one job of a simulation is doing at a moment (`arbiter explain --scenario`): its state

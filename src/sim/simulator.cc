@@ -216,6 +216,16 @@ class Simulation {
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
   Status StartInitialRun(const InitialRun& initial);
   void CompactPending();
+  // Parks the run's job (a copy of it pending since `now`) behind the last job of its queue's
+  // chain when the engine says it waits behind it (Engine::StaysBehind); false: it goes to the
+  // pending list (and anchors its queue's chain if the queue has none).
+  bool Park(std::uint32_t r, Job& job, Millis now);
+  // Moves up to `n` parked jobs of the queue into the pending list (the last becomes the anchor).
+  void Unpark(QueueId queue, std::size_t n);
+  // After jobs left the pending list: a chain whose anchor left moves its first job in.
+  void ReanchorChains();
+  // The jobs waiting, parked ones included.
+  std::int64_t Waiting() const { return static_cast<std::int64_t>(pending_.size()) + parked_; }
   // The node's GPUs in milli-GPU.
   double NodeMilli(NodeId n) const {
     return static_cast<double>(state_.node(n).devices.size()) * kMilliPerGpu;
@@ -248,9 +258,26 @@ class Simulation {
   std::vector<ServiceRun> services_;
   std::vector<Job> pending_;
   std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
-  std::int64_t running_ = 0;                 // runs bound or draining
-  std::int64_t future_ = 0;                  // arrivals and requeues still to come
-  std::int64_t nodes_down_ = 0;              // outages still to end
+  // Parked jobs (skip_unchanged_cycles): per strict-FIFO queue, the jobs that wait behind the
+  // queue's anchor (a run of the pending list) in every cycle that leaves the anchor unplaced
+  // (Engine::StaysBehind), in order, each behind the one before. The engine is not given them: a
+  // cycle that places an anchor runs again with the next of its chain moved in, so that every
+  // plan is the one of the whole list less their entries (each "waits behind its queue's head").
+  struct Parked {
+    Job job;
+    std::uint32_t run = 0;
+  };
+  struct Chain {
+    std::uint32_t anchor = kNoRun;  // a run of the pending list, kNoRun: none
+    Job anchor_job;                 // its job
+    std::deque<Parked> parked;
+  };
+  static constexpr std::uint32_t kNoRun = std::numeric_limits<std::uint32_t>::max();
+  std::vector<Chain> chains_;    // by queue
+  std::int64_t parked_ = 0;      // jobs parked in all chains
+  std::int64_t running_ = 0;     // runs bound or draining
+  std::int64_t future_ = 0;      // arrivals and requeues still to come
+  std::int64_t nodes_down_ = 0;  // outages still to end
   Millis last_cycle_ = std::numeric_limits<Millis>::min() / 2;
   Millis next_cycle_ = kNever;
   Millis last_sample_ = 0;
@@ -280,6 +307,8 @@ class Simulation {
   std::int64_t events_done_ = 0;
   std::int64_t cycles_ = 0;
   std::int64_t cycles_skipped_ = 0;
+  std::int64_t jobs_parked_ = 0;
+  std::int64_t cycles_rerun_ = 0;
 };
 
 std::uint32_t Simulation::AddRun(const SimJob* spec, std::int32_t service) {
@@ -298,16 +327,65 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   struct Run& run = runs_[r];
   run.phase = Phase::kPending;
   run.pending_since = now;
-  pending_.push_back(run.spec->job);
-  pending_.back().id = run.id;
-  pending_.back().attained = run.attained;
-  pending_.back().starved = run.starved;
-  pending_.back().service_time = now;
+  Job job = run.spec->job;
+  job.id = run.id;
+  job.attained = run.attained;
+  job.starved = run.starved;
+  job.service_time = now;
+  // A parked job changes no plan (it is not in the engine's pending list); the cycles keep their
+  // times all the same.
+  if (Park(r, job, now)) {
+    RequestCycle(now);
+    return;
+  }
+  pending_.push_back(std::move(job));
   pending_runs_.push_back(r);
   // A job short of capacity, or behind a blocked head, changes nothing until capacity frees
   // (Plan::capacity), unless it may evict.
   if (!engine_.ArrivalChangesNothing(capacity_, state_, pending_.back(), now)) changed_ = true;
   RequestCycle(now);
+}
+
+bool Simulation::Park(std::uint32_t r, Job& job, Millis now) {
+  if (!options_.skip_unchanged_cycles || job.queue >= state_.queue_count() ||
+      !state_.queue(job.queue).spec.strict_fifo)
+    return false;
+  if (chains_.size() < state_.queue_count()) chains_.resize(state_.queue_count());
+  Chain& chain = chains_[job.queue];
+  if (chain.anchor == kNoRun) {
+    chain.anchor = r;
+    chain.anchor_job = job;
+    return false;
+  }
+  const Job& last = chain.parked.empty() ? chain.anchor_job : chain.parked.back().job;
+  if (!engine_.StaysBehind(state_, last, job, now)) return false;
+  chain.parked.push_back({std::move(job), r});
+  ++parked_;
+  ++jobs_parked_;
+  return true;
+}
+
+void Simulation::Unpark(QueueId queue, std::size_t n) {
+  Chain& chain = chains_[queue];
+  for (; n > 0 && !chain.parked.empty(); --n) {
+    Parked& p = chain.parked.front();
+    chain.anchor = p.run;
+    chain.anchor_job = p.job;
+    pending_.push_back(std::move(p.job));
+    pending_runs_.push_back(p.run);
+    chain.parked.pop_front();
+    --parked_;
+    changed_ = true;
+  }
+}
+
+void Simulation::ReanchorChains() {
+  for (QueueId q = 0; q < chains_.size(); ++q) {
+    Chain& chain = chains_[q];
+    if (chain.anchor == kNoRun || runs_[chain.anchor].phase == Phase::kPending) continue;
+    chain.anchor = kNoRun;
+    Unpark(q, 1);
+  }
 }
 
 // Drops from the pending list the runs that are no longer pending, keeping the order.
@@ -566,7 +644,17 @@ Status Simulation::Scale(std::uint32_t index, Millis now) {
       run.phase = Phase::kStopped;
       run.end = now;
     }
-    if (!stopped_pending.empty()) CompactPending();
+    if (!stopped_pending.empty()) {
+      CompactPending();
+      // A parked replica stopped leaves its chain (the others still wait behind the one before).
+      for (Chain& chain : chains_) {
+        const std::size_t before = chain.parked.size();
+        std::erase_if(chain.parked,
+                      [&](const Parked& p) { return runs_[p.run].phase != Phase::kPending; });
+        parked_ -= static_cast<std::int64_t>(before - chain.parked.size());
+      }
+      ReanchorChains();
+    }
     std::erase_if(s.replicas, [&](std::uint32_t r) { return runs_[r].phase == Phase::kStopped; });
     changed_ = true;
     RequestCycle(now);
@@ -598,6 +686,22 @@ Status Simulation::Cycle(Millis now) {
   }
   ++cycles_;
   Plan plan = engine_.Schedule(state_, pending_, now);
+  // A plan that places the anchor of a chain is not the whole list's: its parked jobs might have
+  // been placed after it. Again with more of them moved in, until every anchor waits.
+  for (std::size_t more = 1; parked_ > 0; more *= 2) {
+    bool again = false;
+    for (const Bind& b : plan.binds) {
+      const std::uint32_t r = pending_runs_[b.pending_index];
+      const QueueId q = runs_[r].queue;
+      if (q < chains_.size() && chains_[q].anchor == r && !chains_[q].parked.empty()) {
+        Unpark(q, more);
+        again = true;
+      }
+    }
+    if (!again) break;
+    ++cycles_rerun_;
+    plan = engine_.Schedule(state_, pending_, now);
+  }
   stable_until_ = plan.stable_until;
   capacity_ = plan.capacity;
   if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
@@ -642,6 +746,7 @@ Status Simulation::Cycle(Millis now) {
   if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
   if (bound) {
     CompactPending();
+    ReanchorChains();
     for (ServiceRun& s : services_) SetServing(s, now);
   }
   if (!pending_.empty()) RequestCycle(now + options_.cycle_period);
@@ -662,11 +767,13 @@ void Simulation::TakeSample(Millis now) {
   s.healthy_gpus = (healthy - sample_healthy_area_) / static_cast<double>(length) / kMilliPerGpu;
   sample_allocated_area_ = area;
   sample_healthy_area_ = healthy;
-  s.pending_jobs = static_cast<std::int64_t>(pending_.size());
+  s.pending_jobs = Waiting();
   s.running_jobs = static_cast<std::int64_t>(state_.running().size());
   const std::size_t queues = queue_allocated_.size();
   std::vector<std::int64_t> pending_by_queue(queues, 0);
   for (const Job& j : pending_) ++pending_by_queue[j.queue];
+  for (QueueId q = 0; q < chains_.size(); ++q)
+    pending_by_queue[q] += static_cast<std::int64_t>(chains_[q].parked.size());
   for (QueueId q = 0; q < queues; ++q) {
     if (!state_.queue(q).children.empty()) continue;
     const double qa = queue_allocated_[q].AreaAt(now);
@@ -1138,6 +1245,8 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.events = events_done_;
   out.cycles = cycles_;
   out.cycles_skipped = cycles_skipped_;
+  out.jobs_parked = jobs_parked_;
+  out.cycles_rerun = cycles_rerun_;
   double total_milli = 0;
   for (NodeId n = 0; n < state_.node_count(); ++n) {
     total_milli += NodeMilli(n);

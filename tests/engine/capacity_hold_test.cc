@@ -1,7 +1,8 @@
 // Plan::capacity: the promise beyond the time. A plan that placed nothing holds after running
 // jobs end and jobs arrive as long as no waiting job's need (GPUs free in the cluster, and for its
 // largest task on one node) is met, when no waiting job may evict; a job behind the blocked head
-// of a strict-FIFO queue needs nothing of its own. Engine::ArrivalChangesNothing decides arrivals.
+// of a strict-FIFO queue needs nothing of its own. Engine::ArrivalChangesNothing decides arrivals;
+// Engine::StaysBehind, which jobs a driver may leave out of the pending list behind another.
 #include <gtest/gtest.h>
 
 #include "arbiter/engine.h"
@@ -181,6 +182,62 @@ TEST(CapacityHold, UnderAHeterogeneityPolicyNoArrivalIsBehindAHead) {
   ASSERT_TRUE(hold.given);
   EXPECT_TRUE(hold.blocked_heads.empty());
   EXPECT_FALSE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 12, "a", 1, 2000), 2000));
+}
+
+TEST(StaysBehind, AJobOfItsClassSubmittedLaterWaitsBehindAJobOfItsStrictFifoQueue) {
+  ClusterState state = Fragmented();
+  const Engine engine(NoPreemption());
+  const Job head = InQueue(state, 10, "a", 8, 100);
+  EXPECT_TRUE(engine.StaysBehind(state, head, InQueue(state, 11, "a", 1, 200), 1000));
+  // Transitive along a chain: behind a job that is behind the head.
+  const Job second = InQueue(state, 11, "a", 1, 200);
+  EXPECT_TRUE(engine.StaysBehind(state, second, InQueue(state, 12, "a", 2, 300), 1000));
+  // Not: of a higher class (the order puts it first), of another queue, of a queue that is not
+  // strict FIFO, or invalid (its reason is its own).
+  EXPECT_FALSE(engine.StaysBehind(state, head, InQueue(state, 13, "a", 1, 200, 0), 1000));
+  EXPECT_FALSE(engine.StaysBehind(state, head, InQueue(state, 14, "b", 1, 200), 1000));
+  const Job in_b = InQueue(state, 15, "b", 8, 100);
+  EXPECT_FALSE(engine.StaysBehind(state, in_b, InQueue(state, 16, "b", 1, 200), 1000));
+  Job invalid = InQueue(state, 17, "a", 1, 200);
+  invalid.groups.clear();
+  EXPECT_FALSE(engine.StaysBehind(state, head, invalid, 1000));
+}
+
+TEST(StaysBehind, NotWhereAWaitingJobMayEvictOrTheOrderReadsEveryWaitingJob) {
+  ClusterState state = Fragmented();
+  const Job head = InQueue(state, 10, "a", 8, 100);
+  const Job later = InQueue(state, 11, "a", 1, 200);
+  // Class P0 may evict P1 and P2 within its queue: every unplaced job gets a victim search.
+  EngineOptions evicts;
+  evicts.preemption.enabled = true;
+  EXPECT_FALSE(Engine(evicts).StaysBehind(state, head, later, 1000));
+  EngineOptions las = NoPreemption();
+  las.ordering.policy = OrderPolicy::kLas;
+  EXPECT_FALSE(Engine(las).StaysBehind(state, head, later, 1000));
+}
+
+TEST(StaysBehind, APlanThatLeavesTheJobAheadUnplacedIsThePlanWithoutTheJobsBehindIt) {
+  ClusterState state = Fragmented();
+  const Engine engine(NoPreemption());
+  // The head of a waits for a whole node; b's job fits; a's later jobs wait behind the head.
+  const std::vector<Job> all = {InQueue(state, 10, "a", 8, 100), InQueue(state, 11, "b", 2, 150),
+                                InQueue(state, 12, "a", 1, 200), InQueue(state, 13, "a", 1, 300)};
+  ASSERT_TRUE(engine.StaysBehind(state, all[0], all[2], 1000));
+  ASSERT_TRUE(engine.StaysBehind(state, all[2], all[3], 1000));
+  const Plan whole = engine.Schedule(state, all, 1000);
+  const std::vector<Job> window(all.begin(), all.begin() + 2);
+  const Plan part = engine.Schedule(state, window, 1000);
+  ASSERT_EQ(whole.binds.size(), 1u);
+  ASSERT_EQ(part.binds.size(), 1u);
+  EXPECT_EQ(whole.binds[0].job, part.binds[0].job);
+  EXPECT_EQ(whole.binds[0].allocation.tasks[0].node, part.binds[0].allocation.tasks[0].node);
+  ASSERT_EQ(whole.unplaced.size(), 3u);
+  ASSERT_EQ(part.unplaced.size(), 1u);
+  EXPECT_EQ(part.unplaced[0].job, 10u);
+  for (const Unplaced& u : whole.unplaced) {
+    if (u.job == 10) continue;
+    EXPECT_EQ(u.reason.cause, Cause::kQueueOrder) << u.job;
+  }
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // (aging that reaches max_age, fair share with and without a refresh period, backfill
 // reservations behind estimates that hold or overrun, preemption guards that lift, a loss
 // threshold that checkpoints lower, strict-FIFO queues, node outages) and the capacity promise
-// (ends and arrivals that leave every waiting job short, arrivals behind a blocked head), the run
+// (ends and arrivals that leave every waiting job short, arrivals behind a blocked head), and
+// the jobs parked behind a strict-FIFO anchor (Engine::StaysBehind), the run
 // with skipping and the run without it start, evict and end every job at the same times. Seeded
 // and deterministic.
 #include <gtest/gtest.h>
@@ -195,9 +196,18 @@ Case RandomBacklogCase(Random& rnd) {
   return c;
 }
 
-void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
+// The jobs the skipping runs parked behind a strict-FIFO anchor, and the runs that parked some.
+struct Parking {
+  std::int64_t jobs = 0;
+  std::int64_t reruns = 0;
+  int runs = 0;
+};
+
+void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label,
+                   Parking* parked = nullptr) {
   std::int64_t skipped = 0, run = 0;
   int with_skips = 0;
+  Parking parking;
   for (int seed = 1; seed <= scenarios; ++seed) {
     Random rnd(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dULL);
     const Case c = make(rnd);
@@ -209,6 +219,7 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
     ASSERT_TRUE(some.ok()) << some.status().message();
     const std::string where = "seed " + std::to_string(seed);
     EXPECT_EQ(all->cycles_skipped, 0) << where;
+    EXPECT_EQ(all->jobs_parked, 0) << where;
     EXPECT_EQ(some->cycles + some->cycles_skipped, all->cycles) << where;
     EXPECT_EQ(some->horizon, all->horizon) << where;
     ASSERT_EQ(some->jobs.size(), all->jobs.size()) << where;
@@ -226,13 +237,19 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label) {
     skipped += some->cycles_skipped;
     run += some->cycles;
     if (some->cycles_skipped > 0) ++with_skips;
+    parking.jobs += some->jobs_parked;
+    parking.reruns += some->cycles_rerun;
+    if (some->jobs_parked > 0) ++parking.runs;
   }
   // The property is not vacuous: most runs skip, and skipping saves a good part of the cycles.
   EXPECT_GE(with_skips, scenarios / 2);
   EXPECT_GT(skipped, run / 4);
-  std::printf("skip property (%s): %d of %d runs skipped cycles; %lld cycles run, %lld skipped\n",
-              label, with_skips, scenarios, static_cast<long long>(run),
-              static_cast<long long>(skipped));
+  std::printf(
+      "skip property (%s): %d of %d runs skipped cycles; %lld cycles run, %lld skipped; %d runs "
+      "parked %lld jobs, %lld cycles rerun\n",
+      label, with_skips, scenarios, static_cast<long long>(run), static_cast<long long>(skipped),
+      parking.runs, static_cast<long long>(parking.jobs), static_cast<long long>(parking.reruns));
+  if (parked) *parked = parking;
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecision) {
@@ -240,7 +257,13 @@ TEST(SkipProperty, SkippedCyclesChangeNoDecision) {
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderBacklog) {
-  CheckSkipping(RandomBacklogCase, PropertyCases(300), "backlog");
+  const int scenarios = PropertyCases(300);
+  Parking parking;
+  CheckSkipping(RandomBacklogCase, scenarios, "backlog", &parking);
+  // Parking is exercised: jobs left out behind strict-FIFO anchors, and anchors placed with jobs
+  // parked behind them (the cycle run again).
+  EXPECT_GE(parking.runs, scenarios / 4);
+  EXPECT_GT(parking.reruns, 0);
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderLeastAttainedService) {

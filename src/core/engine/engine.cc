@@ -106,6 +106,20 @@ bool Engine::ArrivalChangesNothing(CapacityHold& hold, const ClusterState& state
   return true;
 }
 
+bool Engine::StaysBehind(const ClusterState& state, const Job& ahead, const Job& job,
+                         Millis now) const {
+  const EngineOptions& o = impl_->options;
+  if (o.ordering.policy != OrderPolicy::kMultifactor ||
+      (o.ordering.heterogeneity != HeterogeneityPolicy::kOff && state.has_throughput()))
+    return false;
+  if (ahead.queue != job.queue || job.queue >= state.queue_count() ||
+      !state.queue(job.queue).spec.strict_fifo || engine::ValidateJob(state, job))
+    return false;
+  if (o.preemption.enabled && engine::VictimPolicy(state, o.ordering).AnyMayEverEvict())
+    return false;
+  return engine::OrderingKeys(state, o.ordering).StaysBefore(ahead, job, now);
+}
+
 std::shared_ptr<const engine::FragModel> Engine::Impl::ModelOf(const ClusterState& state) {
   if (fixed_model) return fixed_model;
   const PlacementOptions& p = options.placement;
