@@ -10,6 +10,7 @@
 #include <deque>
 #include <limits>
 #include <queue>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -216,6 +217,9 @@ class Simulation {
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
   Status StartInitialRun(const InitialRun& initial);
   void CompactPending();
+  // Puts the pending list in the cycle's order (Plan::order, an index of every pending job), less
+  // the runs no longer pending: the next cycle then merges the arrivals into it, without a sort.
+  void KeepOrder(std::span<const std::uint32_t> order);
   // Parks the run's job (a copy of it pending since `now`) behind the last job of its queue's
   // chain when the engine says it waits behind it (Engine::StaysBehind); false: it goes to the
   // pending list (and anchors its queue's chain if the queue has none).
@@ -258,6 +262,8 @@ class Simulation {
   std::vector<ServiceRun> services_;
   std::vector<Job> pending_;
   std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
+  std::vector<Job> spare_jobs_;              // KeepOrder's buffers
+  std::vector<std::uint32_t> spare_runs_;
   // Parked jobs (skip_unchanged_cycles): per strict-FIFO queue, the jobs that wait behind the
   // queue's anchor (a run of the pending list) in every cycle that leaves the anchor unplaced
   // (Engine::StaysBehind), in order, each behind the one before. The engine is not given them: a
@@ -386,6 +392,18 @@ void Simulation::ReanchorChains() {
     chain.anchor = kNoRun;
     Unpark(q, 1);
   }
+}
+
+void Simulation::KeepOrder(std::span<const std::uint32_t> order) {
+  spare_jobs_.clear();
+  spare_runs_.clear();
+  for (std::uint32_t i : order) {
+    if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
+    spare_jobs_.push_back(std::move(pending_[i]));
+    spare_runs_.push_back(pending_runs_[i]);
+  }
+  pending_.swap(spare_jobs_);
+  pending_runs_.swap(spare_runs_);
 }
 
 // Drops from the pending list the runs that are no longer pending, keeping the order.
@@ -731,6 +749,7 @@ Status Simulation::Cycle(Millis now) {
     if (run.service >= 0) SetServing(services_[run.service], now);
   }
   const bool bound = !plan.binds.empty();
+  const std::vector<std::uint32_t> order = std::move(plan.order);
   for (const Bind& b : plan.binds) {
     // The service a least-attained-service order counts from this start on (a starvation
     // promotion applied): the engine adds the running time itself.
@@ -744,8 +763,13 @@ Status Simulation::Cycle(Millis now) {
   }
   // The jobs bound and their allocations move to the state; the pending list drops the jobs next.
   if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
-  if (bound) {
+  // (An order of every pending job that ascends is the list's own.)
+  if (order.size() == pending_.size() && !std::is_sorted(order.begin(), order.end())) {
+    KeepOrder(order);
+  } else if (bound) {
     CompactPending();
+  }
+  if (bound) {
     ReanchorChains();
     for (ServiceRun& s : services_) SetServing(s, now);
   }

@@ -116,5 +116,34 @@ TEST(Engine, EnginesMadeFromTheSameOptionsGiveTheSamePlans) {
   }
 }
 
+// A job id that the pending list repeats is refused after its first occurrence in the order,
+// however the list holds its ids: ascending, close together out of order, or far apart.
+TEST(EngineInputs, ARepeatedJobIdIsRefusedAfterItsFirstOccurrence) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 2, "H800", 8));
+  ClusterState state = MakeState(spec);
+  const Engine engine;
+  for (JobId base : {JobId{1}, JobId{1} << 40}) {
+    for (JobId step : {JobId{1}, JobId{1} << 30}) {
+      std::vector<Job> pending;
+      for (JobId k : {3, 1, 2, 1}) {
+        Job j = testing::GpuJob(base + k * step, 1, 1000);
+        j.submit_time = static_cast<Millis>(k * 10);
+        pending.push_back(j);
+      }
+      const Plan plan = engine.Schedule(state, pending, 100);
+      EXPECT_EQ(plan.binds.size(), 3u);
+      ASSERT_EQ(plan.unplaced.size(), 1u);
+      EXPECT_EQ(plan.unplaced[0].job, base + step);
+      EXPECT_EQ(plan.unplaced[0].reason.cause, Cause::kInvalid);
+      EXPECT_NE(plan.unplaced[0].reason.detail.find("already pending"), std::string::npos)
+          << plan.unplaced[0].reason.detail;
+      // Unique ids, out of order: all placed.
+      pending.pop_back();
+      EXPECT_EQ(engine.Schedule(state, pending, 100).binds.size(), 3u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arbiter

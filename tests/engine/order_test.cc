@@ -1,6 +1,7 @@
 // Ordering: the multifactor key and its tie-breaks.
 #include <gtest/gtest.h>
 
+#include "arbiter/engine.h"
 #include "core/engine/stages.h"
 #include "testing/builders.h"
 
@@ -34,6 +35,46 @@ TEST(Order, TiesGoBySubmitTimeThenId) {
   OrderingWeights w;
   w.age = 0;  // isolate the tie-breaks
   EXPECT_EQ(engine::OrderPending(state, jobs, 10, w), (std::vector<std::uint32_t>{2, 1, 0}));
+}
+
+// A driver passes its jobs in the last plan's order with the arrivals after them (Plan::order);
+// the engine merges the arrivals in. The order is the jobs', whatever the list's.
+TEST(Order, AListInTheLastOrderWithArrivalsAfterItGivesTheSameOrderAsAnyOther) {
+  ClusterState state = MakeState(TwoQueues());
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 40; ++id) {
+    Job j = InQueue(state, id, id % 3 == 0 ? "b" : "a", static_cast<Millis>((id * 7919) % 50));
+    j.priority_class = static_cast<PriorityClassId>(id % 3);
+    jobs.push_back(j);
+  }
+  OrderingWeights w;
+  const Millis now = 100;
+  auto ids = [](const std::vector<Job>& list, const std::vector<std::uint32_t>& order) {
+    std::vector<JobId> out;
+    for (std::uint32_t i : order) out.push_back(list[i].id);
+    return out;
+  };
+  // The first 30 in the order a cycle gave them, then 10 arrivals.
+  const std::vector<Job> first(jobs.begin(), jobs.begin() + 30);
+  std::vector<Job> kept;
+  for (std::uint32_t i : engine::OrderPending(state, first, now, w)) kept.push_back(first[i]);
+  kept.insert(kept.end(), jobs.begin() + 30, jobs.end());
+  const std::vector<std::uint32_t> merged = engine::OrderPending(state, kept, now, w);
+  EXPECT_EQ(ids(kept, merged), ids(jobs, engine::OrderPending(state, jobs, now, w)));
+  // Reversed: nothing in order.
+  std::vector<Job> reversed(jobs.rbegin(), jobs.rend());
+  EXPECT_EQ(ids(reversed, engine::OrderPending(state, reversed, now, w)), ids(kept, merged));
+}
+
+TEST(Order, ThePlanSaysTheCyclesOrder) {
+  ClusterState state = MakeState(TwoQueues());
+  std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5),
+                           InQueue(state, 2, "a", 4)};
+  EngineOptions o;
+  o.ordering.age = 0;
+  EXPECT_EQ(Engine(o).Schedule(state, jobs, 10).order, (std::vector<std::uint32_t>{2, 1, 0}));
+  const std::vector<Job> one = {jobs[0]};
+  EXPECT_EQ(Engine(o).Schedule(state, one, 10).order, (std::vector<std::uint32_t>{0}));
 }
 
 TEST(Order, FairShareFavoursTheQueueThatUsedLess) {

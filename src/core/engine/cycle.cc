@@ -104,6 +104,25 @@ std::uint64_t ShapeHash(const Job& job) {
   return h;
 }
 
+// A key of a cycle's caches: the id of a job's shape (Cycle::ShapeOf), a GPU type or a set of
+// them, and two words of what else the cached answer reads.
+struct ShapeKey {
+  std::uint32_t shape = 0;
+  GpuTypeId type = kNone;
+  std::uint64_t types = 0;  // a set of GPU types, one bit each (kMaxGpuTypes)
+  std::uint64_t more = 0;
+  std::uint64_t more2 = 0;
+  bool operator==(const ShapeKey&) const = default;
+};
+
+struct ShapeKeyHash {
+  std::size_t operator()(const ShapeKey& k) const {
+    std::uint64_t h = (std::uint64_t{k.shape} << 32 | k.type) * 0x9e3779b97f4a7c15;
+    for (std::uint64_t v : {k.types, k.more, k.more2}) h = (h ^ v ^ (h >> 29)) * 0xbf58476d1ce4e5b9;
+    return static_cast<std::size_t>(h ^ (h >> 32));
+  }
+};
+
 // Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
 bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
   for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
@@ -130,7 +149,7 @@ class TypeList {
   GpuTypeId front() const { return ids_[0]; }
 
  private:
-  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_{};
+  std::array<GpuTypeId, kMaxGpuTypes + 1> ids_;  // the first size_ are set
   std::size_t size_ = 0;
 };
 
@@ -145,6 +164,34 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
     if (job.gpu_types.Accepts(t)) types.push_back(t);
   }
   return types;
+}
+
+// Whether some job id occurs twice in the list. None needs telling when the ids ascend (a driver
+// that appends arrivals); ids within a range of a few times the list's length (a driver's that
+// counts them, in whatever order it keeps the list) are marked in a bitmap; others are sorted.
+bool SomeIdRepeats(std::span<const Job> pending) {
+  if (pending.size() < 2) return false;
+  JobId low = pending[0].id, high = pending[0].id;
+  bool ascending = true;
+  for (std::size_t i = 1; i < pending.size(); ++i) {
+    ascending = ascending && pending[i - 1].id < pending[i].id;
+    low = std::min(low, pending[i].id);
+    high = std::max(high, pending[i].id);
+  }
+  if (ascending) return false;
+  if (high - low < 8 * pending.size()) {
+    std::vector<bool> seen(high - low + 1, false);
+    for (const Job& job : pending) {
+      if (seen[job.id - low]) return true;
+      seen[job.id - low] = true;
+    }
+    return false;
+  }
+  std::vector<JobId> ids;
+  ids.reserve(pending.size());
+  for (const Job& job : pending) ids.push_back(job.id);
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
 }
 
 // One scheduling cycle: the stages in order over the scratch state, and what they decided.
@@ -164,22 +211,9 @@ class Cycle {
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
     plan_.unplaced.reserve(pending.size());
     // A job id repeated in the pending list is refused after its first occurrence in order; the
-    // set of ids seen is kept only when some id repeats (usually none does: one sort tells, and
-    // none is needed when the ids ascend, as a driver's that appends arrivals often do).
-    const auto ascending = [&] {
-      for (std::size_t i = 1; i < pending.size(); ++i) {
-        if (pending[i - 1].id >= pending[i].id) return false;
-      }
-      return true;
-    };
-    if (pending.size() > 1 && !ascending()) {
-      std::vector<JobId> ids;
-      ids.reserve(pending.size());
-      for (const Job& job : pending) ids.push_back(job.id);
-      std::sort(ids.begin(), ids.end());
-      repeated_ids_ = std::adjacent_find(ids.begin(), ids.end()) != ids.end();
-      if (repeated_ids_) seen_.reserve(pending.size());
-    }
+    // set of ids seen is kept only when some id repeats (usually none does).
+    repeated_ids_ = SomeIdRepeats(pending);
+    if (repeated_ids_) seen_.reserve(pending.size());
     // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
     const NodeId nodes = static_cast<NodeId>(state.node_count());
     const IndexSet& unusual = state.UnusualNodes();
@@ -233,6 +267,8 @@ class Cycle {
     plan_.stable_until = StableUntil();
     plan_.capacity = Capacity();
     plan_.timings = timer_.Timings();
+    if (ordered.empty() && pending_.size() == 1) ordered.push_back(0);
+    plan_.order = std::move(ordered);
     return std::move(plan_);
   }
 
@@ -558,10 +594,9 @@ class Cycle {
         const double speed = by_throughput ? state_.Throughput(job, t) : 0;
         if (best && speed < best_speed) continue;
         // The shape's key, built only when there is a failed shape to look up or one to record.
-        auto shape_key = [&]() -> const std::string& {
-          std::string& key = ShapeKey(index, t);
-          key += strict ? 'T' : 'F';
-          key += ends_before_reservations ? 'S' : 'L';
+        auto shape_key = [&] {
+          ShapeKey key = KeyOf(index, t);
+          key.more = (strict ? 1 : 0) | (ends_before_reservations ? 2 : 0);
           return key;
         };
         if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
@@ -606,16 +641,21 @@ class Cycle {
     const bool cacheable = job.affinity.empty();
     const bool ends_before_reservations = !holds_.empty() && job.runtime_estimate > 0 &&
                                           now_ + job.runtime_estimate <= holds_.earliest_start();
-    std::string key;  // the cache's key, kept on a miss (what follows may build other keys)
+    ShapeKey key;
     if (cacheable) {
-      std::string& lookup = ShapeKey(index, kNone);
-      for (GpuTypeId t : allowed) lookup += static_cast<char>(t);
-      lookup += ends_before_reservations ? 'S' : 'L';
-      if (auto it = explained_.find(lookup); it != explained_.end()) {
+      key = KeyOf(index, kNone);
+      for (GpuTypeId t : allowed) {
+        if (t == kNone) {
+          key.more2 = 1;  // a job without GPUs
+        } else {
+          key.types |= std::uint64_t{1} << t;
+        }
+      }
+      key.more = ends_before_reservations ? 1 : 0;
+      if (auto it = explained_.find(key); it != explained_.end()) {
         NotPlaced(index, WaitForQuota(index, admission, it->second));
         return;
       }
-      key = lookup;
     }
     JobFilter filter =
         engine::MakeJobFilter(state_, job, allowed.front(), !HasPreferences(job), placed_);
@@ -625,7 +665,7 @@ class Cycle {
         HeldByReservation(job, allowed, r);
       return r;
     });
-    if (cacheable) explained_.emplace(std::move(key), reason);
+    if (cacheable) explained_.emplace(key, reason);
     NotPlaced(index, WaitForQuota(index, admission, reason));
   }
 
@@ -665,23 +705,27 @@ class Cycle {
     return id;
   }
 
-  // A cache key in key_: the shape's id and the GPU type, to which the caller adds what else the
-  // cached answer depends on.
-  std::string& ShapeKey(std::uint32_t index, GpuTypeId type) {
-    const std::uint32_t id = ShapeOf(index);
-    key_.clear();
-    key_.append(reinterpret_cast<const char*>(&id), sizeof id);
-    key_.append(reinterpret_cast<const char*>(&type), sizeof type);
-    return key_;
+  // A cache key: the shape's id and the GPU type, to which the caller adds what else the cached
+  // answer depends on.
+  ShapeKey KeyOf(std::uint32_t index, GpuTypeId type) {
+    ShapeKey key;
+    key.shape = ShapeOf(index);
+    key.type = type;
+    return key;
   }
 
   // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
   // cycle: the answer reads only the configuration).
   bool EverFits(std::uint32_t index, GpuTypeId t) {
     const Job& job = pending_[index];
-    std::string key = ShapeKey(index, t);
-    for (const AffinityTerm& term : job.affinity) key += term.required ? 'R' : 'P';
-    auto [it, added] = ever_fits_.emplace(std::move(key), false);
+    // (Its affinity terms, required or preferred, are read too: a key holds 63 of them.)
+    if (job.affinity.size() >= 64) return engine::EverFitOn(state_, job, t).fits();
+    ShapeKey key = KeyOf(index, t);
+    key.more = job.affinity.size();
+    for (std::size_t i = 0; i < job.affinity.size(); ++i) {
+      if (job.affinity[i].required) key.more2 |= std::uint64_t{1} << i;
+    }
+    auto [it, added] = ever_fits_.emplace(key, false);
     if (added) it->second = engine::EverFitOn(state_, job, t).fits();
     return it->second;
   }
@@ -740,7 +784,7 @@ class Cycle {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
       reserve_tried_ = true;
-      if (cacheable && failed_reservations_.count(ShapeKey(index, type))) continue;
+      if (cacheable && failed_reservations_.count(KeyOf(index, type))) continue;
       JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
       holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
@@ -753,7 +797,7 @@ class Cycle {
         plan_.reservations.push_back(std::move(*r));
         failed_reservations_.clear();  // the holds changed
       } else if (cacheable) {
-        failed_reservations_.insert(ShapeKey(index, type));
+        failed_reservations_.insert(KeyOf(index, type));
       }
       holds_.Apply(cycle_);
       if (r) break;
@@ -769,7 +813,7 @@ class Cycle {
     std::unordered_set<JobId> evicted;
     // Shapes of a queue and class that found no victims, with what protected them and when the
     // first protection lifts.
-    std::unordered_map<std::string, std::pair<std::string, Millis>> hopeless;
+    std::unordered_map<ShapeKey, std::pair<std::string, Millis>, ShapeKeyHash> hopeless;
     auto add_detail = [](Reason& reason, std::string_view more) {
       if (more.empty()) return;
       if (!reason.detail.empty()) reason.detail += "; ";
@@ -796,15 +840,16 @@ class Cycle {
         continue;
       }
       const Job& job = pending_[entry.pending_index];
-      std::string key;
       // (Under finish-time fairness whom a job may evict depends on its own rho: no shape repeats
       // another's refusal.)
-      if (job.affinity.empty() && !ftf_) {
-        key = ShapeKey(entry.pending_index, kNone);
-        key += std::to_string(job.queue) + '/' +
-               std::to_string(state_.priority_class(job.priority_class).value);
+      const bool by_shape = job.affinity.empty() && !ftf_;
+      ShapeKey key;
+      if (by_shape) {
+        key = KeyOf(entry.pending_index, kNone);
+        key.more = std::uint64_t{job.queue} << 32 |
+                   static_cast<std::uint32_t>(state_.priority_class(job.priority_class).value);
         if (IsLas(options_.ordering.policy))
-          key += '/' + std::to_string(PendingLasQueue(job, now_, options_.ordering));
+          key.more2 = static_cast<std::uint32_t>(PendingLasQueue(job, now_, options_.ordering)) + 1;
         if (auto it = hopeless.find(key); it != hopeless.end()) {
           add_detail(entry.reason, it->second.first);
           SetLifts(entry.reason, it->second.second);
@@ -849,7 +894,7 @@ class Cycle {
         const std::string why = refusals.Describe();
         add_detail(entry.reason, why);
         SetLifts(entry.reason, refusals.lifts_at);
-        if (!key.empty()) hopeless.emplace(std::move(key), std::make_pair(why, refusals.lifts_at));
+        if (by_shape) hopeless.emplace(key, std::make_pair(why, refusals.lifts_at));
       }
     }
     // Preempting jobs are placed: they leave the unplaced list and drop their reservations.
@@ -882,19 +927,20 @@ class Cycle {
   bool reserve_tried_ = false;  // a reservation was computed (found or not)
   bool may_evict_ = false;      // a waiting job may ever evict (VictimPolicy::MayEverEvict)
   std::vector<PlacedJob> placed_;
-  std::string key_;  // the key being looked up (a buffer)
   // The shapes met (SameShape): a job of each, by id, and the ids by ShapeHash; and each pending
   // job's shape id (kNoShape: not yet asked).
   static constexpr std::uint32_t kNoShape = ~std::uint32_t{0};
   std::vector<const Job*> shape_jobs_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> shapes_;
   std::vector<std::uint32_t> shape_of_;
-  std::unordered_set<std::string> failed_shapes_;      // shapes that did not fit this cycle
-  std::unordered_map<std::string, Reason> explained_;  // why, per shape and allowed types
-  std::unordered_map<std::string, bool> ever_fits_;    // per shape and type: EverFits
+  // Shapes (per type, strict or relaxed, before the reservations or not) that did not fit.
+  std::unordered_set<ShapeKey, ShapeKeyHash> failed_shapes_;
+  // Why, per shape, allowed types, and whether it ends before the reservations.
+  std::unordered_map<ShapeKey, Reason, ShapeKeyHash> explained_;
+  std::unordered_map<ShapeKey, bool, ShapeKeyHash> ever_fits_;  // per shape and type: EverFits
   // Shapes (per type) whose reservation failed, since placed_ had failed_reservations_at_ jobs
   // and the last reservation was made.
-  std::unordered_set<std::string> failed_reservations_;
+  std::unordered_set<ShapeKey, ShapeKeyHash> failed_reservations_;
   std::size_t failed_reservations_at_ = 0;
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)

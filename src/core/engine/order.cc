@@ -152,10 +152,14 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
     return a < b;
   };
-  // A driver that keeps its pending jobs in arrival order often passes them ordered already (the
-  // same class and queue, or ages alone apart): one pass tells.
-  if (!std::is_sorted(order.begin(), order.end(), before))
-    std::sort(order.begin(), order.end(), before);
+  // A driver that keeps its pending jobs in the last cycle's order (Plan::order), or in arrival
+  // order where the order is the arrivals' (one class and queue, or ages alone apart), passes a
+  // list ordered but for the jobs that arrived since, after it: those are sorted and merged in.
+  const auto ordered_end = std::is_sorted_until(order.begin(), order.end(), before);
+  if (ordered_end != order.end()) {
+    std::sort(ordered_end, order.end(), before);
+    std::inplace_merge(order.begin(), ordered_end, order.end(), before);
+  }
   return order;
 }
 
