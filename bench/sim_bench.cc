@@ -194,10 +194,12 @@ void RunBacklogBench(const std::string& sample, std::int64_t jobs, std::uint64_t
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!run.ok()) Fail(run.status().message());
     std::printf(
-        "# sim backlog (%s): %lld jobs on %lld GPUs at 3x load: %lld events, %lld cycles, %.1f "
-        "simulated days, %lld completed, mean wait %.1f h, mean JCT %.1f h\n",
+        "# sim backlog (%s): %lld jobs on %lld GPUs at 3x load: %lld events, %lld cycles (%lld "
+        "rerun), %lld jobs parked, %.1f simulated days, %lld completed, mean wait %.1f h, mean "
+        "JCT %.1f h\n",
         p.name, static_cast<long long>(jobs), static_cast<long long>(kGpus),
         static_cast<long long>(run->events), static_cast<long long>(run->cycles),
+        static_cast<long long>(run->cycles_rerun), static_cast<long long>(run->jobs_parked),
         static_cast<double>(run->horizon) / 8.64e7,
         static_cast<long long>(run->overall.jobs_completed), run->overall.wait.mean / 3600,
         run->overall.jct.mean / 3600);
