@@ -123,6 +123,43 @@ struct ShapeKeyHash {
   }
 };
 
+// A cache of a cycle keyed by ShapeKey: per shape id, its few entries (a type or a set of them,
+// strict or not...), searched in turn. A job's lookup is an index and a short scan, not a hash.
+// (For answers per shape, type and a few flags; the victim searches', per queue and class too,
+// are hashed: a cluster may have a thousand queues.)
+template <typename V>
+class ShapeCache {
+ public:
+  V* Find(const ShapeKey& key) {
+    if (key.shape >= slots_.size()) return nullptr;
+    for (auto& [k, v] : slots_[key.shape]) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  bool Contains(const ShapeKey& key) { return Find(key) != nullptr; }
+  // The entry of `key`, added with `value` if there was none (and whether it was added). The
+  // pointer holds until the next entry of the same shape is added.
+  std::pair<V*, bool> Emplace(const ShapeKey& key, V value) {
+    if (V* found = Find(key)) return {found, false};
+    if (key.shape >= slots_.size()) slots_.resize(key.shape + 1);
+    auto& slot = slots_[key.shape];
+    if (slot.empty()) used_.push_back(key.shape);
+    slot.emplace_back(key, std::move(value));
+    return {&slot.back().second, true};
+  }
+  bool empty() const { return used_.empty(); }
+  // (The shapes used only: a cycle of thousands of shapes clears this often.)
+  void clear() {
+    for (std::uint32_t shape : used_) slots_[shape].clear();
+    used_.clear();
+  }
+
+ private:
+  std::vector<std::vector<std::pair<ShapeKey, V>>> slots_;
+  std::vector<std::uint32_t> used_;  // the shapes with entries
+};
+
 // Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
 bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
   for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
@@ -599,7 +636,7 @@ class Cycle {
           key.more = (strict ? 1 : 0) | (ends_before_reservations ? 2 : 0);
           return key;
         };
-        if (cacheable && !failed_shapes_.empty() && failed_shapes_.count(shape_key())) continue;
+        if (cacheable && !failed_shapes_.empty() && failed_shapes_.Contains(shape_key())) continue;
         JobFilter filter = engine::MakeJobFilter(state_, job, t, strict, placed_);
         if (ends_before_reservations) holds_.Release(cycle_);
         engine::PlacementKey rank;
@@ -610,7 +647,7 @@ class Cycle {
         });
         if (ends_before_reservations) holds_.Apply(cycle_);
         if (!allocation) {
-          if (cacheable) failed_shapes_.insert(shape_key());
+          if (cacheable) failed_shapes_.Emplace(shape_key(), true);
           continue;
         }
         if (!best || speed > best_speed || rank < best_key) {
@@ -652,8 +689,8 @@ class Cycle {
         }
       }
       key.more = ends_before_reservations ? 1 : 0;
-      if (auto it = explained_.find(key); it != explained_.end()) {
-        NotPlaced(index, WaitForQuota(index, admission, it->second));
+      if (const Reason* known = explained_.Find(key)) {
+        NotPlaced(index, WaitForQuota(index, admission, *known));
         return;
       }
     }
@@ -665,7 +702,7 @@ class Cycle {
         HeldByReservation(job, allowed, r);
       return r;
     });
-    if (cacheable) explained_.emplace(key, reason);
+    if (cacheable) explained_.Emplace(key, reason);
     NotPlaced(index, WaitForQuota(index, admission, reason));
   }
 
@@ -725,9 +762,9 @@ class Cycle {
     for (std::size_t i = 0; i < job.affinity.size(); ++i) {
       if (job.affinity[i].required) key.more2 |= std::uint64_t{1} << i;
     }
-    auto [it, added] = ever_fits_.emplace(key, false);
-    if (added) it->second = engine::EverFitOn(state_, job, t).fits();
-    return it->second;
+    auto [fits, added] = ever_fits_.Emplace(key, false);
+    if (added) *fits = engine::EverFitOn(state_, job, t).fits();
+    return *fits;
   }
 
   // A job that would fit but for the devices held for the cycle's backfill reservations is told
@@ -784,7 +821,7 @@ class Cycle {
       if (type != kNone && !engine::CheckQuota(state_, job.queue, type, job.total_gpu().value()).ok)
         continue;
       reserve_tried_ = true;
-      if (cacheable && failed_reservations_.count(KeyOf(index, type))) continue;
+      if (cacheable && failed_reservations_.Contains(KeyOf(index, type))) continue;
       JobFilter filter = engine::MakeJobFilter(state_, job, type, /*strict=*/false, placed_);
       holds_.Release(cycle_);
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
@@ -797,7 +834,7 @@ class Cycle {
         plan_.reservations.push_back(std::move(*r));
         failed_reservations_.clear();  // the holds changed
       } else if (cacheable) {
-        failed_reservations_.insert(KeyOf(index, type));
+        failed_reservations_.Emplace(KeyOf(index, type), true);
       }
       holds_.Apply(cycle_);
       if (r) break;
@@ -934,13 +971,13 @@ class Cycle {
   std::unordered_multimap<std::uint64_t, std::uint32_t> shapes_;
   std::vector<std::uint32_t> shape_of_;
   // Shapes (per type, strict or relaxed, before the reservations or not) that did not fit.
-  std::unordered_set<ShapeKey, ShapeKeyHash> failed_shapes_;
+  ShapeCache<bool> failed_shapes_;
   // Why, per shape, allowed types, and whether it ends before the reservations.
-  std::unordered_map<ShapeKey, Reason, ShapeKeyHash> explained_;
-  std::unordered_map<ShapeKey, bool, ShapeKeyHash> ever_fits_;  // per shape and type: EverFits
+  ShapeCache<Reason> explained_;
+  ShapeCache<bool> ever_fits_;  // per shape and type: EverFits
   // Shapes (per type) whose reservation failed, since placed_ had failed_reservations_at_ jobs
   // and the last reservation was made.
-  std::unordered_set<ShapeKey, ShapeKeyHash> failed_reservations_;
+  ShapeCache<bool> failed_reservations_;
   std::size_t failed_reservations_at_ = 0;
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
