@@ -115,8 +115,10 @@ struct SimOptions {
   // stable_until, decides as that plan did: it is skipped (the engine does not run; the time still
   // counts as a cycle for min_cycle_interval, and the usage still accrues). Ends and arrivals that
   // leave every waiting job short of capacity are no change (Plan::capacity), and while that
-  // promise holds for every waiting job, neither is the time. Decisions are the same either way;
-  // off, every cycle runs (`arbiter explain --scenario` sees each).
+  // promise holds for every waiting job, neither is the time. A job that waits behind a job of its
+  // strict-FIFO queue in every cycle (Engine::StaysBehind) is parked: the engine is not given it
+  // until that job starts. Decisions are the same either way; off, every cycle runs on every
+  // waiting job (`arbiter explain --scenario` sees each).
   bool skip_unchanged_cycles = true;
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
@@ -124,6 +126,8 @@ struct SimOptions {
   // (indices of the plan's binds and unplaced entries point into `pending`) and the state it was
   // made on, before the plan is applied: the property tests and `arbiter explain --scenario` read
   // the decisions the run really made. A cycle with no job pending makes no plan and is not seen.
+  // With skip_unchanged_cycles, jobs parked behind a job of their strict-FIFO queue
+  // (RunResult::jobs_parked) are in neither `pending` nor the plan: each waits behind its head.
   std::function<void(const Plan& plan, std::span<const Job> pending, const ClusterState& state)>
       on_cycle;
 };
