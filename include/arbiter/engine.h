@@ -222,6 +222,13 @@ struct EngineOptions {
   int score_candidates = 2;
   // Optional monotonic clock in microseconds, used only to time the stages of a cycle.
   std::function<std::int64_t()> clock_micros;
+  // false: a cycle stops taking the jobs in order once none of the rest could be placed (the GPUs
+  // each needs are not free: CapacityNeed), no reservation is left to give, and no waiting job
+  // may ever evict, under the multifactor order without a share-out of GPU models. The rest get
+  // no entry in Plan::unplaced (Plan::unexplained counts them); the plan's decisions are those of
+  // the whole list, and its promises count them as waiting. For a driver that reads no reasons
+  // (the simulator, but when it explains a job); docs/design/engine.md.
+  bool explain_every_job = true;
 };
 
 // One engine schedules one cycle at a time: it keeps caches (the fragmentation models it built,

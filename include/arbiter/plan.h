@@ -229,6 +229,9 @@ struct Plan {
   std::vector<Eviction> evictions;  // applied before the binds
   std::vector<Bind> binds;
   std::vector<Unplaced> unplaced;  // in the order the cycle took them
+  // Jobs the cycle did not take, none of which could have been placed, reserved or evict
+  // (EngineOptions::explain_every_job false): they wait, without an entry in `unplaced`.
+  std::size_t unexplained = 0;
   // The pending jobs (their indices) in the cycle's order. A driver that passes its pending jobs
   // in this order next time (less those that left, arrivals after them) spares the next cycle a
   // sort: the order is then merged.

@@ -242,6 +242,9 @@ struct RunResult {
   // and the engine runs again within a cycle whose plan placed the job a chain waited behind.
   std::int64_t jobs_parked = 0;
   std::int64_t cycles_rerun = 0;
+  // Cycles that stopped before the end of the order, none of the rest able to start
+  // (EngineOptions::explain_every_job false, with skip_unchanged_cycles).
+  std::int64_t cycles_stopped_early = 0;
 };
 
 // What one job of a simulation is doing at a moment (`arbiter explain --scenario`): its state

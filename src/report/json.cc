@@ -150,6 +150,7 @@ std::string Json(std::span<const sim::RunResult> runs, const std::string& scenar
     r["cycles_skipped"] = run.cycles_skipped;
     r["jobs_parked"] = run.jobs_parked;
     r["cycles_rerun"] = run.cycles_rerun;
+    r["cycles_stopped_early"] = run.cycles_stopped_early;
     Value metrics = GroupValue(run, run.overall, internal::Selection{});
     metrics["gpu_utilization"] = Number(run.gpu_utilization);  // the simulator's own figures
     metrics["gpu_allocation"] = Number(run.gpu_allocation);

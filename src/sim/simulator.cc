@@ -186,11 +186,21 @@ struct ServiceRun {
   double serving_now = 0;
 };
 
+// The engine of a run: with skipping, it reads no job past the point where none of the rest can
+// start (EngineOptions::explain_every_job), unless the run's plans are watched (on_cycle).
+EngineOptions EngineFor(EngineOptions engine, const SimOptions& options) {
+  engine.explain_every_job = !options.skip_unchanged_cycles || options.on_cycle != nullptr;
+  return engine;
+}
+
 class Simulation {
  public:
   Simulation(ClusterState state, const EngineOptions& engine, const Workload& workload,
              const SimOptions& options)
-      : state_(std::move(state)), engine_(engine), workload_(workload), options_(options) {}
+      : state_(std::move(state)),
+        engine_(EngineFor(engine, options)),
+        workload_(workload),
+        options_(options) {}
 
   Result<RunResult> Run(const std::string& name);
   // Runs up to `at` and says what the job named `job` is doing then.
@@ -315,6 +325,7 @@ class Simulation {
   std::int64_t cycles_skipped_ = 0;
   std::int64_t jobs_parked_ = 0;
   std::int64_t cycles_rerun_ = 0;
+  std::int64_t cycles_stopped_early_ = 0;
 };
 
 std::uint32_t Simulation::AddRun(const SimJob* spec, std::int32_t service) {
@@ -722,6 +733,7 @@ Status Simulation::Cycle(Millis now) {
   }
   stable_until_ = plan.stable_until;
   capacity_ = plan.capacity;
+  if (plan.unexplained > 0) ++cycles_stopped_early_;
   if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
@@ -1070,8 +1082,10 @@ Result<JobStatusAt> Simulation::Inspect(const std::string& job, Millis at) {
     std::optional<Reason> reason;
   };
   std::optional<Decision> decision;
-  // Every cycle runs, so that the one at or after `at` is seen (a skipped one decides as the last).
+  // Every cycle runs, so that the one at or after `at` is seen (a skipped one decides as the last),
+  // and explains every job.
   options_.skip_unchanged_cycles = false;
+  engine_ = Engine(EngineFor(engine_.options(), options_));
   const auto hook = options_.on_cycle;
   options_.on_cycle = [&](const Plan& plan, std::span<const Job> pending,
                           const ClusterState& state) {
@@ -1271,6 +1285,7 @@ RunResult Simulation::Collect(const std::string& name, Millis end) {
   out.cycles_skipped = cycles_skipped_;
   out.jobs_parked = jobs_parked_;
   out.cycles_rerun = cycles_rerun_;
+  out.cycles_stopped_early = cycles_stopped_early_;
   double total_milli = 0;
   for (NodeId n = 0; n < state_.node_count(); ++n) {
     total_milli += NodeMilli(n);

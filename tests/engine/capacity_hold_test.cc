@@ -184,6 +184,47 @@ TEST(CapacityHold, UnderAHeterogeneityPolicyNoArrivalIsBehindAHead) {
   EXPECT_FALSE(engine.ArrivalChangesNothing(hold, state, InQueue(state, 12, "a", 1, 2000), 2000));
 }
 
+// EngineOptions::explain_every_job false: the cycle stops once no reservation is left to give
+// and the free GPUs meet none of the rest's needs; the decisions are the whole list's.
+TEST(StopEarly, TheRestOfTheOrderIsLeftUnexplainedAndTheDecisionsAreTheSame) {
+  ClusterState state = Fragmented();  // 6 GPUs free, at most 3 on one node
+  EngineOptions every = NoPreemption();
+  EngineOptions stop = every;
+  stop.explain_every_job = false;
+  // 2 GPUs fit; the 8-GPU job then gets the reservation; the 4-GPU jobs need 4 on one node.
+  const std::vector<Job> pending = {
+      InQueue(state, 10, "b", 2, 100), InQueue(state, 11, "b", 8, 200),
+      InQueue(state, 12, "b", 4, 300), InQueue(state, 13, "b", 4, 400)};
+  const Plan whole = Engine(every).Schedule(state, pending, 1000);
+  const Plan part = Engine(stop).Schedule(state, pending, 1000);
+  ASSERT_EQ(whole.binds.size(), 1u);
+  ASSERT_EQ(part.binds.size(), 1u);
+  EXPECT_EQ(part.binds[0].job, 10u);
+  EXPECT_EQ(part.binds[0].allocation.tasks[0].node, whole.binds[0].allocation.tasks[0].node);
+  ASSERT_EQ(whole.reservations.size(), 1u);
+  ASSERT_EQ(part.reservations.size(), 1u);
+  EXPECT_EQ(part.reservations[0].job, 11u);
+  EXPECT_EQ(part.reservations[0].start, whole.reservations[0].start);
+  EXPECT_EQ(whole.unexplained, 0u);
+  ASSERT_EQ(whole.unplaced.size(), 3u);
+  ASSERT_EQ(part.unplaced.size(), 1u);
+  EXPECT_EQ(part.unplaced[0].job, 11u);
+  EXPECT_EQ(part.unplaced[0].reason.Describe(), whole.unplaced[0].reason.Describe());
+  EXPECT_EQ(part.unexplained, 2u);
+  // A job that fits further on: every job is taken.
+  std::vector<Job> with_small = pending;
+  with_small.push_back(InQueue(state, 14, "b", 1, 500));
+  const Plan more = Engine(stop).Schedule(state, with_small, 1000);
+  EXPECT_EQ(more.unexplained, 0u);
+  EXPECT_EQ(more.binds.size(), 2u);
+  // A waiting job that may evict: every job is taken (each gets its search).
+  EngineOptions evicts = stop;
+  evicts.preemption.enabled = true;
+  std::vector<Job> with_evictor = pending;
+  with_evictor.push_back(InQueue(state, 15, "a", 8, 500, 0));
+  EXPECT_EQ(Engine(evicts).Schedule(state, with_evictor, 1000).unexplained, 0u);
+}
+
 TEST(StaysBehind, AJobOfItsClassSubmittedLaterWaitsBehindAJobOfItsStrictFifoQueue) {
   ClusterState state = Fragmented();
   const Engine engine(NoPreemption());

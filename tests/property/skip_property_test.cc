@@ -4,9 +4,10 @@
 // reservations behind estimates that hold or overrun, preemption guards that lift, a loss
 // threshold that checkpoints lower, strict-FIFO queues, node outages) and the capacity promise
 // (ends and arrivals that leave every waiting job short, arrivals behind a blocked head), and
-// the jobs parked behind a strict-FIFO anchor (Engine::StaysBehind), the run
-// with skipping and the run without it start, evict and end every job at the same times. Seeded
-// and deterministic.
+// the jobs parked behind a strict-FIFO anchor (Engine::StaysBehind), and the cycles that stop
+// once none of the rest of the order can start (EngineOptions::explain_every_job), the run with
+// these shortcuts and the run without them start, evict and end every job at the same times.
+// Seeded and deterministic.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -201,6 +202,7 @@ struct Parking {
   std::int64_t jobs = 0;
   std::int64_t reruns = 0;
   int runs = 0;
+  std::int64_t stopped_early = 0;  // cycles that left the rest of the order untaken
 };
 
 void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label,
@@ -239,6 +241,8 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label,
     if (some->cycles_skipped > 0) ++with_skips;
     parking.jobs += some->jobs_parked;
     parking.reruns += some->cycles_rerun;
+    parking.stopped_early += some->cycles_stopped_early;
+    EXPECT_EQ(all->cycles_stopped_early, 0) << where;
     if (some->jobs_parked > 0) ++parking.runs;
   }
   // The property is not vacuous: most runs skip, and skipping saves a good part of the cycles.
@@ -246,9 +250,10 @@ void CheckSkipping(Case (*make)(Random&), int scenarios, const char* label,
   EXPECT_GT(skipped, run / 4);
   std::printf(
       "skip property (%s): %d of %d runs skipped cycles; %lld cycles run, %lld skipped; %d runs "
-      "parked %lld jobs, %lld cycles rerun\n",
+      "parked %lld jobs, %lld cycles rerun; %lld cycles stopped early\n",
       label, with_skips, scenarios, static_cast<long long>(run), static_cast<long long>(skipped),
-      parking.runs, static_cast<long long>(parking.jobs), static_cast<long long>(parking.reruns));
+      parking.runs, static_cast<long long>(parking.jobs), static_cast<long long>(parking.reruns),
+      static_cast<long long>(parking.stopped_early));
   if (parked) *parked = parking;
 }
 
@@ -264,6 +269,8 @@ TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderBacklog) {
   // parked behind them (the cycle run again).
   EXPECT_GE(parking.runs, scenarios / 4);
   EXPECT_GT(parking.reruns, 0);
+  // And cycles that stop once none of the rest of the order can start.
+  EXPECT_GT(parking.stopped_early, 0);
 }
 
 TEST(SkipProperty, SkippedCyclesChangeNoDecisionUnderLeastAttainedService) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -279,9 +280,17 @@ class Cycle {
       timer_.Run(Stage::kOrder,
                  [&] { preferred_ = engine::PreferredModels(state_, pending_, order); });
     }
+    const bool may_stop = MayStopEarly();
+    if (may_stop) RestNeeds(order);
     // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
     std::vector<std::uint32_t> deferred;
-    for (std::uint32_t index : order) {
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (may_stop && k > 0 && NoneOfTheRestCanChange(k)) {
+        rest_ = order.subspan(k);
+        plan_.unexplained = rest_.size();
+        break;
+      }
+      const std::uint32_t index = order[k];
       const std::size_t before = plan_.unplaced.size();
       if (!ScheduleJob(index, /*allow_borrow=*/false)) {
         deferred.push_back(index);
@@ -309,14 +318,57 @@ class Cycle {
     return std::move(plan_);
   }
 
+  // Whether the cycle may stop taking jobs before the end of the order (explain_every_job false):
+  // only when none of the jobs it leaves could evict, take a share of the GPU models or read the
+  // others' rhos, so that their entries would have changed nothing but their own.
+  bool MayStopEarly() const {
+    if (options_.explain_every_job || pending_.size() < 2) return false;
+    if (options_.ordering.policy != OrderPolicy::kMultifactor ||
+        (options_.ordering.heterogeneity != HeterogeneityPolicy::kOff && state_.has_throughput()))
+      return false;
+    return !options_.preemption.enabled || !Policy().AnyMayEverEvict();
+  }
+
+  // The least GPUs in all, and the least GPUs of a largest task, of the jobs from each position of
+  // the order on (two necessary conditions for placing any of them).
+  void RestNeeds(std::span<const std::uint32_t> order) {
+    rest_milli_.assign(order.size() + 1, std::numeric_limits<std::int64_t>::max());
+    rest_node_gpus_.assign(order.size() + 1, std::numeric_limits<std::int32_t>::max());
+    for (std::size_t k = order.size(); k-- > 0;) {
+      const CapacityNeed need = CapacityNeed::Of(pending_[order[k]]);
+      rest_milli_[k] = std::min(rest_milli_[k + 1], need.milli);
+      rest_node_gpus_[k] = std::min(rest_node_gpus_[k + 1], need.node_gpus);
+    }
+  }
+
+  // Whether the jobs from position k of the order on would all be left unplaced, and change
+  // nothing else: no reservation is left to give, and the free GPUs (those the reservations hold
+  // too: a job that ends before them may use them) meet none of their needs. Capacity only
+  // shrinks within a cycle, so the second pass cannot place them either.
+  bool NoneOfTheRestCanChange(std::size_t k) {
+    if (static_cast<int>(plan_.reservations.size()) < options_.backfill.reservations) return false;
+    // The free capacity changes only with a job placed or a reservation made.
+    const std::size_t stamp = placed_.size() + plan_.reservations.size();
+    if (stamp != free_stamp_) {
+      free_stamp_ = stamp;
+      holds_.Release(cycle_);
+      free_milli_ = state_.FreeGpuMilli();
+      free_node_gpus_ = state_.MaxNodeFreeGpus();
+      holds_.Apply(cycle_);
+    }
+    return free_milli_ < rest_milli_[k] || free_node_gpus_ < rest_node_gpus_[k];
+  }
+
   // Plan::stable_until: the first time after now at which an input this plan's decisions read
   // changes by the passage of time alone (on the state as it came in).
   Millis StableUntil() const {
     if (!plan_.binds.empty() || !plan_.evictions.empty()) return now_;
-    // Only a job that waits can be decided otherwise later; one that can never run cannot.
-    const bool waiting =
-        std::any_of(plan_.unplaced.begin(), plan_.unplaced.end(),
-                    [](const Unplaced& u) { return u.reason.verdict == Verdict::kWait; });
+    // Only a job that waits can be decided otherwise later; one that can never run cannot. (The
+    // jobs not taken are counted as waiting.)
+    const bool waiting = !rest_.empty() || std::any_of(plan_.unplaced.begin(), plan_.unplaced.end(),
+                                                       [](const Unplaced& u) {
+                                                         return u.reason.verdict == Verdict::kWait;
+                                                       });
     if (!waiting) return kForever;
     Millis until = kForever;
     auto upto = [&](Millis t) {
@@ -394,6 +446,14 @@ class Cycle {
         continue;
       }
       hold.Add(CapacityNeed::Of(pending_[u.pending_index]));
+    }
+    // The jobs not taken: each as waiting, with its need (behind a blocked head, it would not
+    // count; the time might then reorder it).
+    for (std::uint32_t index : rest_) {
+      const Job& job = pending_[index];
+      if (job.queue < state_.queue_count() && state_.queue(job.queue).spec.strict_fifo)
+        hold.timeless = false;
+      hold.Add(CapacityNeed::Of(job));
     }
     hold.arrivals = !options_.preemption.enabled || !Policy().AnyMayEverEvict();
     // (The heterogeneity policy shares the GPU models out among every waiting job, those behind
@@ -990,6 +1050,15 @@ class Cycle {
   // Heterogeneity: the GPU model each pending job tries first (engine::PreferredModels); empty
   // when no heterogeneity policy applies.
   std::vector<GpuTypeId> preferred_;
+  // Stopping early (explain_every_job false): the jobs not taken, in order; the least needs from
+  // each position of the order on (RestNeeds); the free capacity as last read, and the count of
+  // jobs placed and reservations made it was read at.
+  std::span<const std::uint32_t> rest_;
+  std::vector<std::int64_t> rest_milli_;
+  std::vector<std::int32_t> rest_node_gpus_;
+  std::size_t free_stamp_ = ~std::size_t{0};
+  std::int64_t free_milli_ = 0;
+  std::int32_t free_node_gpus_ = 0;
 };
 
 }  // namespace
