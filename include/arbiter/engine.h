@@ -226,8 +226,9 @@ struct EngineOptions {
   // each needs are not free: CapacityNeed), no reservation is left to give, and no waiting job
   // may ever evict, under the multifactor order without a share-out of GPU models. The rest get
   // no entry in Plan::unplaced (Plan::unexplained counts them); the plan's decisions are those of
-  // the whole list, and its promises count them as waiting. For a driver that reads no reasons
-  // (the simulator, but when it explains a job); docs/design/engine.md.
+  // the whole list, and its promises count them as waiting. No victim search runs either (none
+  // could evict; it would only say why). For a driver that reads no reasons (the simulator, but
+  // when it explains a job); docs/design/engine.md.
   bool explain_every_job = true;
 };
 

@@ -308,7 +308,9 @@ class Cycle {
     }
     holds_.Release(cycle_);  // reservations hold devices from this cycle's later jobs only
     // (Only jobs left unplaced may preempt: a cycle that placed every job has nothing to do here.)
-    if (options_.preemption.enabled && !plan_.unplaced.empty()) PreemptStep();
+    // (When the cycle may stop early, no waiting job may ever evict: the searches could only say
+    // why, which the driver does not read.)
+    if (options_.preemption.enabled && !plan_.unplaced.empty() && !may_stop) PreemptStep();
     cycle_.Discard();  // the state leaves as it came in, stamps included
     plan_.stable_until = StableUntil();
     plan_.capacity = Capacity();
