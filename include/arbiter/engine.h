@@ -249,7 +249,10 @@ class Engine {
   // discarded) and is returned exactly as it was given; the driver applies the plan afterwards
   // (ClusterState::Apply). The plan depends only on the state, the pending jobs, `now` and the
   // options, never on the cycles this engine ran before or on other states it scheduled.
-  Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const;
+  // `order_hint`: indices into `pending` in the order of an earlier plan (Plan::order, as the
+  // driver keeps it), which spares the cycle a sort; the plan is the same with any hint.
+  Plan Schedule(ClusterState& state, std::span<const Job> pending, Millis now,
+                std::span<const std::uint32_t> order_hint = {}) const;
   // The same on a library user's Cluster (include/arbiter/state.h).
   Plan Schedule(Cluster& cluster, std::span<const Job> pending, Millis now) const {
     return Schedule(cluster.state(), pending, now);

@@ -232,9 +232,9 @@ struct Plan {
   // Jobs the cycle did not take, none of which could have been placed, reserved or evict
   // (EngineOptions::explain_every_job false): they wait, without an entry in `unplaced`.
   std::size_t unexplained = 0;
-  // The pending jobs (their indices) in the cycle's order. A driver that passes its pending jobs
-  // in this order next time (less those that left, arrivals after them) spares the next cycle a
-  // sort: the order is then merged.
+  // The pending jobs (their indices) in the cycle's order. A driver that gives it back to the next
+  // cycle (Engine::Schedule's order_hint, as indices into that cycle's list, less the jobs that
+  // left) spares it a sort: the jobs that arrived since are merged in.
   std::vector<std::uint32_t> order;
   std::vector<StageTiming> timings;  // every stage but filter (timed within place and explain)
 };

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <span>
@@ -226,10 +227,12 @@ class Simulation {
   Status Cycle(Millis now);
   void StartRun(std::uint32_t r, Millis now, Millis start_after);
   Status StartInitialRun(const InitialRun& initial);
+  // Adds the run's job to the pending list; removes the job at index i, the list's last taking
+  // its place (the list's order is not the engine's: the last plan's is kept apart, order_runs_).
+  void AddPending(std::uint32_t r, Job job);
+  void RemovePending(std::uint32_t i);
+  // Drops from the pending list the runs that are no longer pending.
   void CompactPending();
-  // Puts the pending list in the cycle's order (Plan::order, an index of every pending job), less
-  // the runs no longer pending: the next cycle then merges the arrivals into it, without a sort.
-  void KeepOrder(std::span<const std::uint32_t> order);
   // Parks the run's job (a copy of it pending since `now`) behind the last job of its queue's
   // chain when the engine says it waits behind it (Engine::StaysBehind); false: it goes to the
   // pending list (and anchors its queue's chain if the queue has none).
@@ -272,8 +275,12 @@ class Simulation {
   std::vector<ServiceRun> services_;
   std::vector<Job> pending_;
   std::vector<std::uint32_t> pending_runs_;  // parallel to pending_
-  std::vector<Job> spare_jobs_;              // KeepOrder's buffers
-  std::vector<std::uint32_t> spare_runs_;
+  // Each run's index in the pending list (kNoRun: not in it).
+  std::vector<std::uint32_t> index_of_run_;
+  // The last plan's order (Plan::order), as runs, and the next cycle's hint made of it: the next
+  // cycle then merges the jobs that arrived since into it, without a sort.
+  std::vector<std::uint32_t> order_runs_;
+  std::vector<std::uint32_t> order_hint_;
   // Parked jobs (skip_unchanged_cycles): per strict-FIFO queue, the jobs that wait behind the
   // queue's anchor (a run of the pending list) in every cycle that leaves the anchor unplaced
   // (Engine::StaysBehind), in order, each behind the one before. The engine is not given them: a
@@ -355,8 +362,7 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
     RequestCycle(now);
     return;
   }
-  pending_.push_back(std::move(job));
-  pending_runs_.push_back(r);
+  AddPending(r, std::move(job));
   // A job short of capacity, or behind a blocked head, changes nothing until capacity frees
   // (Plan::capacity), unless it may evict.
   if (!engine_.ArrivalChangesNothing(capacity_, state_, pending_.back(), now)) changed_ = true;
@@ -388,8 +394,7 @@ void Simulation::Unpark(QueueId queue, std::size_t n) {
     Parked& p = chain.parked.front();
     chain.anchor = p.run;
     chain.anchor_job = p.job;
-    pending_.push_back(std::move(p.job));
-    pending_runs_.push_back(p.run);
+    AddPending(p.run, std::move(p.job));
     chain.parked.pop_front();
     --parked_;
     changed_ = true;
@@ -405,31 +410,29 @@ void Simulation::ReanchorChains() {
   }
 }
 
-void Simulation::KeepOrder(std::span<const std::uint32_t> order) {
-  spare_jobs_.clear();
-  spare_runs_.clear();
-  for (std::uint32_t i : order) {
-    if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
-    spare_jobs_.push_back(std::move(pending_[i]));
-    spare_runs_.push_back(pending_runs_[i]);
-  }
-  pending_.swap(spare_jobs_);
-  pending_runs_.swap(spare_runs_);
+void Simulation::AddPending(std::uint32_t r, Job job) {
+  if (index_of_run_.size() < runs_.size()) index_of_run_.resize(runs_.size(), kNoRun);
+  index_of_run_[r] = static_cast<std::uint32_t>(pending_.size());
+  pending_.push_back(std::move(job));
+  pending_runs_.push_back(r);
 }
 
-// Drops from the pending list the runs that are no longer pending, keeping the order.
-void Simulation::CompactPending() {
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (runs_[pending_runs_[i]].phase != Phase::kPending) continue;
-    if (out != i) {
-      pending_[out] = std::move(pending_[i]);
-      pending_runs_[out] = pending_runs_[i];
-    }
-    ++out;
+void Simulation::RemovePending(std::uint32_t i) {
+  index_of_run_[pending_runs_[i]] = kNoRun;
+  if (i + 1 != pending_.size()) {
+    pending_[i] = std::move(pending_.back());
+    pending_runs_[i] = pending_runs_.back();
+    index_of_run_[pending_runs_[i]] = i;
   }
-  pending_.resize(out);
-  pending_runs_.resize(out);
+  pending_.pop_back();
+  pending_runs_.pop_back();
+}
+
+void Simulation::CompactPending() {
+  for (std::size_t i = pending_.size(); i-- > 0;) {
+    if (runs_[pending_runs_[i]].phase != Phase::kPending)
+      RemovePending(static_cast<std::uint32_t>(i));
+  }
 }
 
 void Simulation::StartRun(std::uint32_t r, Millis now, Millis start_after) {
@@ -714,7 +717,12 @@ Status Simulation::Cycle(Millis now) {
     return Status::Ok();
   }
   ++cycles_;
-  Plan plan = engine_.Schedule(state_, pending_, now);
+  order_hint_.clear();
+  for (std::uint32_t r : order_runs_) {
+    if (r < index_of_run_.size() && index_of_run_[r] != kNoRun)
+      order_hint_.push_back(index_of_run_[r]);
+  }
+  Plan plan = engine_.Schedule(state_, pending_, now, order_hint_);
   // A plan that places the anchor of a chain is not the whole list's: its parked jobs might have
   // been placed after it. Again with more of them moved in, until every anchor waits.
   for (std::size_t more = 1; parked_ > 0; more *= 2) {
@@ -729,7 +737,7 @@ Status Simulation::Cycle(Millis now) {
     }
     if (!again) break;
     ++cycles_rerun_;
-    plan = engine_.Schedule(state_, pending_, now);
+    plan = engine_.Schedule(state_, pending_, now, order_hint_);
   }
   stable_until_ = plan.stable_until;
   capacity_ = plan.capacity;
@@ -761,7 +769,13 @@ Status Simulation::Cycle(Millis now) {
     if (run.service >= 0) SetServing(services_[run.service], now);
   }
   const bool bound = !plan.binds.empty();
-  const std::vector<std::uint32_t> order = std::move(plan.order);
+  order_runs_.clear();
+  for (std::uint32_t i : plan.order) order_runs_.push_back(pending_runs_[i]);
+  // The pending indices of the jobs bound, last first (each removal moves the list's last job).
+  std::vector<std::uint32_t> bound_at;
+  bound_at.reserve(plan.binds.size());
+  for (const Bind& b : plan.binds) bound_at.push_back(b.pending_index);
+  std::sort(bound_at.begin(), bound_at.end(), std::greater<>());
   for (const Bind& b : plan.binds) {
     // The service a least-attained-service order counts from this start on (a starvation
     // promotion applied): the engine adds the running time itself.
@@ -775,12 +789,7 @@ Status Simulation::Cycle(Millis now) {
   }
   // The jobs bound and their allocations move to the state; the pending list drops the jobs next.
   if (Status st = state_.Apply(std::move(plan), pending_); !st.ok()) return st;
-  // (An order of every pending job that ascends is the list's own.)
-  if (order.size() == pending_.size() && !std::is_sorted(order.begin(), order.end())) {
-    KeepOrder(order);
-  } else if (bound) {
-    CompactPending();
-  }
+  for (std::uint32_t i : bound_at) RemovePending(i);
   if (bound) {
     ReanchorChains();
     for (ServiceRun& s : services_) SetServing(s, now);

@@ -66,6 +66,31 @@ TEST(Order, AListInTheLastOrderWithArrivalsAfterItGivesTheSameOrderAsAnyOther) {
   EXPECT_EQ(ids(reversed, engine::OrderPending(state, reversed, now, w)), ids(kept, merged));
 }
 
+// Engine::Schedule's order_hint: any hint, valid or not, gives the same order.
+TEST(Order, AnOrderHintGivesTheSameOrderAsNone) {
+  ClusterState state = MakeState(TwoQueues());
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= 30; ++id) {
+    Job j = InQueue(state, id, id % 2 == 0 ? "b" : "a", static_cast<Millis>((id * 7919) % 40));
+    j.priority_class = static_cast<PriorityClassId>(id % 3);
+    jobs.push_back(j);
+  }
+  OrderingWeights w;
+  const std::vector<std::uint32_t> plain = engine::OrderPending(state, jobs, 100, w);
+  // The order itself, a part of it (the rest merged in), reversed, and invalid ones (an index
+  // twice, one out of range, longer than the list).
+  const std::vector<std::uint32_t> part(plain.begin() + 5, plain.begin() + 20);
+  const std::vector<std::uint32_t> reversed(plain.rbegin(), plain.rend());
+  const std::vector<std::vector<std::uint32_t>> hints = {
+      plain, part, reversed, {3, 3}, {0, 99}, std::vector<std::uint32_t>(31, 0)};
+  for (const std::vector<std::uint32_t>& hint : hints) {
+    EXPECT_EQ(engine::OrderPending(state, jobs, 100, w, BackfillOptions{}.default_runtime, hint),
+              plain);
+  }
+  EngineOptions o;
+  EXPECT_EQ(Engine(o).Schedule(state, jobs, 100, part).order, plain);
+}
+
 TEST(Order, ThePlanSaysTheCyclesOrder) {
   ClusterState state = MakeState(TwoQueues());
   std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5),

@@ -263,13 +263,13 @@ class Cycle {
     }
   }
 
-  Plan Run() {
+  Plan Run(std::span<const std::uint32_t> order_hint) {
     // One job is its own order (the usual cycle of a driver that runs one per arrival): no list.
     std::vector<std::uint32_t> ordered;
     timer_.Run(Stage::kOrder, [&] {
       if (pending_.size() > 1)
         ordered = engine::OrderPending(state_, pending_, now_, options_.ordering,
-                                       options_.backfill.default_runtime);
+                                       options_.backfill.default_runtime, order_hint);
     });
     const std::uint32_t first = 0;
     const std::span<const std::uint32_t> order =
@@ -1068,8 +1068,8 @@ class Cycle {
 namespace engine {
 
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
-              const CycleOptions& options) {
-  return Cycle(state, pending, now, options).Run();
+              const CycleOptions& options, std::span<const std::uint32_t> order_hint) {
+  return Cycle(state, pending, now, options).Run(order_hint);
 }
 
 }  // namespace engine

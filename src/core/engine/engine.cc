@@ -146,7 +146,8 @@ std::shared_ptr<const engine::FragModel> Engine::Impl::ModelOf(const ClusterStat
   return recent.front().model;
 }
 
-Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now) const {
+Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis now,
+                      std::span<const std::uint32_t> order_hint) const {
   Impl& impl = *impl_;
   std::shared_ptr<const engine::FragModel> model =
       UsesShapes(impl.options.placement.policy) ? impl.ModelOf(state) : nullptr;
@@ -156,7 +157,7 @@ Plan Engine::Schedule(ClusterState& state, std::span<const Job> pending, Millis 
     options->model = std::move(model);
     impl.cycle_options = std::move(options);
   }
-  return engine::RunCycle(state, pending, now, *impl.cycle_options);
+  return engine::RunCycle(state, pending, now, *impl.cycle_options, order_hint);
 }
 
 }  // namespace arbiter

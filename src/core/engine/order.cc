@@ -101,9 +101,42 @@ double OrderingKey(const ClusterState& state, const Job& job, Millis now,
   return OrderingKeys(state, w).Key(job, now);
 }
 
+namespace {
+
+// The hint's indices, then the others in the list's order; the list's order alone when the hint
+// names an index twice or out of range.
+std::vector<std::uint32_t> Start(std::size_t n, std::span<const std::uint32_t> hint) {
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  if (!hint.empty() && hint.size() <= n) {
+    std::vector<bool> taken(n, false);
+    bool valid = true;
+    for (std::uint32_t i : hint) {
+      if (i >= n || taken[i]) {
+        valid = false;
+        break;
+      }
+      taken[i] = true;
+      order.push_back(i);
+    }
+    if (valid) {
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (!taken[i]) order.push_back(i);
+      }
+      return order;
+    }
+    order.clear();
+  }
+  for (std::uint32_t i = 0; i < n; ++i) order.push_back(i);
+  return order;
+}
+
+}  // namespace
+
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w,
-                                        Millis default_runtime) {
+                                        Millis default_runtime,
+                                        std::span<const std::uint32_t> hint) {
   const OrderingKeys ordering(state, w);
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
@@ -140,8 +173,7 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
     for (std::size_t i = 0; i < pending.size(); ++i) rho[i] = scope.Pending(pending[i], now);
   }
   auto entered = [&](std::uint32_t i) { return since.empty() ? pending[i].submit_time : since[i]; };
-  std::vector<std::uint32_t> order(pending.size());
-  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::uint32_t> order = Start(pending.size(), hint);
   auto before = [&](std::uint32_t a, std::uint32_t b) {
     if (!las.empty() && las[a] != las[b]) return las[a] < las[b];
     if (!gittins.empty() && gittins[a] != gittins[b]) return gittins[a] > gittins[b];
@@ -152,9 +184,10 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
     if (pending[a].id != pending[b].id) return pending[a].id < pending[b].id;
     return a < b;
   };
-  // A driver that keeps its pending jobs in the last cycle's order (Plan::order), or in arrival
-  // order where the order is the arrivals' (one class and queue, or ages alone apart), passes a
-  // list ordered but for the jobs that arrived since, after it: those are sorted and merged in.
+  // A driver that passes the last cycle's order (Plan::order) as the hint, or keeps its jobs in
+  // arrival order where the order is the arrivals' (one class and queue, or ages alone apart),
+  // starts from an order that holds but for the jobs that arrived since, after it: those are
+  // sorted and merged in.
   const auto ordered_end = std::is_sorted_until(order.begin(), order.end(), before);
   if (ordered_end != order.end()) {
     std::sort(ordered_end, order.end(), before);

@@ -39,7 +39,7 @@ struct CycleOptions : EngineOptions {
 
 // Runs the stages of one cycle over `state` and returns their plan (Engine::Schedule).
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
-              const CycleOptions& options);
+              const CycleOptions& options, std::span<const std::uint32_t> order_hint = {});
 
 // ---- validate ----
 
@@ -53,10 +53,14 @@ std::optional<std::string> ValidateJob(const ClusterState& state, const Job& job
 double OrderingKey(const ClusterState& state, const Job& job, Millis now, const OrderingWeights& w);
 // Indices into `pending`, in scheduling order: key descending, then submit time, then id (after
 // the service queues of the least-attained-service orders, or the rho of the finish-time fairness
-// order, which counts a job without an estimate as running `default_runtime`).
+// order, which counts a job without an estimate as running `default_runtime`). `hint`: indices
+// into `pending` in an order a driver kept (Plan::order), taken first, the others after them in
+// the list's order: the order is then checked and the others merged in. Any hint gives the same
+// order; one that names an index twice or out of range is ignored.
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w,
-                                        Millis default_runtime = BackfillOptions{}.default_runtime);
+                                        Millis default_runtime = BackfillOptions{}.default_runtime,
+                                        std::span<const std::uint32_t> hint = {});
 
 // ---- heterogeneity ----
 
