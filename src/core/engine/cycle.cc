@@ -205,8 +205,9 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
 }
 
 // Whether some job id occurs twice in the list. None needs telling when the ids ascend (a driver
-// that appends arrivals); ids within a range of a few times the list's length (a driver's that
-// counts them, in whatever order it keeps the list) are marked in a bitmap; others are sorted.
+// that appends arrivals); ids within a range of 64 times the list's length (a driver's that
+// counts them, in whatever order it keeps the list) are marked in a bitmap, no larger than the
+// list of ids a sort would take; others are sorted.
 bool SomeIdRepeats(std::span<const Job> pending) {
   if (pending.size() < 2) return false;
   JobId low = pending[0].id, high = pending[0].id;
@@ -217,7 +218,7 @@ bool SomeIdRepeats(std::span<const Job> pending) {
     high = std::max(high, pending[i].id);
   }
   if (ascending) return false;
-  if (high - low < 8 * pending.size()) {
+  if (high - low < 64 * pending.size()) {
     std::vector<bool> seen(high - low + 1, false);
     for (const Job& job : pending) {
       if (seen[job.id - low]) return true;

@@ -51,7 +51,17 @@ OrderingKeys::OrderingKeys(const ClusterState& state, const OrderingWeights& wei
   }
 }
 
+void OrderingKeys::KeepBases() {
+  const std::size_t classes = state_.priority_class_count();
+  std::vector<double> bases(state_.queue_count() * classes);
+  for (QueueId q = 0; q < state_.queue_count(); ++q) {
+    for (PriorityClassId c = 0; c < classes; ++c) bases[q * classes + c] = Base(q, c);
+  }
+  bases_ = std::move(bases);
+}
+
 double OrderingKeys::Base(QueueId queue, PriorityClassId cls) const {
+  if (!bases_.empty()) return bases_[queue * state_.priority_class_count() + cls];
   const OrderingWeights& w = weights_;
   const double class_factor = Clamp01(state_.priority_class(cls).value / max_class_);
   const double queue_factor = Clamp01(state_.queue(queue).spec.priority / max_queue_priority_);
@@ -137,7 +147,8 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
                                         Millis now, const OrderingWeights& w,
                                         Millis default_runtime,
                                         std::span<const std::uint32_t> hint) {
-  const OrderingKeys ordering(state, w);
+  OrderingKeys ordering(state, w);
+  if (pending.size() > state.queue_count() * state.priority_class_count()) ordering.KeepBases();
   std::vector<double> keys(pending.size());
   for (std::size_t i = 0; i < pending.size(); ++i) keys[i] = ordering.Key(pending[i], now);
   // Least attained service: the service queue first (lower first), then (kGittins) the index,

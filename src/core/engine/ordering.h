@@ -31,6 +31,8 @@ class OrderingKeys {
   // The key of a job of (queue, class) without its age: a job's key lies within the age weight of
   // it, so a job whose base exceeds another's by more than the age weight is always first.
   double Base(QueueId queue, PriorityClassId cls) const;
+  // Computes Base for every queue and class once, for the keys of many jobs (OrderPending).
+  void KeepBases();
   // Whether every job of (queue a, class a) is before every job of (queue b, class b), at any
   // time, whatever their ages.
   bool AlwaysBefore(QueueId a, PriorityClassId a_class, QueueId b, PriorityClassId b_class) const {
@@ -44,6 +46,7 @@ class OrderingKeys {
   double max_class_ = 1;
   double max_queue_priority_ = 1;
   std::vector<double> fair_share_;  // per queue
+  std::vector<double> bases_;       // KeepBases: by queue, then class
 };
 
 }  // namespace arbiter::engine
