@@ -282,11 +282,10 @@ class Cycle {
                  [&] { preferred_ = engine::PreferredModels(state_, pending_, order); });
     }
     const bool may_stop = MayStopEarly();
-    if (may_stop) RestNeeds(order);
     // Jobs within their queue's guarantee first, in order; then, in order, those that must borrow.
     std::vector<std::uint32_t> deferred;
     for (std::size_t k = 0; k < order.size(); ++k) {
-      if (may_stop && k > 0 && NoneOfTheRestCanChange(k)) {
+      if (may_stop && k > 0 && NoneOfTheRestCanChange(order, k)) {
         rest_ = order.subspan(k);
         plan_.unexplained = rest_.size();
         break;
@@ -348,8 +347,9 @@ class Cycle {
   // nothing else: no reservation is left to give, and the free GPUs (those the reservations hold
   // too: a job that ends before them may use them) meet none of their needs. Capacity only
   // shrinks within a cycle, so the second pass cannot place them either.
-  bool NoneOfTheRestCanChange(std::size_t k) {
+  bool NoneOfTheRestCanChange(std::span<const std::uint32_t> order, std::size_t k) {
     if (static_cast<int>(plan_.reservations.size()) < options_.backfill.reservations) return false;
+    if (rest_milli_.empty()) RestNeeds(order);  // (a cycle that gives no reservation needs none)
     // The free capacity changes only with a job placed or a reservation made.
     const std::size_t stamp = placed_.size() + plan_.reservations.size();
     if (stamp != free_stamp_) {
