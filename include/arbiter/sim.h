@@ -117,8 +117,9 @@ struct SimOptions {
   // leave every waiting job short of capacity are no change (Plan::capacity), and while that
   // promise holds for every waiting job, neither is the time. A job that waits behind a job of its
   // strict-FIFO queue in every cycle (Engine::StaysBehind) is parked: the engine is not given it
-  // until that job starts. Decisions are the same either way; off, every cycle runs on every
-  // waiting job (`arbiter explain --scenario` sees each).
+  // until that job starts; and, unless on_cycle is set, a cycle stops once none of the rest of
+  // the order can start (EngineOptions::explain_every_job). Decisions are the same either way;
+  // off, every cycle runs on every waiting job (`arbiter explain --scenario` sees each).
   bool skip_unchanged_cycles = true;
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
