@@ -28,6 +28,17 @@ Job InQueue(const ClusterState& state, JobId id, const std::string& queue, Milli
   return j;
 }
 
+// `n` jobs of both queues and three classes, submitted in a scrambled order within `spread` ms.
+std::vector<Job> MixedJobs(const ClusterState& state, JobId n, Millis spread) {
+  std::vector<Job> jobs;
+  for (JobId id = 1; id <= n; ++id) {
+    Job j = InQueue(state, id, id % 3 == 0 ? "b" : "a", static_cast<Millis>(id * 7919) % spread);
+    j.priority_class = static_cast<PriorityClassId>(id % 3);
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
 TEST(Order, TiesGoBySubmitTimeThenId) {
   ClusterState state = MakeState(TwoQueues());
   std::vector<Job> jobs = {InQueue(state, 3, "a", 5), InQueue(state, 1, "a", 5),
@@ -41,12 +52,7 @@ TEST(Order, TiesGoBySubmitTimeThenId) {
 // the engine merges the arrivals in. The order is the jobs', whatever the list's.
 TEST(Order, AListInTheLastOrderWithArrivalsAfterItGivesTheSameOrderAsAnyOther) {
   ClusterState state = MakeState(TwoQueues());
-  std::vector<Job> jobs;
-  for (JobId id = 1; id <= 40; ++id) {
-    Job j = InQueue(state, id, id % 3 == 0 ? "b" : "a", static_cast<Millis>((id * 7919) % 50));
-    j.priority_class = static_cast<PriorityClassId>(id % 3);
-    jobs.push_back(j);
-  }
+  const std::vector<Job> jobs = MixedJobs(state, 40, 50);
   OrderingWeights w;
   const Millis now = 100;
   auto ids = [](const std::vector<Job>& list, const std::vector<std::uint32_t>& order) {
@@ -69,12 +75,7 @@ TEST(Order, AListInTheLastOrderWithArrivalsAfterItGivesTheSameOrderAsAnyOther) {
 // Engine::Schedule's order_hint: any hint, valid or not, gives the same order.
 TEST(Order, AnOrderHintGivesTheSameOrderAsNone) {
   ClusterState state = MakeState(TwoQueues());
-  std::vector<Job> jobs;
-  for (JobId id = 1; id <= 30; ++id) {
-    Job j = InQueue(state, id, id % 2 == 0 ? "b" : "a", static_cast<Millis>((id * 7919) % 40));
-    j.priority_class = static_cast<PriorityClassId>(id % 3);
-    jobs.push_back(j);
-  }
+  const std::vector<Job> jobs = MixedJobs(state, 30, 40);
   OrderingWeights w;
   const std::vector<std::uint32_t> plain = engine::OrderPending(state, jobs, 100, w);
   // The order itself, a part of it (the rest merged in), reversed, and invalid ones (an index
