@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "arbiter/engine.h"
 #include "arbiter/state.h"
@@ -19,6 +20,10 @@ void BeginService(Job& job, Millis now, const OrderingWeights& w);
 // to Job::attained when the job stops running and goes back to pending.
 Millis ServiceOfRun(const ClusterState& state, const Job& job, GpuTypeId type, Millis ran,
                     const OrderingWeights& w);
+
+// A job that stops running (to pending, or at its end) after `ran` ms on GPU model `type`: adds
+// the run to Job::time_on_model, which Gavel's rounds read (nothing for kNone or no time).
+void AddTimeOnModel(std::vector<Millis>& time_on_model, GpuTypeId type, Millis ran);
 
 // A job that completed after running `ran` ms in all (over all its runs) on `milli` GPUs: under a
 // Gittins order, the state learns its size (ClusterState::RecordFinishedService, the last

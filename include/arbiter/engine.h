@@ -43,8 +43,19 @@ enum class OrderPolicy : std::uint8_t {
   // its own (Eviction::Kind::kFinishTimeFairness): Themis's leases, at whose end the GPUs go to
   // the jobs furthest from their fair finish.
   kFinishTimeFairness,
+  // Gavel's round-based scheduling (Narayanan et al., OSDI 2020) of the allocation its linear
+  // program gives on the cluster's throughput matrix (engine GavelScope): for each job, the share
+  // of its time it should run on each GPU model, to maximise the objective `heterogeneity` names
+  // (kMaxMinFairness: the least normalised effective throughput of any job; kMaxThroughput: their
+  // sum). A job's priority on a model is that share over the share of its time since its
+  // submission that it has run there (Job::time_on_model); the pending job of highest priority
+  // goes first, on the model of its highest priority, then the weighted key. A waiting job may
+  // evict running work of its tree that has run `gavel_round` since its start and whose priority
+  // on its model is below the waiting job's there (Eviction::Kind::kAllocationRound): the rounds
+  // at whose ends Gavel hands the GPUs out again.
+  kGavel,
 };
-// "multifactor", "las", "las-2d", "gittins", "ftf".
+// "multifactor", "las", "las-2d", "gittins", "ftf", "gavel".
 const char* OrderPolicyName(OrderPolicy policy);
 
 // How a job's GPU model is chosen where it may take several, and what its service counts, on the
@@ -85,6 +96,9 @@ struct OrderingWeights {
   // kFinishTimeFairness: the least a job runs, from its start, before a job of higher rho may
   // evict it (Themis's lease).
   Millis ftf_lease = 10 * 60 * kMillisPerSecond;
+  // kGavel: the least a job runs, from its start, before a job of higher priority on its model
+  // may evict it (Gavel's round, 6 minutes in its paper).
+  Millis gavel_round = 6 * 60 * kMillisPerSecond;
   HeterogeneityPolicy heterogeneity = HeterogeneityPolicy::kOff;
 
   double priority_class = 10000;  // class value / largest class value
@@ -116,6 +130,14 @@ int RunningLasQueue(const ClusterState& state, const RunningJob& running, Millis
                     const OrderingWeights& w);
 inline bool IsLas(OrderPolicy p) {
   return p == OrderPolicy::kLas || p == OrderPolicy::kLas2d || p == OrderPolicy::kGittins;
+}
+// Job::time_on_model for GPU model `type` (0 beyond the vector, and for kNone).
+inline Millis TimeOnModel(const Job& job, GpuTypeId type) {
+  return type < job.time_on_model.size() ? job.time_on_model[type] : 0;
+}
+// The orders that hand the GPUs out in leases (finish-time fairness, Gavel's rounds).
+inline bool IsLeaseOrder(OrderPolicy p) {
+  return p == OrderPolicy::kFinishTimeFairness || p == OrderPolicy::kGavel;
 }
 // OrderPolicy::kFinishTimeFairness: the rho of a pending `job` at `now`, with `work` its work (its
 // estimate, or the default), `queues` the queues with jobs pending or running and `cluster_milli`

@@ -212,6 +212,10 @@ struct Job {
   Millis attained = 0;
   Millis starved = 0;
   Millis service_time = 0;
+  // Gavel's rounds (scheduler.ordering.policy gavel), kept by the driver: the time the job has
+  // run on each GPU model (by GpuTypeId; missing entries are 0), over its runs before the current
+  // one (the engine adds the current run's time itself). AddTimeOnModel adds a run.
+  std::vector<Millis> time_on_model;
 
   std::int64_t task_count() const;
   MilliGpu total_gpu() const;

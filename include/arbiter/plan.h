@@ -129,13 +129,16 @@ struct Eviction {
   // (preempt_lower_priority); reclaim of quota another queue borrowed; or, under a least-
   // attained-service order, of a job in a lower service queue (kAttainedService); or, under the
   // finish-time fairness order, of a job that has held its GPUs a lease and is nearer its fair
-  // finish than the preemptor (kFinishTimeFairness).
+  // finish than the preemptor (kFinishTimeFairness); or, under Gavel's rounds, of a job that has
+  // held its GPUs a round and has had more of its allocation on their model than the preemptor
+  // (kAllocationRound).
   enum class Kind : std::uint8_t {
     kWithinQueue,
     kQueuePriority,
     kReclaim,
     kAttainedService,
-    kFinishTimeFairness
+    kFinishTimeFairness,
+    kAllocationRound
   } kind = Kind::kWithinQueue;
   std::string signal;
   Millis signal_at = 0;
@@ -144,7 +147,7 @@ struct Eviction {
 };
 
 // The eviction's kind as the CLI, the events and the metrics name it: within_queue,
-// queue_priority, reclaim, attained_service, finish_time_fairness.
+// queue_priority, reclaim, attained_service, finish_time_fairness, allocation_round.
 const char* EvictionKindName(Eviction::Kind kind);
 
 struct Unplaced {

@@ -224,13 +224,18 @@ class ClusterLoader {
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
                  "age_weight", "max_age", "las_thresholds", "starvation_factor", "gittins_quantum",
-                 "gittins_window", "ftf_lease", "heterogeneity"});
+                 "gittins_window", "ftf_lease", "gavel_round", "heterogeneity"});
       OrderingWeights& w = out_.engine.ordering;
-      if (const Value* x = o.Find("policy")) {
-        constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor, OrderPolicy::kLas,
-                                             OrderPolicy::kLas2d, OrderPolicy::kGittins,
-                                             OrderPolicy::kFinishTimeFairness};
-        w.policy = kPolicies[x->Choice({"multifactor", "las", "las-2d", "gittins", "ftf"})];
+      const Value* policy = o.Find("policy");
+      if (policy) {
+        constexpr OrderPolicy kPolicies[] = {OrderPolicy::kMultifactor,
+                                             OrderPolicy::kLas,
+                                             OrderPolicy::kLas2d,
+                                             OrderPolicy::kGittins,
+                                             OrderPolicy::kFinishTimeFairness,
+                                             OrderPolicy::kGavel};
+        w.policy =
+            kPolicies[policy->Choice({"multifactor", "las", "las-2d", "gittins", "ftf", "gavel"})];
       }
       if (const Value* x = o.Find("las_thresholds")) {
         // Durations: time run (las), or GPU-time (las-2d, gittins: 1h is one GPU-hour).
@@ -245,16 +250,23 @@ class ClusterLoader {
       if (const Value* x = o.Find("starvation_factor")) w.starvation_factor = x->Number(0);
       if (const Value* x = o.Find("gittins_quantum")) w.gittins_quantum = PositiveDuration(*x);
       if (const Value* x = o.Find("ftf_lease")) w.ftf_lease = PositiveDuration(*x);
+      if (const Value* x = o.Find("gavel_round")) w.gavel_round = PositiveDuration(*x);
       if (const Value* x = o.Find("heterogeneity")) {
         constexpr HeterogeneityPolicy kHeterogeneity[] = {HeterogeneityPolicy::kOff,
                                                           HeterogeneityPolicy::kMaxThroughput,
                                                           HeterogeneityPolicy::kMaxMinFairness};
         w.heterogeneity = kHeterogeneity[x->Choice({"none", "max-throughput", "max-min-fairness"})];
-        if (w.heterogeneity == HeterogeneityPolicy::kMaxMinFairness && !IsLas(w.policy)) {
+        if (w.heterogeneity == HeterogeneityPolicy::kMaxMinFairness && !IsLas(w.policy) &&
+            w.policy != OrderPolicy::kGavel) {
           x->Fail(
-              "max-min-fairness counts a least-attained-service order's service: it needs policy "
-              "las, las-2d or gittins");
+              "max-min-fairness counts a least-attained-service order's service, or is the "
+              "objective of Gavel's allocation: it needs policy las, las-2d, gittins or gavel");
         }
+      }
+      if (w.policy == OrderPolicy::kGavel && w.heterogeneity == HeterogeneityPolicy::kOff) {
+        policy->Fail(
+            "gavel allocates by an objective: set heterogeneity to max-min-fairness or "
+            "max-throughput");
       }
       if (const Value* x = o.Find("gittins_window"))
         w.gittins_window = static_cast<std::int32_t>(x->Int(1, 1000000));

@@ -364,6 +364,7 @@ class Writer {
                            w.gittins_window);
       if (w.policy == OrderPolicy::kFinishTimeFairness)
         las += ", ftf_lease: " + Duration(w.ftf_lease);
+      if (w.policy == OrderPolicy::kGavel) las += ", gavel_round: " + Duration(w.gavel_round);
     }
     if (w.heterogeneity != HeterogeneityPolicy::kOff)
       las += fmt::format(", heterogeneity: {}", HeterogeneityPolicyName(w.heterogeneity));

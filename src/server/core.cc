@@ -330,11 +330,14 @@ void Core::ApplyLocked(const Event& event) {
   Entry& entry = it->second;
   const JobState before = entry.stored.status.state;
   const bool was_finished = store::IsFinished(before);
-  // The GPU model of the run this event may end (its service counts by the model).
-  const std::optional<GpuTypeId> ran_on =
-      state_ && !entry.stored.status.allocation.gpu_type.empty()
-          ? state_->FindGpuType(entry.stored.status.allocation.gpu_type)
-          : std::nullopt;
+  // The GPU model of the run this event may end (its service counts by the model); kNone if
+  // unknown.
+  GpuTypeId ran_on = kNone;
+  if (state_ && !entry.stored.status.allocation.gpu_type.empty()) {
+    if (const std::optional<GpuTypeId> type =
+            state_->FindGpuType(entry.stored.status.allocation.gpu_type))
+      ran_on = *type;
+  }
   // The nodes it ran on and the nodes it runs on now: their agents are told.
   TouchNodesLocked(entry.stored.status.allocation);
   // The store has applied the same event to the same status: it cannot be refused here.
@@ -346,13 +349,14 @@ void Core::ApplyLocked(const Event& event) {
   }
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending) {
     // Back to pending (evicted, requeued): the time it ran counts as its attained service for a
-    // least-attained-service order (kept in memory only).
+    // least-attained-service order, and as its time on the model for Gavel's rounds (kept in
+    // memory only).
     if (entry.run_start >= 0) {
       const Millis ran = std::max<Millis>(0, event.time - entry.run_start);
-      entry.job.attained += state_ ? ServiceOfRun(*state_, entry.job, ran_on.value_or(kNone), ran,
-                                                  config_.engine.ordering)
-                                   : ran;
-      entry.ran += std::max<Millis>(0, event.time - entry.run_start);
+      entry.job.attained +=
+          state_ ? ServiceOfRun(*state_, entry.job, ran_on, ran, config_.engine.ordering) : ran;
+      entry.ran += ran;
+      AddTimeOnModel(entry.job.time_on_model, ran_on, ran);
       entry.job.service_time = event.time;
     }
     entry.run_start = -1;

@@ -84,6 +84,7 @@ struct Run {
   Millis attained = 0;
   Millis starved = 0;
   Millis ran = 0;  // the time it has run, over all its runs (a Gittins order learns job sizes)
+  std::vector<Millis> time_on_model;  // Job::time_on_model (Gavel's rounds)
   Millis longest_pending = 0;
   Millis first_start = -1;
   Millis end = -1;
@@ -356,6 +357,7 @@ void Simulation::MakePending(std::uint32_t r, Millis now) {
   job.attained = run.attained;
   job.starved = run.starved;
   job.service_time = now;
+  job.time_on_model = run.time_on_model;
   // A parked job changes no plan (it is not in the engine's pending list); the cycles keep their
   // times all the same.
   if (Park(r, job, now)) {
@@ -549,6 +551,7 @@ void Simulation::EndRun(std::uint32_t r, Millis stop, Millis saved, bool requeue
   }
   const Progress p = ProgressAt(run, stop);
   run.ran += std::max<Millis>(0, stop - run.run_start);
+  AddTimeOnModel(run.time_on_model, run.gpu_type, stop - run.run_start);
   if (requeued) {
     run.attained +=
         ServiceOfRun(state_, run.spec->job, run.gpu_type, std::max<Millis>(0, stop - run.run_start),

@@ -370,6 +370,26 @@ TEST(ConfigCluster, FinishTimeFairnessOrder) {
                 "ftf_lease"));
 }
 
+TEST(ConfigCluster, GavelRounds) {
+  ClusterConfig c = MustParseCluster(std::string(kCluster) + R"(scheduler:
+  ordering: {policy: gavel, heterogeneity: max-min-fairness, gavel_round: 30m}
+)");
+  EXPECT_EQ(c.engine.ordering.policy, OrderPolicy::kGavel);
+  EXPECT_STREQ(OrderPolicyName(c.engine.ordering.policy), "gavel");
+  EXPECT_EQ(c.engine.ordering.heterogeneity, HeterogeneityPolicy::kMaxMinFairness);
+  EXPECT_EQ(c.engine.ordering.gavel_round, 30 * 60 * 1000LL);
+  EXPECT_EQ(MustParseCluster(kCluster).engine.ordering.gavel_round, 6 * 60 * 1000LL);
+  // The objective is the heterogeneity policy's; none is an error that names both.
+  const std::string none =
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: gavel}\n");
+  EXPECT_TRUE(HasSubstr(none, "scheduler.ordering.policy")) << none;
+  EXPECT_TRUE(HasSubstr(none, "heterogeneity")) << none;
+  EXPECT_TRUE(HasSubstr(
+      ClusterError(std::string(kCluster) + "scheduler:\n  ordering: {policy: gavel, heterogeneity: "
+                                           "max-throughput, gavel_round: 0s}\n"),
+      "gavel_round"));
+}
+
 TEST(ConfigCluster, GpuThroughputAndHeterogeneity) {
   const std::string matrix = R"(gpu_throughput:
   workloads:

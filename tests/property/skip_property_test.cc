@@ -135,7 +135,8 @@ Case RandomLasCase(Random& rnd) {
 
 // The LAS cases on two GPU models with a throughput matrix, jobs of three kinds (one without a
 // row), each job on its fastest model and, under max-min fairness, its service counted in
-// normalised throughput: a running job crosses a threshold at its own rate.
+// normalised throughput: a running job crosses a threshold at its own rate. Or, in some, Gavel's
+// rounds.
 Case RandomHeterogeneousCase(Random& rnd) {
   Case c = RandomLasCase(rnd);
   for (std::size_t n = 1; n < c.cluster.nodes.size(); n += 2) {
@@ -146,6 +147,11 @@ Case RandomHeterogeneousCase(Random& rnd) {
   c.engine.ordering.heterogeneity = rnd.Of<HeterogeneityPolicy>(
       {HeterogeneityPolicy::kMaxMinFairness, HeterogeneityPolicy::kMaxMinFairness,
        HeterogeneityPolicy::kMaxThroughput});
+  // Or Gavel's allocation for the same objective, realised in rounds of minutes.
+  if (rnd.Chance(30)) {
+    c.engine.ordering.policy = OrderPolicy::kGavel;
+    c.engine.ordering.gavel_round = rnd.In(2, 20) * kMinute;
+  }
   for (SimJob& job : c.workload.jobs) {
     const std::string kind = rnd.Of<std::string>({"fast", "slow", "other"});
     job.job.labels["model"] = kind;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/engine/finish_time_fairness.h"
+#include "core/engine/gavel.h"
 #include "core/engine/las.h"
 #include "core/engine/stages.h"
 
@@ -246,7 +247,12 @@ class Cycle {
         timer_(options.clock_micros) {
     plan_.now = now;
     if (options.ordering.policy == OrderPolicy::kFinishTimeFairness && options.preemption.enabled)
-      ftf_.emplace(state, pending, options.backfill.default_runtime);
+      lease_ = &ftf_.emplace(state, pending, options.backfill.default_runtime,
+                             options.ordering.ftf_lease);
+    if (options.ordering.policy == OrderPolicy::kGavel) {
+      gavel_.emplace(state, pending, options.ordering);
+      if (options.preemption.enabled) lease_ = &*gavel_;
+    }
     plan_.binds.reserve(pending.size());  // PlacedJob points into it
     plan_.unplaced.reserve(pending.size());
     // A job id repeated in the pending list is refused after its first occurrence in order; the
@@ -276,8 +282,18 @@ class Cycle {
     const std::span<const std::uint32_t> order =
         pending_.size() > 1 ? std::span<const std::uint32_t>(ordered)
                             : std::span<const std::uint32_t>(&first, pending_.size());
-    if (options_.ordering.heterogeneity != HeterogeneityPolicy::kOff && state_.has_throughput() &&
-        pending_.size() > 1) {
+    if (gavel_) {
+      // Gavel: the model of the job's highest priority; none with no share anywhere.
+      timer_.Run(Stage::kOrder, [&] {
+        preferred_.assign(pending_.size(), kNone);
+        for (std::size_t i = 0; i < pending_.size(); ++i) {
+          if (pending_[i].total_gpu().value() <= 0) continue;
+          const GpuTypeId type = gavel_->BestOf(pending_[i], now_).type;
+          preferred_[i] = type == kNone ? engine::kNoModelLeft : type;
+        }
+      });
+    } else if (options_.ordering.heterogeneity != HeterogeneityPolicy::kOff &&
+               state_.has_throughput() && pending_.size() > 1) {
       timer_.Run(Stage::kOrder,
                  [&] { preferred_ = engine::PreferredModels(state_, pending_, order); });
     }
@@ -379,10 +395,12 @@ class Cycle {
     };
     const OrderingWeights& w = options_.ordering;
     // Finish-time fairness: every waiting job's rho grows with its wait, each at its own rate, so
-    // the order, and whom a waiting job may evict, may change at any time.
+    // the order, and whom a waiting job may evict, may change at any time. Gavel's priorities
+    // likewise, and with them the model a waiting job tries first.
     if (w.policy == OrderPolicy::kFinishTimeFairness &&
         (pending_.size() > 1 || options_.preemption.enabled))
       return now_;
+    if (w.policy == OrderPolicy::kGavel) return now_;
     // The order. Fair share reads the usage of the last refresh; it matters only between queues:
     // among the pending jobs, or to the rule of who may evict whom when a queue may evict
     // lower-priority queues.
@@ -431,17 +449,16 @@ class Cycle {
   // Plan::capacity: the needs of the jobs that wait and could start before the next change.
   // Jobs behind the blocked head of a strict-FIFO queue start after it, unless the order within
   // the queue reads what an end changes (the Gittins index learns from finished jobs; finish-time
-  // fairness reads the running jobs). Whether a victim search succeeds is not a matter of the
-  // free capacity alone (an end also lowers its queue's usage): no promise when a waiting job may
-  // ever evict.
+  // fairness and Gavel's allocation read the running jobs). Whether a victim search succeeds is not
+  // a matter of the free capacity alone (an end also lowers its queue's usage): no promise when a
+  // waiting job may ever evict.
   CapacityHold Capacity() const {
     CapacityHold hold;
     if (!plan_.binds.empty() || !plan_.evictions.empty() || may_evict_) return hold;
     hold.given = true;
     hold.timeless = true;
     const OrderPolicy policy = options_.ordering.policy;
-    const bool heads_hold =
-        policy != OrderPolicy::kGittins && policy != OrderPolicy::kFinishTimeFairness;
+    const bool heads_hold = policy != OrderPolicy::kGittins && !IsLeaseOrder(policy);
     for (const Unplaced& u : plan_.unplaced) {
       if (u.reason.verdict != Verdict::kWait) continue;
       if (heads_hold && u.reason.cause == Cause::kQueueOrder) {
@@ -458,7 +475,9 @@ class Cycle {
         hold.timeless = false;
       hold.Add(CapacityNeed::Of(job));
     }
-    hold.arrivals = !options_.preemption.enabled || !Policy().AnyMayEverEvict();
+    // (Gavel's allocation is over every job: an arrival changes the models the others try.)
+    hold.arrivals = (!options_.preemption.enabled || !Policy().AnyMayEverEvict()) &&
+                    policy != OrderPolicy::kGavel;
     // (The heterogeneity policy shares the GPU models out among every waiting job, those behind
     // a blocked head too: there, an arrival may change whom the models go to.)
     const bool shares_models =
@@ -940,9 +959,9 @@ class Cycle {
         continue;
       }
       const Job& job = pending_[entry.pending_index];
-      // (Under finish-time fairness whom a job may evict depends on its own rho: no shape repeats
+      // (Under a lease order whom a job may evict depends on its own standing: no shape repeats
       // another's refusal.)
-      const bool by_shape = job.affinity.empty() && !ftf_;
+      const bool by_shape = job.affinity.empty() && !lease_;
       ShapeKey key;
       if (by_shape) {
         key = KeyOf(entry.pending_index, kNone);
@@ -961,8 +980,8 @@ class Cycle {
       for (GpuTypeId t : AcceptedTypes(state_, job)) {
         JobFilter filter = engine::MakeJobFilter(state_, job, t, /*strict=*/false, placed_);
         std::optional<engine::PreemptionResult> result = timer_.Run(Stage::kPreempt, [&] {
-          return engine::Preempt(cycle_, policy, filter, now_, budget, evicted, options_,
-                                 ftf_ ? &*ftf_ : nullptr, &refusals);
+          return engine::Preempt(cycle_, policy, filter, now_, budget, evicted, options_, lease_,
+                                 &refusals);
         });
         if (!result) continue;
         Millis start = now_;
@@ -1049,6 +1068,10 @@ class Cycle {
   std::unordered_map<QueueId, std::uint32_t> fifo_blocked_;
   // Under finish-time fairness with preemption: the rhos' shared inputs, from the state as it came.
   std::optional<engine::FinishTimeFairnessScope> ftf_;
+  // Under Gavel's rounds: the allocation, from the state as it came.
+  std::optional<engine::GavelScope> gavel_;
+  // The lease order whose leases evict (either of the above, with preemption); else nullptr.
+  const engine::LeaseOrder* lease_ = nullptr;
   mutable std::optional<engine::VictimPolicy> policy_;  // Policy()
   // Heterogeneity: the GPU model each pending job tries first (engine::PreferredModels); empty
   // when no heterogeneity policy applies.

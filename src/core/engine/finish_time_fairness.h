@@ -11,15 +11,17 @@
 #include <vector>
 
 #include "arbiter/engine.h"
+#include "core/engine/lease_order.h"
 #include "core/state/cluster_state.h"
 
 namespace arbiter::engine {
 
-class FinishTimeFairnessScope {
+class FinishTimeFairnessScope : public LeaseOrder {
  public:
   FinishTimeFairnessScope(const ClusterState& state, std::span<const Job> pending,
-                          Millis default_runtime)
-      : cluster_milli_(static_cast<std::int64_t>(state.device_count()) * kMilliPerGpu),
+                          Millis default_runtime, Millis lease)
+      : LeaseOrder(lease, Eviction::Kind::kFinishTimeFairness),
+        cluster_milli_(static_cast<std::int64_t>(state.device_count()) * kMilliPerGpu),
         default_runtime_(default_runtime) {
     std::vector<bool> active(state.queue_count(), false);
     for (const Job& job : pending) {
@@ -35,8 +37,12 @@ class FinishTimeFairnessScope {
   double Pending(const Job& job, Millis now) const {
     return FinishTimeFairness(job, now, WorkOf(job), queues_, cluster_milli_);
   }
+  // (The same for every GPU model.)
+  double Pending(const Job& job, Millis now, GpuTypeId /*type*/) const override {
+    return Pending(job, now);
+  }
   // The rho of a running job at `now`, as if it runs on to its end.
-  double Running(const RunningJob& r, Millis now) const {
+  double Running(const RunningJob& r, Millis now) const override {
     return RunningFinishTimeFairness(r.job, r.start_time, now, WorkOf(r.job), queues_,
                                      cluster_milli_);
   }

@@ -3,6 +3,7 @@
 
 #include "arbiter/attained_service.h"
 #include "core/engine/finish_time_fairness.h"
+#include "core/engine/gavel.h"
 #include "core/engine/las.h"
 #include "core/engine/stages.h"
 
@@ -177,11 +178,17 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
         keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
     }
   }
-  std::vector<double> rho;  // kFinishTimeFairness: higher first
+  // kFinishTimeFairness: the rho; kGavel: the priority on the job's best model. Higher first.
+  std::vector<double> rho;
   if (w.policy == OrderPolicy::kFinishTimeFairness) {
-    const FinishTimeFairnessScope scope(state, pending, default_runtime);
+    const FinishTimeFairnessScope scope(state, pending, default_runtime, w.ftf_lease);
     rho.resize(pending.size());
     for (std::size_t i = 0; i < pending.size(); ++i) rho[i] = scope.Pending(pending[i], now);
+  } else if (w.policy == OrderPolicy::kGavel) {
+    const GavelScope scope(state, pending, w);
+    rho.resize(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i)
+      rho[i] = scope.BestOf(pending[i], now).priority;
   }
   auto entered = [&](std::uint32_t i) { return since.empty() ? pending[i].submit_time : since[i]; };
   std::vector<std::uint32_t> order = Start(pending.size(), hint);
@@ -235,6 +242,8 @@ const char* OrderPolicyName(OrderPolicy policy) {
       return "gittins";
     case OrderPolicy::kFinishTimeFairness:
       return "ftf";
+    case OrderPolicy::kGavel:
+      return "gavel";
   }
   return "?";
 }
@@ -293,6 +302,12 @@ void BeginService(Job& job, Millis now, const OrderingWeights& w) {
   job.attained = service.attained;
   job.starved = service.starved;
   job.service_time = now;
+}
+
+void AddTimeOnModel(std::vector<Millis>& time_on_model, GpuTypeId type, Millis ran) {
+  if (type == kNone || ran <= 0) return;
+  if (time_on_model.size() <= type) time_on_model.resize(type + 1, 0);
+  time_on_model[type] += ran;
 }
 
 void RecordCompletion(ClusterState& state, const OrderingWeights& w, Millis ran,

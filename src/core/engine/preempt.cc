@@ -22,7 +22,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "core/engine/finish_time_fairness.h"
+#include "core/engine/lease_order.h"
 #include "core/engine/stages.h"
 
 namespace arbiter::engine {
@@ -82,8 +82,7 @@ class Search {
  public:
   Search(Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
          std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded,
-         const CycleOptions& options, const FinishTimeFairnessScope* ftf,
-         PreemptionRefusals* refusals)
+         const CycleOptions& options, const LeaseOrder* lease, PreemptionRefusals* refusals)
       : refusals_(refusals),
         tx_(tx),
         policy_(policy),
@@ -94,17 +93,18 @@ class Search {
         budget_(gpu_budget),
         excluded_(excluded),
         options_(options),
-        ftf_(ftf) {
+        lease_(lease) {
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
                    !LimitedResources(state_, job_.queue, filter.type).empty();
     relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
     // Least attained service: a job of a higher service queue may be evicted from any queue of
     // the preemptor's tree (the search asks each running job).
-    // Finish-time fairness likewise: running work of its tree past its lease and of a lower rho.
+    // The lease orders likewise: running work of its tree past its lease and of a lower standing
+    // (the preemptor's, for the GPU model it would take).
     if (IsLas(options_.ordering.policy))
       las_queue_ = PendingLasQueue(job_, now_, options_.ordering);
-    if (ftf_) ftf_rho_ = ftf_->Pending(job_, now_);
+    if (lease_) standing_ = lease_->Pending(job_, now_, filter.type);
     if (ServiceOrder()) {
       for (QueueId q = 0; q < state_.queue_count(); ++q) {
         if (policy_.SameTree(q, job_.queue)) victim_queues_ |= std::uint64_t{1} << (q % 64);
@@ -135,9 +135,9 @@ class Search {
   }
 
   std::optional<PreemptionResult> Run() { return Find(); }
-  // Whether the order evicts by its own rule (least attained service, finish-time fairness),
-  // which reads each running job.
-  bool ServiceOrder() const { return las_queue_ >= 0 || ftf_ != nullptr; }
+  // Whether the order evicts by its own rule (least attained service, a lease order), which reads
+  // each running job.
+  bool ServiceOrder() const { return las_queue_ >= 0 || lease_ != nullptr; }
 
  private:
   std::optional<PreemptionResult> Find() {
@@ -215,9 +215,9 @@ class Search {
         RunningLasQueue(state_, *r, now_, options_.ordering) > las_queue_) {
       kind = Eviction::Kind::kAttainedService;
     }
-    if (ftf_ && policy_.SameTree(r->job.queue, job_.queue) &&
-        now_ - r->start_time >= options_.ordering.ftf_lease && ftf_->Running(*r, now_) < ftf_rho_) {
-      kind = Eviction::Kind::kFinishTimeFairness;
+    if (lease_ && policy_.SameTree(r->job.queue, job_.queue) &&
+        now_ - r->start_time >= lease_->lease() && lease_->Running(*r, now_) < standing_) {
+      kind = lease_->kind();
     }
     if (!kind) return std::nullopt;
     if (*kind == Eviction::Kind::kQueuePriority &&
@@ -232,7 +232,7 @@ class Search {
       Refused(guard, until, r->job.id);
       return std::nullopt;
     }
-    if (*kind != Eviction::Kind::kAttainedService && *kind != Eviction::Kind::kFinishTimeFairness &&
+    if (*kind != Eviction::Kind::kAttainedService && (!lease_ || *kind != lease_->kind()) &&
         OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
       Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
       return std::nullopt;
@@ -605,9 +605,9 @@ class Search {
   const std::unordered_set<JobId>& excluded_;
   const CycleOptions& options_;
   bool can_reclaim_ = false;
-  int las_queue_ = -1;  // the preemptor's service queue under least attained service; else -1
-  const FinishTimeFairnessScope* ftf_;  // under finish-time fairness; else nullptr
-  double ftf_rho_ = 0;                  // the preemptor's rho under finish-time fairness
+  int las_queue_ = -1;       // the preemptor's service queue under least attained service; else -1
+  const LeaseOrder* lease_;  // under a lease order; else nullptr
+  double standing_ = 0;      // the preemptor's standing under a lease order
   std::int64_t milli_ = 0;
   const TaskRequest* largest_ = nullptr;
   std::unordered_map<const RunningJob*, std::optional<Victim>> victims_;
@@ -647,11 +647,13 @@ std::string PreemptionRefusals::Describe() const {
   return out.empty() ? "" : "no preemption: " + out;
 }
 
-std::optional<PreemptionResult> Preempt(
-    Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
-    std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded, const CycleOptions& options,
-    const FinishTimeFairnessScope* ftf, PreemptionRefusals* refusals) {
-  Search search(tx, policy, filter, now, gpu_budget, excluded, options, ftf, refusals);
+std::optional<PreemptionResult> Preempt(Transaction& tx, const VictimPolicy& policy,
+                                        const JobFilter& filter, Millis now,
+                                        std::int64_t gpu_budget,
+                                        const std::unordered_set<JobId>& excluded,
+                                        const CycleOptions& options, const LeaseOrder* lease,
+                                        PreemptionRefusals* refusals) {
+  Search search(tx, policy, filter, now, gpu_budget, excluded, options, lease, refusals);
   return search.Run();
 }
 

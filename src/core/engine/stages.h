@@ -382,12 +382,12 @@ struct PreemptionResult {
 // are evicted and the preemptor's allocation taken and charged in `tx`; on failure `tx` is
 // unchanged. `gpu_budget` caps the victims' GPUs (milli; -1: none); jobs in `excluded` are not
 // victims (already evicted this cycle).
-// `ftf`: the cycle's finish-time fairness scope under that order (nullptr otherwise).
-class FinishTimeFairnessScope;
+// `lease`: the cycle's lease order (finish-time fairness, Gavel's rounds; nullptr otherwise).
+class LeaseOrder;
 std::optional<PreemptionResult> Preempt(
     Transaction& tx, const VictimPolicy& policy, const JobFilter& filter, Millis now,
     std::int64_t gpu_budget, const std::unordered_set<JobId>& excluded, const CycleOptions& options,
-    const FinishTimeFairnessScope* ftf = nullptr, PreemptionRefusals* refusals = nullptr);
+    const LeaseOrder* lease = nullptr, PreemptionRefusals* refusals = nullptr);
 
 }  // namespace arbiter::engine
 

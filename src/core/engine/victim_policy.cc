@@ -30,8 +30,7 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
     max_class_value_ = std::max(max_class_value_, pc.value);
     min_class_value_ = c == 0 ? pc.value : std::min(min_class_value_, pc.value);
   }
-  evicts_by_service_ =
-      IsLas(ordering.policy) || ordering.policy == OrderPolicy::kFinishTimeFairness;
+  evicts_by_service_ = IsLas(ordering.policy) || IsLeaseOrder(ordering.policy);
   std::vector<std::int32_t> tree_size(queues, 0);
   for (QueueId q = 0; q < queues; ++q) ++tree_size[root_[q]];
   for (QueueId q = 0; q < queues; ++q) tree_has_others_.push_back(tree_size[root_[q]] > 1 ? 1 : 0);
@@ -85,6 +84,7 @@ bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId
     case Eviction::Kind::kWithinQueue:
     case Eviction::Kind::kAttainedService:
     case Eviction::Kind::kFinishTimeFairness:
+    case Eviction::Kind::kAllocationRound:
       return false;
     case Eviction::Kind::kReclaim:
       return true;

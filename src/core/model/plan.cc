@@ -110,6 +110,8 @@ const char* EvictionKindName(Eviction::Kind kind) {
       return "attained_service";
     case Eviction::Kind::kFinishTimeFairness:
       return "finish_time_fairness";
+    case Eviction::Kind::kAllocationRound:
+      return "allocation_round";
   }
   return "unknown";
 }
