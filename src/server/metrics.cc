@@ -100,7 +100,7 @@ Metrics::Metrics()
               .Name("arbiter_evicted_jobs_total")
               .Help("Jobs evicted by the scheduler, per queue and priority class of the "
                     "victim and reason (within_queue, queue_priority, reclaim, attained_service, "
-                    "finish_time_fairness).")
+                    "finish_time_fairness, allocation_round).")
               .Register(*registry_)),
       lost_gpu_seconds_(BuildCounter()
                             .Name("arbiter_lost_gpu_seconds_total")
