@@ -59,8 +59,7 @@ class Analysis {
  public:
   Analysis(const ClusterConfig& config, const ClusterState& state)
       : preemption_(config.engine.preemption.enabled),
-        las_(IsLas(config.engine.ordering.policy) ||
-             config.engine.ordering.policy == OrderPolicy::kFinishTimeFairness),
+        las_(IsLas(config.engine.ordering.policy) || IsLeaseOrder(config.engine.ordering.policy)),
         state_(state),
         policy_(state, config.engine.ordering) {
     const std::size_t n = state.queue_count();
@@ -144,8 +143,8 @@ class Analysis {
   }
 
   bool preemption_;
-  // A least-attained-service or finish-time fairness order: its own evictions (kAttainedService,
-  // kFinishTimeFairness), of any preemptible work of the tree.
+  // A least-attained-service or lease order: its own evictions (kAttainedService,
+  // kFinishTimeFairness, kAllocationRound), of any preemptible work of the tree.
   bool las_;
   const ClusterState& state_;
   engine::VictimPolicy policy_;
