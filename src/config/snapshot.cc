@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "arbiter/attained_service.h"
 #include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
@@ -31,6 +32,16 @@ using internal::Entries;
 using internal::Entry;
 using internal::Map;
 using internal::Value;
+
+// Job::time_on_model by model name, the models the job has not run on left out.
+std::vector<std::pair<std::string, Millis>> TimeOnModels(const ClusterState& state,
+                                                         const Job& job) {
+  std::vector<std::pair<std::string, Millis>> out;
+  for (GpuTypeId t = 0; t < job.time_on_model.size() && t < state.gpu_type_count(); ++t) {
+    if (job.time_on_model[t] > 0) out.emplace_back(state.gpu_type_name(t), job.time_on_model[t]);
+  }
+  return out;
+}
 
 constexpr std::string_view kClusterFields[] = {"topology", "scheduler",      "priority_classes",
                                                "queues",   "gpu_throughput", "nodes"};
@@ -531,10 +542,16 @@ class Writer {
     if (s.max_retries != 0) Line(fmt::format("    max_retries: {}", s.max_retries));
     if (!s.idempotency_key.empty()) Line("    idempotency_key: " + Quote(s.idempotency_key));
     if (!j.evictions.empty()) Line("    evictions: " + Times(j.evictions));
-    if (j.attained > 0 || j.starved > 0) {
+    if (j.attained > 0 || j.starved > 0 || !j.time_on_model.empty()) {
       std::string service =
           fmt::format("attained: {}, starved: {}", Duration(j.attained), Duration(j.starved));
       if (j.service_time >= 0) service += ", since: " + Time(j.service_time);
+      if (!j.time_on_model.empty()) {
+        std::string models;
+        for (const auto& [model, time] : j.time_on_model)
+          models += (models.empty() ? "" : ", ") + Quote(model) + ": " + Duration(time);
+        service += ", time_on_model: {" + models + "}";
+      }
       Line("    service: {" + service + "}");
     }
     const std::string_view kind = section;
@@ -615,6 +632,7 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     j.start_time = r.start_time;
     j.attained = r.job.attained;
     j.starved = r.job.starved;
+    j.time_on_model = TimeOnModels(state, r.job);
     j.last_checkpoint = r.last_checkpoint > r.start_time ? r.last_checkpoint : -1;
     j.allocation = store::ToStoredAllocation(r.allocation, state);
     s.running.push_back(std::move(j));
@@ -627,6 +645,7 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     j.evictions.assign(evictions.begin(), evictions.end());
     j.attained = job.attained;
     j.starved = job.starved;
+    j.time_on_model = TimeOnModels(state, job);
     if (j.attained > 0 || j.starved > 0) j.service_time = job.service_time;
     s.pending.push_back(std::move(j));
   }
@@ -795,10 +814,20 @@ class SnapshotLoader {
       if (!j.evictions.empty()) state_->RestoreEvictions(j.id, j.evictions);
     }
     if (std::optional<Value> v = Field(item, "service")) {
-      Map m(*v, {"attained", "starved", "since"});
+      Map m(*v, {"attained", "starved", "since", "time_on_model"});
       j.attained = job.attained = m.Get("attained").Duration();
       if (const Value* x = m.Find("starved")) j.starved = job.starved = x->Duration();
       if (const Value* x = m.Find("since")) j.service_time = job.service_time = Time(*x);
+      if (const Value* x = m.Find("time_on_model")) {
+        for (const Entry& e : Entries(*x)) {
+          const std::optional<GpuTypeId> type = state_->FindGpuType(e.key);
+          if (!type) e.value.Fail(fmt::format("no GPU model '{}' in the cluster", e.key));
+          const Millis ran = e.value.Duration();
+          if (ran <= 0) e.value.Fail("must be a positive duration");
+          AddTimeOnModel(job.time_on_model, *type, ran);
+          j.time_on_model.emplace_back(e.key, ran);
+        }
+      }
     }
     return job;
   }

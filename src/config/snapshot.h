@@ -50,6 +50,9 @@ struct SnapshotJob {
   Millis attained = 0;
   Millis starved = 0;
   Millis service_time = -1;
+  // Gavel's rounds: the time it has run on each GPU model (Job::time_on_model, by model name; the
+  // models it has not run on are left out). Written in the service too.
+  std::vector<std::pair<std::string, Millis>> time_on_model;
   // running:
   Millis start_time = -1;
   Millis last_checkpoint = -1;  // -1: none since it started

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
 #include "arbiter/store.h"
 #include "config/config.h"
@@ -371,6 +372,43 @@ TEST(Snapshot, JobsAsSubmittedReadBackWithEveryField) {
   EXPECT_EQ(loaded->snapshot.stopping[0].stop_time, 4 * 3600000 + 30000);
   EXPECT_EQ(loaded->snapshot.stopping[0].evictions, std::vector<Millis>{5000});
   EXPECT_EQ(WriteSnapshot(loaded->snapshot), text);
+}
+
+// Under Gavel's rounds the time each job has run on each model is an input of its priority: a
+// snapshot keeps it by model name, with the policy's options.
+TEST(Snapshot, GavelsTimeOnModelsReadsBack) {
+  Fixture f = Busy();
+  f.config.engine.ordering.policy = OrderPolicy::kGavel;
+  f.config.engine.ordering.heterogeneity = HeterogeneityPolicy::kMaxMinFairness;
+  f.config.engine.ordering.gavel_round = 20 * 60000;
+  const GpuTypeId h800 = *f.state.FindGpuType("H800");
+  AddTimeOnModel(f.pending.at(0).time_on_model, h800, 30 * 60000);
+  const Millis taken_at = 4 * 3600000;
+  const std::string text = WriteSnapshot(MakeSnapshot(f.config, f.state, f.pending, taken_at));
+  EXPECT_TRUE(HasSubstr(text, "time_on_model: {H800: 30m}")) << text;
+  EXPECT_TRUE(HasSubstr(text, "policy: gavel")) << text;
+  EXPECT_TRUE(HasSubstr(text, "gavel_round: 20m")) << text;
+  Result<LoadedSnapshot> loaded = ParseSnapshot(text, "snap.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message() << "\n" << text;
+  const OrderingWeights& w = loaded->snapshot.config.engine.ordering;
+  EXPECT_EQ(w.policy, OrderPolicy::kGavel);
+  EXPECT_EQ(w.heterogeneity, HeterogeneityPolicy::kMaxMinFairness);
+  EXPECT_EQ(w.gavel_round, 20 * 60000);
+  const GpuTypeId loaded_h800 = *loaded->state.FindGpuType("H800");
+  EXPECT_EQ(TimeOnModel(loaded->pending.at(0), loaded_h800), 30 * 60000);
+  EXPECT_EQ(WriteSnapshot(loaded->snapshot), text);
+  Engine engine(f.config.engine);
+  const Plan original = engine.Schedule(f.state, f.pending, taken_at);
+  Engine other(loaded->snapshot.config.engine);
+  EXPECT_EQ(Decisions(loaded->state, other.Schedule(loaded->state, loaded->pending, taken_at)),
+            Decisions(f.state, original));
+  // A model the cluster does not have is refused, by name.
+  std::string bad = text;
+  bad.replace(bad.find("{H800: 30m}"), 11, "{K80: 30m}");
+  Result<LoadedSnapshot> refused = ParseSnapshot(bad, "snap.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(HasSubstr(refused.status().message(), "no GPU model 'K80'"))
+      << refused.status().message();
 }
 
 // Under least attained service and Gittins the jobs' service and the finished jobs' sizes are
