@@ -276,7 +276,8 @@ class Cycle {
     timer_.Run(Stage::kOrder, [&] {
       if (pending_.size() > 1)
         ordered = engine::OrderPending(state_, pending_, now_, options_.ordering,
-                                       options_.backfill.default_runtime, order_hint);
+                                       options_.backfill.default_runtime, order_hint,
+                                       gavel_ ? &*gavel_ : nullptr);
     });
     const std::uint32_t first = 0;
     const std::span<const std::uint32_t> order =

@@ -1,6 +1,7 @@
 // The simplex method on a dense tableau (linear_program.h).
 #include "core/engine/linear_program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -8,6 +9,8 @@ namespace arbiter::engine {
 
 namespace {
 constexpr double kEpsilon = 1e-9;
+// Degenerate pivots in a row after which Bland's rule takes over.
+constexpr std::size_t kDegenerateRun = 64;
 }  // namespace
 
 std::vector<double> Maximize(const LinearProgram& lp, std::size_t max_pivots) {
@@ -26,14 +29,21 @@ std::vector<double> Maximize(const LinearProgram& lp, std::size_t max_pivots) {
   }
   for (std::size_t c = 0; c < n; ++c) at(m, c) = -lp.objective[c];
 
+  // Dantzig's rule (the column of the most negative reduced cost) needs the fewest pivots in
+  // practice but may cycle on degenerate pivots; after a run of them, Bland's rule (the first
+  // improving column), which cannot. The leaving row: the least ratio, ties to the lowest basic
+  // variable.
+  bool bland = false;
+  std::size_t degenerate = 0;
+  std::vector<std::size_t> nonzero;
   for (std::size_t pivots = 0; pivots < max_pivots; ++pivots) {
-    // Bland's rule: the entering column is the first that improves the objective, the leaving row
-    // the one of least ratio, ties to the lowest basic variable.
     std::size_t enter = width;
+    double most = -kEpsilon;
     for (std::size_t c = 0; c + 1 < width; ++c) {
-      if (at(m, c) < -kEpsilon) {
+      if (at(m, c) < most) {
         enter = c;
-        break;
+        if (bland) break;
+        most = at(m, c);
       }
     }
     if (enter == width) break;  // optimal
@@ -50,13 +60,21 @@ std::vector<double> Maximize(const LinearProgram& lp, std::size_t max_pivots) {
       }
     }
     if (leave == m) break;  // unbounded along this column
+    degenerate = best <= kEpsilon ? degenerate + 1 : 0;
+    if (degenerate > kDegenerateRun) bland = true;
+    // (The pivot row's nonzero columns only: the programs here are sparse.)
     const double p = at(leave, enter);
-    for (std::size_t c = 0; c < width; ++c) at(leave, c) /= p;
+    nonzero.clear();
+    for (std::size_t c = 0; c < width; ++c) {
+      if (at(leave, c) == 0.0) continue;
+      at(leave, c) /= p;
+      nonzero.push_back(c);
+    }
     for (std::size_t r = 0; r <= m; ++r) {
       if (r == leave) continue;
       const double f = at(r, enter);
       if (f == 0.0) continue;
-      for (std::size_t c = 0; c < width; ++c) at(r, c) -= f * at(leave, c);
+      for (std::size_t c : nonzero) at(r, c) -= f * at(leave, c);
     }
     basis[leave] = enter;
   }

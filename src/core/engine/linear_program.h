@@ -25,10 +25,10 @@ struct LinearProgram {
   }
 };
 
-// An optimal x (`variables` long). Bland's rule picks the pivots, so degenerate programs (bounds
-// of 0) cannot cycle; the result is deterministic. A program that is unbounded, or that needs more
-// than `max_pivots` pivots, gives the last basic feasible solution reached (every solution the
-// method passes through is feasible).
+// An optimal x (`variables` long). Dantzig's rule picks the pivots, Bland's after a run of
+// degenerate ones (bounds of 0), so the method cannot cycle; the result is deterministic. A program
+// that is unbounded, or that needs more than `max_pivots` pivots, gives the last basic feasible
+// solution reached (every solution the method passes through is feasible).
 std::vector<double> Maximize(const LinearProgram& lp, std::size_t max_pivots = 100000);
 
 }  // namespace arbiter::engine

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "arbiter/attained_service.h"
 #include "core/engine/finish_time_fairness.h"
@@ -146,8 +147,8 @@ std::vector<std::uint32_t> Start(std::size_t n, std::span<const std::uint32_t> h
 
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w,
-                                        Millis default_runtime,
-                                        std::span<const std::uint32_t> hint) {
+                                        Millis default_runtime, std::span<const std::uint32_t> hint,
+                                        const GavelScope* gavel) {
   OrderingKeys ordering(state, w);
   if (pending.size() > state.queue_count() * state.priority_class_count()) ordering.KeepBases();
   std::vector<double> keys(pending.size());
@@ -185,7 +186,8 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
     rho.resize(pending.size());
     for (std::size_t i = 0; i < pending.size(); ++i) rho[i] = scope.Pending(pending[i], now);
   } else if (w.policy == OrderPolicy::kGavel) {
-    const GavelScope scope(state, pending, w);
+    std::optional<GavelScope> own;
+    const GavelScope& scope = gavel ? *gavel : own.emplace(state, pending, w);
     rho.resize(pending.size());
     for (std::size_t i = 0; i < pending.size(); ++i)
       rho[i] = scope.BestOf(pending[i], now).priority;

@@ -56,11 +56,15 @@ double OrderingKey(const ClusterState& state, const Job& job, Millis now, const 
 // order, which counts a job without an estimate as running `default_runtime`). `hint`: indices
 // into `pending` in an order a driver kept (Plan::order), taken first, the others after them in
 // the list's order: the order is then checked and the others merged in. Any hint gives the same
-// order; one that names an index twice or out of range is ignored.
+// order; one that names an index twice or out of range is ignored. `gavel`: under kGavel, the
+// cycle's allocation (made from the same state and jobs), so that it is solved once; without it
+// the order solves its own.
+class GavelScope;
 std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<const Job> pending,
                                         Millis now, const OrderingWeights& w,
                                         Millis default_runtime = BackfillOptions{}.default_runtime,
-                                        std::span<const std::uint32_t> hint = {});
+                                        std::span<const std::uint32_t> hint = {},
+                                        const GavelScope* gavel = nullptr);
 
 // ---- heterogeneity ----
 
