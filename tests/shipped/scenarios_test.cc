@@ -77,7 +77,7 @@ TEST(ShippedScenario, MixedClusterCaseStudyShape) {
 // and the figures are those of Tiresias's simulator on the same trace (docs/simulator.md).
 TEST(ShippedScenario, TiresiasSampleMatchesTiresiasSimulator) {
   std::vector<sim::RunResult> runs = Simulate("tiresias-sample.yaml");
-  ASSERT_EQ(runs.size(), 5u);
+  ASSERT_EQ(runs.size(), 6u);
   for (const sim::RunResult& r : runs) {
     EXPECT_EQ(r.overall.jobs_completed, 60) << r.name;
     EXPECT_NEAR(r.overall.jct.mean, 178.4, 0.1) << r.name;
