@@ -1,6 +1,8 @@
 // Ordering: the multifactor key and its tie-breaks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "arbiter/engine.h"
 #include "core/engine/stages.h"
 #include "testing/builders.h"
@@ -82,8 +84,25 @@ TEST(Order, AnOrderHintGivesTheSameOrderAsNone) {
   // twice, one out of range, longer than the list).
   const std::vector<std::uint32_t> part(plain.begin() + 5, plain.begin() + 20);
   const std::vector<std::uint32_t> reversed(plain.rbegin(), plain.rend());
+  // In order within each queue, the queues one after the other (as after a fair-share refresh
+  // that moved the queues past each other): the queues' runs are merged. And the same with the
+  // queues' runs reversed within one queue (not in order within it: sorted).
+  auto queues_in_turn = [&](const char* first, const char* second) {
+    std::vector<std::uint32_t> out;
+    for (QueueId q : {*state.FindQueue(first), *state.FindQueue(second)}) {
+      for (std::uint32_t i : plain) {
+        if (jobs[i].queue == q) out.push_back(i);
+      }
+    }
+    return out;
+  };
+  std::vector<std::uint32_t> by_queue = queues_in_turn("a", "b");
+  if (by_queue == plain) by_queue = queues_in_turn("b", "a");
+  ASSERT_NE(by_queue, plain);
+  std::vector<std::uint32_t> broken = by_queue;
+  std::reverse(broken.begin(), broken.begin() + 3);
   const std::vector<std::vector<std::uint32_t>> hints = {
-      plain, part, reversed, {3, 3}, {0, 99}, std::vector<std::uint32_t>(31, 0)};
+      plain, part, reversed, by_queue, broken, {3, 3}, {0, 99}, std::vector<std::uint32_t>(31, 0)};
   for (const std::vector<std::uint32_t>& hint : hints) {
     EXPECT_EQ(engine::OrderPending(state, jobs, 100, w, BackfillOptions{}.default_runtime, hint),
               plain);

@@ -116,31 +116,91 @@ double OrderingKey(const ClusterState& state, const Job& job, Millis now,
 namespace {
 
 // The hint's indices, then the others in the list's order; the list's order alone when the hint
-// names an index twice or out of range.
-std::vector<std::uint32_t> Start(std::size_t n, std::span<const std::uint32_t> hint) {
-  std::vector<std::uint32_t> order;
-  order.reserve(n);
+// names an index twice or out of range. `hinted`: how many come from the hint.
+std::vector<std::uint32_t> Start(std::size_t n, std::span<const std::uint32_t> hint,
+                                 std::size_t& hinted) {
+  hinted = 0;
+  std::vector<std::uint32_t> order(n);
   if (!hint.empty() && hint.size() <= n) {
     std::vector<bool> taken(n, false);
     bool valid = true;
+    std::size_t k = 0;
     for (std::uint32_t i : hint) {
       if (i >= n || taken[i]) {
         valid = false;
         break;
       }
       taken[i] = true;
-      order.push_back(i);
+      order[k++] = i;
     }
     if (valid) {
+      hinted = k;
       for (std::uint32_t i = 0; i < n; ++i) {
-        if (!taken[i]) order.push_back(i);
+        if (!taken[i]) order[k++] = i;
       }
       return order;
     }
-    order.clear();
   }
-  for (std::uint32_t i = 0; i < n; ++i) order.push_back(i);
+  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
   return order;
+}
+
+// Whether `run`, split by the jobs' queues, is in order (`before`) within each queue; if so, it is
+// put in order by merging the queues' runs (a heap of their heads: n log q comparisons).
+template <typename Before>
+bool MergeQueueRuns(std::span<std::uint32_t> run, std::span<const Job> pending, std::size_t queues,
+                    const Before& before) {
+  std::vector<std::vector<std::uint32_t>> by_queue(queues + 1);
+  for (std::uint32_t i : run)
+    by_queue[std::min<std::size_t>(pending[i].queue, queues)].push_back(i);
+  for (const std::vector<std::uint32_t>& q : by_queue) {
+    if (!std::is_sorted(q.begin(), q.end(), before)) return false;
+  }
+  struct Head {
+    std::uint32_t queue;
+    std::uint32_t at;
+  };
+  std::vector<Head> heads;
+  for (std::uint32_t q = 0; q < by_queue.size(); ++q) {
+    if (!by_queue[q].empty()) heads.push_back({q, 0});
+  }
+  // (A max-heap on "comes later", so its top comes first.)
+  auto later = [&](const Head& a, const Head& b) {
+    return before(by_queue[b.queue][b.at], by_queue[a.queue][a.at]);
+  };
+  std::make_heap(heads.begin(), heads.end(), later);
+  std::size_t k = 0;
+  while (!heads.empty()) {
+    std::pop_heap(heads.begin(), heads.end(), later);
+    Head& h = heads.back();
+    run[k++] = by_queue[h.queue][h.at];
+    if (++h.at < by_queue[h.queue].size()) {
+      std::push_heap(heads.begin(), heads.end(), later);
+    } else {
+      heads.pop_back();
+    }
+  }
+  return true;
+}
+
+// The lease orders' standings, higher first (kFinishTimeFairness: the rho; kGavel: the priority on
+// the job's best model); empty under the other orders.
+std::vector<double> Standings(const ClusterState& state, std::span<const Job> pending, Millis now,
+                              const OrderingWeights& w, Millis default_runtime,
+                              const GavelScope* gavel) {
+  std::vector<double> standing;
+  if (w.policy == OrderPolicy::kFinishTimeFairness) {
+    const FinishTimeFairnessScope scope(state, pending, default_runtime, w.ftf_lease);
+    standing.resize(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i) standing[i] = scope.Pending(pending[i], now);
+  } else if (w.policy == OrderPolicy::kGavel) {
+    std::optional<GavelScope> own;
+    const GavelScope& scope = gavel ? *gavel : own.emplace(state, pending, w);
+    standing.resize(pending.size());
+    for (std::size_t i = 0; i < pending.size(); ++i)
+      standing[i] = scope.BestOf(pending[i], now).priority;
+  }
+  return standing;
 }
 
 }  // namespace
@@ -179,21 +239,10 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
         keys[i] = ordering.Key(pending[i], now - (since[i] - pending[i].submit_time));
     }
   }
-  // kFinishTimeFairness: the rho; kGavel: the priority on the job's best model. Higher first.
-  std::vector<double> rho;
-  if (w.policy == OrderPolicy::kFinishTimeFairness) {
-    const FinishTimeFairnessScope scope(state, pending, default_runtime, w.ftf_lease);
-    rho.resize(pending.size());
-    for (std::size_t i = 0; i < pending.size(); ++i) rho[i] = scope.Pending(pending[i], now);
-  } else if (w.policy == OrderPolicy::kGavel) {
-    std::optional<GavelScope> own;
-    const GavelScope& scope = gavel ? *gavel : own.emplace(state, pending, w);
-    rho.resize(pending.size());
-    for (std::size_t i = 0; i < pending.size(); ++i)
-      rho[i] = scope.BestOf(pending[i], now).priority;
-  }
+  const std::vector<double> rho = Standings(state, pending, now, w, default_runtime, gavel);
   auto entered = [&](std::uint32_t i) { return since.empty() ? pending[i].submit_time : since[i]; };
-  std::vector<std::uint32_t> order = Start(pending.size(), hint);
+  std::size_t hinted = 0;
+  std::vector<std::uint32_t> order = Start(pending.size(), hint, hinted);
   auto before = [&](std::uint32_t a, std::uint32_t b) {
     if (!las.empty() && las[a] != las[b]) return las[a] < las[b];
     if (!gittins.empty() && gittins[a] != gittins[b]) return gittins[a] > gittins[b];
@@ -207,8 +256,16 @@ std::vector<std::uint32_t> OrderPending(const ClusterState& state, std::span<con
   // A driver that passes the last cycle's order (Plan::order) as the hint, or keeps its jobs in
   // arrival order where the order is the arrivals' (one class and queue, or ages alone apart),
   // starts from an order that holds but for the jobs that arrived since, after it: those are
-  // sorted and merged in.
-  const auto ordered_end = std::is_sorted_until(order.begin(), order.end(), before);
+  // sorted and merged in. (The jobs a hint does not name are sorted apart: one arrival of a high
+  // key does not send the whole hinted list behind it to the sort.)
+  const auto hint_end =
+      hinted > 0 ? order.begin() + static_cast<std::ptrdiff_t>(hinted) : order.end();
+  auto ordered_end = std::is_sorted_until(order.begin(), hint_end, before);
+  // A fair-share refresh moves whole queues past each other and keeps each queue's own order:
+  // when the hinted list is still in order within each queue, the queues' runs are merged.
+  if (ordered_end != hint_end && MergeQueueRuns(std::span<std::uint32_t>(order.begin(), hint_end),
+                                                pending, state.queue_count(), before))
+    ordered_end = hint_end;
   if (ordered_end != order.end()) {
     std::sort(ordered_end, order.end(), before);
     std::inplace_merge(order.begin(), ordered_end, order.end(), before);
