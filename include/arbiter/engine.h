@@ -60,8 +60,8 @@ const char* OrderPolicyName(OrderPolicy policy);
 
 // How a job's GPU model is chosen where it may take several, and what its service counts, on the
 // cluster's throughput matrix (ClusterSpec::throughput), after Gavel (Narayanan et al., OSDI 2020).
-// Under OrderPolicy::kGavel, instead, the objective of Gavel's linear program (kMaxThroughput or
-// kMaxMinFairness; kOff is refused by the configuration).
+// Under OrderPolicy::kGavel, instead, the objective of Gavel's linear program (kMaxThroughput, or
+// kMaxMinFairness; the engine reads kOff as kMaxMinFairness, which the configuration refuses).
 enum class HeterogeneityPolicy : std::uint8_t {
   kOff,  // the model whose placement scores best (the matrix only speeds runs up or down)
   // The models shared out among the pending jobs by comparative advantage (engine

@@ -10,9 +10,11 @@ namespace arbiter::engine {
 
 namespace {
 
-// A job with no share anywhere that has not run on a model yet: its priority there is its share
+// A job that has not yet run on a model where it has a share: its priority there is its share
 // times this (Gavel's infinite priority, ordered by the share).
 constexpr double kNeverRan = 1e9;
+// Shares below this are the simplex's rounding: none.
+constexpr double kNoShare = 1e-9;
 
 }  // namespace
 
@@ -102,7 +104,9 @@ GavelScope::GavelScope(const ClusterState& state, std::span<const Job> pending,
   }
   const std::vector<double> x = Maximize(lp);
   for (std::size_t i = 0; i < var.size(); ++i) {
-    if (var[i] >= 0) shares_[i] = std::min(1.0, x[static_cast<std::size_t>(var[i])]);
+    if (var[i] < 0) continue;
+    const double share = x[static_cast<std::size_t>(var[i])];
+    shares_[i] = share < kNoShare ? 0.0 : std::min(1.0, share);
   }
 }
 
