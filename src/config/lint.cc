@@ -107,7 +107,8 @@ class Analysis {
   bool EvictableByRule(QueueId v, std::optional<PriorityClassId> cls) const {
     // Under a least-attained-service order, a job of the same tree in a lower service queue may
     // evict any preemptible work (Eviction kind attained_service); under finish-time fairness, one
-    // of a higher rho (finish_time_fairness).
+    // of a higher rho (finish_time_fairness); under Gavel's rounds, one of a higher priority on
+    // the victim's model (allocation_round).
     if (las_ && (cls ? state_.priority_class(*cls).preemptible : any_preemptible_)) return true;
     const std::size_t classes = state_.priority_class_count();
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
