@@ -233,6 +233,39 @@ TEST_F(ServerTest, HighPriorityEvictsLowAfterItsGracePeriod) {
   EXPECT_NE(stream.find("\"job\":4,\"kind\":\"submitted\""), std::string::npos) << stream;
 }
 
+// Gavel's rounds through the server (policy gavel, one-second rounds): three jobs of a whole node
+// on two nodes take turns, the waiting one evicting, at the end of a round, a runner that has had
+// more of its share.
+TEST_F(ServerTest, GavelsRoundsTakeTurnsOnTheGpus) {
+  Start(5,
+        "scheduler:\n"
+        "  ordering: {policy: gavel, heterogeneity: max-min-fairness, gavel_round: 1s}\n"
+        "  preemption: {enabled: true}\n");
+  std::vector<std::uint64_t> jobs;
+  for (const char* name : {"turn-a", "turn-b", "turn-c"})
+    jobs.push_back(Submit(kAdmin, Job(name, "low", 1, 4000, 3600000)));
+  // Every job has started, and one has started twice (its turn came back).
+  auto starts = [&](std::uint64_t job) {
+    int n = 0;
+    const Reply events = Call(port(), kAdmin, "GET", "/v1/events?cursor=0&limit=100");
+    for (const Json& e : events.body["events"]) n += e["job"] == job && e["kind"] == "started";
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    int twice = 0;
+    for (std::uint64_t job : jobs) {
+      const int n = starts(job);
+      if (n == 0) return false;
+      twice += n >= 2;
+    }
+    return twice > 0;
+  })) << Call(port(), kAdmin, "GET", "/v1/events?cursor=0&limit=30").body.dump();
+  httplib::Client client("127.0.0.1", port());
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("reason=\"allocation_round\""), std::string::npos) << res->body;
+}
+
 TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
   Start();
   const std::uint64_t big = Submit(kAlice, Job("big", "low", 2, 4000, 3600000));
