@@ -145,7 +145,7 @@ TEST(ShippedScenario, PhillyUnderLeastAttainedService) {
 // from the fast models waits for the slow ones); under least attained service, counting service
 // in normalised throughput is about even in mean. Gavel's own policy, its max-min fairness
 // program realised in rounds, had the lowest mean of all on each of six seeds (9 to 22% below the
-// best other) and a p95 near the default order's, far below LAS's.
+// best configuration of the other policies) and a p95 near the default order's, far below LAS's.
 TEST(ShippedScenario, GavelHeterogeneityAwareModels) {
   std::vector<sim::RunResult> runs = Simulate("gavel.yaml");
   ASSERT_EQ(runs.size(), 6u);
