@@ -21,7 +21,7 @@ namespace {
 
 using testing::Add;
 using testing::FindBind;
-using testing::GpuJob;
+using testing::LabelledJob;
 using testing::MakeState;
 using testing::Nodes;
 
@@ -62,24 +62,6 @@ TEST(LinearProgram, SolvesADegenerateMaxMinProgram) {
   EXPECT_NEAR(x[1], 1.0 / 3, 1e-9);
 }
 
-// Four V100s and four K80s; resnet runs twice as fast on a V100, lstm three times as fast on a
-// K80 (the matrix of a test, not of real models).
-ClusterSpec Mixed() {
-  ClusterSpec spec = testing::Cluster();
-  Add(spec, Nodes("v", 1, "V100", 4));
-  Add(spec, Nodes("k", 1, "K80", 4));
-  spec.throughput.rows = {{"resnet", {{"V100", 2.0}, {"K80", 1.0}}},
-                          {"lstm", {{"V100", 1.0}, {"K80", 3.0}}}};
-  return spec;
-}
-
-Job Labelled(JobId id, std::int64_t gpus, const std::string& model, Millis submit = 0) {
-  Job j = GpuJob(id, 1, gpus * kMilliPerGpu);
-  if (!model.empty()) j.labels["model"] = model;
-  j.submit_time = submit;
-  return j;
-}
-
 OrderingWeights Gavel(HeterogeneityPolicy objective) {
   OrderingWeights w;
   w.policy = OrderPolicy::kGavel;
@@ -88,13 +70,13 @@ OrderingWeights Gavel(HeterogeneityPolicy objective) {
 }
 
 TEST(Gavel, TheAllocationSendsEachJobToTheModelItGainsMostOn) {
-  const ClusterState state = MakeState(Mixed());
+  const ClusterState state = MakeState(testing::V100AndK80());
   const GpuTypeId v100 = *state.FindGpuType("V100");
   const GpuTypeId k80 = *state.FindGpuType("K80");
   // The lstm jobs first in every other order (older).
   std::vector<Job> pending;
-  for (JobId id = 1; id <= 4; ++id) pending.push_back(Labelled(id, 1, "lstm", 0));
-  for (JobId id = 5; id <= 8; ++id) pending.push_back(Labelled(id, 1, "resnet", kMinute));
+  for (JobId id = 1; id <= 4; ++id) pending.push_back(LabelledJob(id, 1, "lstm", 0));
+  for (JobId id = 5; id <= 8; ++id) pending.push_back(LabelledJob(id, 1, "resnet", kMinute));
   for (HeterogeneityPolicy objective :
        {HeterogeneityPolicy::kMaxMinFairness, HeterogeneityPolicy::kMaxThroughput}) {
     const engine::GavelScope scope(state, pending, Gavel(objective));
@@ -104,7 +86,7 @@ TEST(Gavel, TheAllocationSendsEachJobToTheModelItGainsMostOn) {
     EXPECT_NEAR(scope.Share(pending[4], k80), 0.0, 1e-9);
     EXPECT_EQ(scope.BestOf(pending[4], kHour).type, v100);
     // The cycle places them so, the lstm jobs first.
-    ClusterState s = MakeState(Mixed());
+    ClusterState s = MakeState(testing::V100AndK80());
     EngineOptions options;
     options.ordering = Gavel(objective);
     const Plan plan = testing::RunCycle(s, pending, kHour, options);
@@ -113,7 +95,7 @@ TEST(Gavel, TheAllocationSendsEachJobToTheModelItGainsMostOn) {
       EXPECT_EQ(b.allocation.gpu_type, b.job <= 4 ? k80 : v100) << "job " << b.job;
   }
   // The default order, the model chosen by placement alone, does not.
-  ClusterState s = MakeState(Mixed());
+  ClusterState s = MakeState(testing::V100AndK80());
   const Plan plan = testing::RunCycle(s, pending, kHour, EngineOptions{});
   ASSERT_EQ(plan.binds.size(), 8u);
   int lstm_on_k80 = 0;
@@ -122,13 +104,13 @@ TEST(Gavel, TheAllocationSendsEachJobToTheModelItGainsMostOn) {
 }
 
 TEST(Gavel, MoreJobsThanGpusShareTheirTimeAlike) {
-  const ClusterState state = MakeState(Mixed());
+  const ClusterState state = MakeState(testing::V100AndK80());
   const GpuTypeId v100 = *state.FindGpuType("V100");
   const GpuTypeId k80 = *state.FindGpuType("K80");
   // Eight resnet jobs on eight GPUs, two running: max-min fairness gives each half its time on
   // each model (normalised throughput 0.5 x 4/3 + 0.5 x 2/3 = 1 each).
   std::vector<Job> pending;
-  for (JobId id = 1; id <= 8; ++id) pending.push_back(Labelled(id, 1, "resnet"));
+  for (JobId id = 1; id <= 8; ++id) pending.push_back(LabelledJob(id, 1, "resnet", 0));
   const engine::GavelScope fair(state, pending, Gavel(HeterogeneityPolicy::kMaxMinFairness));
   for (const Job& job : pending) {
     EXPECT_NEAR(fair.Share(job, v100) * (2.0 / 1.5) + fair.Share(job, k80) * (1.0 / 1.5), 1.0, 1e-9)
@@ -136,7 +118,7 @@ TEST(Gavel, MoreJobsThanGpusShareTheirTimeAlike) {
     EXPECT_NEAR(fair.Share(job, v100) + fair.Share(job, k80), 1.0, 1e-9);
   }
   // Sixteen jobs on eight GPUs: half their time each (one class: the same shares).
-  for (JobId id = 9; id <= 16; ++id) pending.push_back(Labelled(id, 1, "resnet"));
+  for (JobId id = 9; id <= 16; ++id) pending.push_back(LabelledJob(id, 1, "resnet", 0));
   const engine::GavelScope crowded(state, pending, Gavel(HeterogeneityPolicy::kMaxMinFairness));
   EXPECT_NEAR(crowded.Share(pending[0], v100) + crowded.Share(pending[0], k80), 0.5, 1e-9);
   EXPECT_NEAR(crowded.Share(pending[15], v100), crowded.Share(pending[0], v100), 1e-12);
@@ -152,7 +134,7 @@ ClusterSpec OneNode() {
 TEST(Gavel, APriorityIsTheShareOverTheShareOfTimeHadThere) {
   const ClusterState state = MakeState(OneNode());
   // Two 8-GPU jobs on 8 GPUs: half the time each.
-  std::vector<Job> pending = {Labelled(1, 8, ""), Labelled(2, 8, "")};
+  std::vector<Job> pending = {LabelledJob(1, 8, "", 0), LabelledJob(2, 8, "", 0)};
   pending[0].time_on_model = {15 * kMinute};  // ran a quarter of the hour since its submission
   const engine::GavelScope scope(state, pending, Gavel(HeterogeneityPolicy::kMaxMinFairness));
   EXPECT_NEAR(scope.Share(pending[0], 0), 0.5, 1e-9);
@@ -176,10 +158,10 @@ TEST(Gavel, AWaitingJobEvictsOnePastItsRoundThatHadMoreOfItsShare) {
   auto cycle = [](Millis now, Millis start, Millis before, Millis waited_ran,
                   const EngineOptions& options) {
     ClusterState state = MakeState(OneNode());
-    Job running = Labelled(1, 8, "");
+    Job running = LabelledJob(1, 8, "", 0);
     running.time_on_model = {before};
     testing::StartOn(state, running, "n-0", 0, start);
-    Job waiting = Labelled(2, 8, "");
+    Job waiting = LabelledJob(2, 8, "", 0);
     if (waited_ran > 0) waiting.time_on_model = {waited_ran};
     return testing::RunCycle(state, {waiting}, now, options);
   };
@@ -216,7 +198,7 @@ TEST(Gavel, TheSimulatorTimeSharesTheCluster) {
   sim::Workload workload;
   for (int i = 0; i < 2; ++i) {
     sim::SimJob j;
-    j.job = Labelled(0, 8, "", i * kMinute);
+    j.job = LabelledJob(0, 8, "", i * kMinute);
     j.job.name = "job-" + std::to_string(i);
     j.job.checkpoint_interval = kHour;
     j.kind = sim::WorkKind::kTraining;

@@ -27,22 +27,11 @@ constexpr Millis kSecond = kMillisPerSecond;
 constexpr Millis kMinute = 60 * kSecond;
 constexpr Millis kHour = 60 * kMinute;
 
-// Four V100s and four K80s; resnet runs twice as fast on a V100, lstm three times as fast on a K80
-// (the matrix of a test, not of real models).
-ClusterSpec Mixed() {
-  ClusterSpec spec = testing::Cluster();
-  Add(spec, Nodes("v", 1, "V100", 4));
-  Add(spec, Nodes("k", 1, "K80", 4));
-  spec.throughput.rows = {{"resnet", {{"V100", 2.0}, {"K80", 1.0}}},
-                          {"lstm", {{"V100", 1.0}, {"K80", 3.0}}}};
-  return spec;
-}
+ClusterSpec Mixed() { return testing::V100AndK80(); }
 
+// Submitted at its id (in milliseconds): the lower id is the older.
 Job Labelled(JobId id, std::int64_t gpus, const std::string& model) {
-  Job j = GpuJob(id, 1, gpus * kMilliPerGpu);
-  if (!model.empty()) j.labels["model"] = model;
-  j.submit_time = static_cast<Millis>(id);
-  return j;
+  return testing::LabelledJob(id, gpus, model, static_cast<Millis>(id));
 }
 
 EngineOptions With(HeterogeneityPolicy h, OrderPolicy order = OrderPolicy::kMultifactor) {

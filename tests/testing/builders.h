@@ -158,4 +158,24 @@ inline std::vector<NodeId> NodesOf(const Bind& bind) {
   return nodes;
 }
 
+// Heterogeneous GPUs (the throughput matrix): four V100s and four K80s; resnet runs twice as fast
+// on a V100, lstm three times as fast on a K80 (the matrix of a test, not of real models).
+inline ClusterSpec V100AndK80() {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("v", 1, "V100", 4));
+  Add(spec, Nodes("k", 1, "K80", 4));
+  spec.throughput.rows = {{"resnet", {{"V100", 2.0}, {"K80", 1.0}}},
+                          {"lstm", {{"V100", 1.0}, {"K80", 3.0}}}};
+  return spec;
+}
+
+// A job of one task of `gpus` GPUs whose label `model` names its row of the matrix (none when
+// empty), submitted at `submit`.
+inline Job LabelledJob(JobId id, std::int64_t gpus, const std::string& model, Millis submit) {
+  Job j = GpuJob(id, 1, gpus * kMilliPerGpu);
+  if (!model.empty()) j.labels["model"] = model;
+  j.submit_time = submit;
+  return j;
+}
+
 }  // namespace arbiter::testing
