@@ -254,6 +254,51 @@ TEST(PlacementPolicy, DefaultLeavesRareTypesToTheTasksBoundToThem) {
   EXPECT_EQ(NodeOf(state, Place(state, Task(1, 1000), options)), "t4-0");
 }
 
+TEST(PlacementPolicy, DefaultSteersFlexibleTasksOffTypesThatBoundTasksNeed) {
+  // Two free nodes of two GPUs, "b" (model B) first. One-GPU tasks fragment neither node, so
+  // without more the first node is taken. When expected tasks are bound to B, a task that accepts
+  // any model pays for B's GPUs (FragModel::TypeCost) and takes another; a task bound to B itself
+  // does not pay, nor a task whose models do not include all of the bound tasks' (their choices
+  // are not fewer than its own).
+  const ClusterSpec spec =
+      CpuNodes({{"b", "B", 2, 64000}, {"a", "A", 2, 64000}, {"c", "C", 2, 64000}});
+  ClusterState state = MakeState(spec);
+  const GpuTypeId a = *state.FindGpuType("A"), b = *state.FindGpuType("B");
+  const GpuTypeId c = *state.FindGpuType("C");
+  GpuTypeSet ab = GpuTypeSet::Of(a), bc = GpuTypeSet::Of(b);
+  ab.Add(b);
+  bc.Add(c);
+  EngineOptions options = Options(PlacementPolicy::kArbiter);
+  EXPECT_EQ(NodeOf(state, Place(state, Task(1, 1000), options)), "b-0");
+  options.placement.shapes = {{1000, 1000, 0, GpuTypeSet::Of(b), 1}, {1000, 1000, 0, {}, 1}};
+  for (PlacementPolicy policy : {PlacementPolicy::kArbiter, PlacementPolicy::kFrag}) {
+    SCOPED_TRACE(PlacementPolicyName(policy));
+    options.placement.policy = policy;
+    ClusterState fresh = MakeState(spec);
+    EXPECT_NE(NodeOf(fresh, Place(fresh, Task(1, 1000), options)), "b-0");
+    Job flexible = Task(2, 1000);
+    flexible.gpu_types = ab;
+    EXPECT_EQ(NodeOf(fresh, Place(fresh, flexible, options)), "a-0");
+    Job bound = Task(3, 1000);
+    bound.gpu_types = GpuTypeSet::Of(b);
+    EXPECT_EQ(NodeOf(fresh, Place(fresh, bound, options)), "b-0");
+  }
+  // Tasks bound to each model alike make none dearer than the others.
+  options.placement.policy = PlacementPolicy::kArbiter;
+  options.placement.shapes = {{1000, 1000, 0, GpuTypeSet::Of(a), 1},
+                              {1000, 1000, 0, GpuTypeSet::Of(b), 1},
+                              {1000, 1000, 0, GpuTypeSet::Of(c), 1},
+                              {1000, 1000, 0, {}, 1}};
+  ClusterState even = MakeState(spec);
+  EXPECT_EQ(NodeOf(even, Place(even, Task(5, 1000), options)), "b-0");
+  // Tasks bound to B or C do not make B dearer for a task that accepts A or B.
+  options.placement.shapes = {{1000, 1000, 0, bc, 1}, {1000, 1000, 0, ab, 1}};
+  Job flexible = Task(4, 1000);
+  flexible.gpu_types = ab;
+  ClusterState other = MakeState(spec);
+  EXPECT_EQ(NodeOf(other, Place(other, flexible, options)), "b-0");
+}
+
 TEST(PlacementPolicy, RunningTaskShapesFollowBindAndUnbind) {
   ClusterSpec spec = Cluster();
   Add(spec, Nodes("n", 2, "T4", 4));

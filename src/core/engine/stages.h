@@ -201,6 +201,7 @@ class FragModel {
     GpuTypeId type = kNone;
     PlacementPolicy policy = PlacementPolicy::kArbiter;
     bool allow_span = false;
+    std::uint64_t accepted = 0;  // the job's GPU types (GpuTypeSet bits): its TypeCost
     bool operator==(const ScoreRequest&) const = default;
   };
   struct Scored {
@@ -212,6 +213,16 @@ class FragModel {
   const Scored* Recall(const ClusterState& state, NodeId n, const ScoreRequest& request) const;
   void Keep(const ClusterState& state, NodeId n, const ScoreRequest& request,
             const Scored& scored) const;
+
+  // What a GPU of `type` costs a task that accepts the types `accepted` (empty: any), in GPUs of
+  // expected fragmentation per GPU it takes, in [0, 1]. Were the shapes' whole GPU demand the
+  // cluster's GPUs, the shapes bound to fewer types than the task (a strict subset of its types)
+  // would take a share of this type's GPUs (each spreading its demand over its types by their
+  // GPUs) and a share of all the task's types' GPUs: the cost is how much the first exceeds the
+  // second. Every node of the type costs the same, so it only steers a task between the types it
+  // accepts: away from those that tasks with fewer choices need more than the rest. 0 for a model
+  // built without the cluster, and where the bound tasks' demand is spread evenly.
+  double TypeCost(GpuTypeSet accepted, GpuTypeId type) const;
 
  private:
   // A shape while the model is built.
@@ -240,6 +251,8 @@ class FragModel {
   double AddShapes(std::span<const Term> terms, std::span<const GpuTypeSet> types, GpuTypeId type,
                    double total, std::int64_t cpu) const;
   static void WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& cluster);
+  void BindDemand(std::span<const Shape> shapes, const ClusterState& cluster);
+  double GpusOf(std::uint64_t types) const;  // of the cluster, types as GpuTypeSet bits
 
   bool fgd_ = false;
   std::vector<std::int64_t> thresholds_;   // distinct per-device shares, ascending
@@ -256,6 +269,15 @@ class FragModel {
   // where the others add nothing: they are not read).
   std::vector<std::vector<Term>> typed_accepting_;
   double always_ = 0;  // weight of the shapes without GPUs
+  // TypeCost's terms: each shape bound to some of the cluster's types.
+  struct Bound {
+    std::uint64_t types = 0;  // GpuTypeSet bits, the cluster's types only
+    double share = 0;         // of the shapes' GPU demand
+    double gpus = 0;          // the cluster's GPUs of its types
+  };
+  std::vector<Bound> bound_;
+  std::vector<double> type_gpus_;    // the cluster's GPUs, per type (the first 64)
+  std::uint64_t cluster_types_ = 0;  // the types the cluster has GPUs of
   // Scratch, per threshold.
   mutable std::vector<double> fit_, small_, slots_;
   // ExpectedNow's memory, per node id.
@@ -317,6 +339,7 @@ class NodeScorer {
   const PlacementOptions& options_;
   const FragModel* frag_ = nullptr;  // the fragmentation-aware policies
   FragModel::ScoreRequest request_;
+  double type_cost_ = 0;  // kArbiter, kFrag: FragModel::TypeCost times the task's milli-GPU
   // The node's devices of the task's type: free milli-GPU and index (MeasureFrag).
   std::array<std::int64_t, kMaxDevicesPerNode> frees_;
   std::array<std::uint32_t, kMaxDevicesPerNode> index_;

@@ -141,7 +141,10 @@ FragModel::FragModel(std::span<const TaskShape> shapes, bool fgd, std::size_t ma
     shape.types = s.gpu_types;
     built.push_back(shape);
   }
-  if (cluster && !fgd_) WeighByScarcity(built, *cluster);
+  if (cluster && !fgd_) {
+    BindDemand(built, *cluster);  // (by the shapes' own weights)
+    WeighByScarcity(built, *cluster);
+  }
   for (std::int64_t t : thresholds_) {
     inverse_.push_back(1.0 / static_cast<double>(t));
     per_device_.push_back(static_cast<double>(t));
@@ -206,6 +209,53 @@ void FragModel::WeighByScarcity(std::vector<Shape>& shapes, const ClusterState& 
   }
   if (after <= 0) return;
   for (Shape& s : shapes) s.weight *= before / after;
+}
+
+void FragModel::BindDemand(std::span<const Shape> shapes, const ClusterState& cluster) {
+  type_gpus_.assign(std::min<std::size_t>(cluster.gpu_type_count(), 64), 0);
+  for (NodeId n = 0; n < cluster.node_count(); ++n) {
+    for (GpuTypeId type = 0; type < type_gpus_.size(); ++type)
+      type_gpus_[type] += static_cast<double>(cluster.NodeDevices(n, type));
+  }
+  for (GpuTypeId type = 0; type < type_gpus_.size(); ++type) {
+    if (type_gpus_[type] > 0) cluster_types_ |= std::uint64_t{1} << type;
+  }
+  // The GPUs a shape's tasks take, by its share of the tasks.
+  auto gpus_of = [](const Shape& s) {
+    return s.weight * s.count * std::min(1.0, s.per_device / static_cast<double>(kMilliPerGpu));
+  };
+  double demand = 0;
+  for (const Shape& s : shapes) demand += gpus_of(s);
+  if (demand <= 0) return;
+  for (const Shape& s : shapes) {
+    const std::uint64_t types = s.types.bits() & cluster_types_;
+    if (types != 0) bound_.push_back({types, gpus_of(s) / demand, GpusOf(types)});
+  }
+}
+
+double FragModel::GpusOf(std::uint64_t types) const {
+  double gpus = 0;
+  for (GpuTypeId type = 0; type < type_gpus_.size(); ++type) {
+    if ((types >> type) & 1) gpus += type_gpus_[type];
+  }
+  return gpus;
+}
+
+double FragModel::TypeCost(GpuTypeSet accepted, GpuTypeId type) const {
+  if (bound_.empty() || type >= 64) return 0;
+  const std::uint64_t choices =
+      accepted.empty() ? cluster_types_ : accepted.bits() & cluster_types_;
+  const double cluster = GpusOf(cluster_types_), choice = GpusOf(choices);
+  if (choice <= 0) return 0;
+  // Were the shapes' whole demand the cluster's GPUs: the share of this type's GPUs, and of the
+  // GPUs of the task's types, that the shapes bound to fewer of them would take.
+  double here = 0, mean = 0;
+  for (const Bound& b : bound_) {
+    if ((b.types & ~choices) != 0 || b.types == choices) continue;
+    mean += b.share * cluster / choice;
+    if ((b.types >> type) & 1) here += b.share * cluster / b.gpus;
+  }
+  return std::clamp(here - mean, 0.0, 1.0);
 }
 
 FragModel::Term FragModel::MakeTerm(const Shape& shape) {

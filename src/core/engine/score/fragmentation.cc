@@ -80,7 +80,7 @@ bool NodeScorer::MeasureFrag(NodeId n, const NodeState& node, bool allow_span,
         if (index_[i] == d.device) frees_[i] = 0;
       }
     }
-    score = FragRank(policy, frag_->Expected(frees, cpu_after, node_type) - before);
+    score = FragRank(policy, frag_->Expected(frees, cpu_after, node_type) - before + type_cost_);
     return true;
   }
   // A share: each device that holds it (devices with equal free shares give the same result:
@@ -115,7 +115,7 @@ bool NodeScorer::MeasureFrag(NodeId n, const NodeState& node, bool allow_span,
   }
   if (!found) return false;
   devices.push_back({best_device, req_.gpu, req_.gpu_memory});
-  score = policy == PlacementPolicy::kFgd ? best : FragRank(policy, best);
+  score = policy == PlacementPolicy::kFgd ? best : FragRank(policy, best + type_cost_);
   return true;
 }
 
