@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <unordered_map>
 
 #include "arbiter/attained_service.h"
 #include "crypto/crypto.h"
@@ -35,7 +36,37 @@ EngineOptions Timed(EngineOptions options) {
   return options;
 }
 
+// The orders that read a job's service (Job::attained, time_on_model, service_time).
+bool ReadsService(OrderPolicy policy) { return IsLas(policy) || IsLeaseOrder(policy); }
+
+// The GPU milli-units of a stored run: all its tasks' shares.
+std::int64_t GpuMilliOf(const store::StoredAllocation& allocation) {
+  std::int64_t milli = 0;
+  for (const store::StoredTask& task : allocation.tasks) {
+    for (const DeviceShare& share : task.devices) milli += share.gpu.value();
+  }
+  return milli;
+}
+
 }  // namespace
+
+Millis CountRun(Job& job, Millis& run_start, Millis& ran, GpuTypeId ran_on, const Event& event,
+                const ClusterState* state, const OrderingWeights& w) {
+  Millis whole = -1;
+  if (event.kind == EventKind::kCompleted)
+    whole = ran + (run_start >= 0 ? std::max<Millis>(0, event.time - run_start) : 0);
+  if (event.kind != EventKind::kStarted && event.state == JobState::kPending) {
+    if (run_start >= 0) {
+      const Millis run = std::max<Millis>(0, event.time - run_start);
+      job.attained += state ? ServiceOfRun(*state, job, ran_on, run, w) : run;
+      ran += run;
+      AddTimeOnModel(job.time_on_model, ran_on, run);
+      job.service_time = event.time;
+    }
+    run_start = -1;
+  }
+  return whole;
+}
 
 Core::Core(config::ClusterConfig config, std::unique_ptr<store::Store> store, CoreOptions options)
     : options_(std::move(options)),
@@ -204,7 +235,16 @@ Status Core::Recover() {
     it->cordoned = n.state != store::NodeAdminState::kSchedulable;
     if (n.state != store::NodeAdminState::kSchedulable) nodes_admin_[n.node] = n;
   }
+  // The service the orders read (attained, time on each model, the last stop; a Gittins order's
+  // completed sizes) is not in a job's status: it is counted again from the store's events, as
+  // it was counted when they were applied.
+  std::vector<std::pair<Millis, std::int64_t>> completions;  // whole run time, GPU milli
+  if (ReadsService(config_.engine.ordering.policy)) {
+    if (Status st = ReplayService(*names, completions); !st.ok()) return st;
+  }
   if (Status st = RebuildState(config_); !st.ok()) return st;
+  for (const auto& [whole, milli] : completions)
+    RecordCompletion(*state_, config_.engine.ordering, whole, milli);
   // The queues' fair-share usage as last saved (decayed from then by the next cycle).
   for (const store::QueueUsage& u : usage) {
     if (std::optional<QueueId> q = state_->FindQueue(u.queue)) {
@@ -212,6 +252,53 @@ Status Core::Recover() {
     }
   }
   last_usage_save_ = Now();
+  return Status::Ok();
+}
+
+Status Core::ReplayService(const ClusterState& names,
+                           std::vector<std::pair<Millis, std::int64_t>>& completions) {
+  const OrderingWeights& w = config_.engine.ordering;
+  // Per job: the run open and the time run before it, the model of that run, its GPUs. The
+  // finished jobs' runs are followed too under a Gittins order (it learns their sizes).
+  struct Runs {
+    Millis run_start = -1;
+    Millis ran = 0;
+    GpuTypeId ran_on = kNone;
+    std::int64_t milli = 0;
+  };
+  std::unordered_map<JobId, Runs> runs;
+  const bool completions_count = w.policy == OrderPolicy::kGittins;
+  Job finished;  // a finished job's service is counted nowhere
+  constexpr std::size_t kBatch = 10000;
+  for (std::uint64_t cursor = 0;;) {
+    Result<std::vector<Event>> events = store_->EventsSince(cursor, kBatch);
+    if (!events.ok()) return Status(events.status()).WithContext("store: read the events: ");
+    for (const Event& event : *events) {
+      cursor = event.seq;
+      if (!store::IsJobEvent(event.kind)) continue;
+      auto it = jobs_.find(event.job);
+      if (it == jobs_.end() && !completions_count) continue;
+      Job& job = it != jobs_.end() ? it->second.job : finished;
+      Runs& r = runs[event.job];
+      if (event.kind == EventKind::kStarted) {
+        r.run_start = event.time;
+        const std::optional<GpuTypeId> type = names.FindGpuType(event.allocation.gpu_type);
+        r.ran_on = type ? *type : kNone;
+        r.milli = GpuMilliOf(event.allocation);
+        // (The cycle that started it counted from its own time, a start's grace period before.)
+        if (&job != &finished) BeginService(job, event.time, w);
+        continue;
+      }
+      const Millis whole = CountRun(job, r.run_start, r.ran, r.ran_on, event, &names, w);
+      if (whole >= 0 && completions_count) completions.emplace_back(whole, r.milli);
+      if (store::IsFinished(event.state)) runs.erase(event.job);
+    }
+    if (events->size() < kBatch) break;
+  }
+  for (auto& [id, entry] : jobs_) {
+    auto it = runs.find(id);
+    if (it != runs.end()) entry.ran = it->second.ran;
+  }
   return Status::Ok();
 }
 
@@ -347,30 +434,17 @@ void Core::ApplyLocked(const Event& event) {
     entry.reports.clear();
     RememberNodes(entry);
   }
-  if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending) {
-    // Back to pending (evicted, requeued): the time it ran counts as its attained service for a
-    // least-attained-service order, and as its time on the model for Gavel's rounds (kept in
-    // memory only).
-    if (entry.run_start >= 0) {
-      const Millis ran = std::max<Millis>(0, event.time - entry.run_start);
-      entry.job.attained +=
-          state_ ? ServiceOfRun(*state_, entry.job, ran_on, ran, config_.engine.ordering) : ran;
-      entry.ran += ran;
-      AddTimeOnModel(entry.job.time_on_model, ran_on, ran);
-      entry.job.service_time = event.time;
-    }
-    entry.run_start = -1;
-    // Pending again (evicted, requeued, released): its wait for admission starts now.
-    if (before != JobState::kPending) entry.pending_since = event.time;
-  }
+  // Back to pending (evicted, requeued): the time it ran counts as its attained service and its
+  // time on the model; completed: a Gittins order learns its size, all the GPU-time it ran.
+  const Millis whole = CountRun(entry.job, entry.run_start, entry.ran, ran_on, event,
+                                state_ ? &*state_ : nullptr, config_.engine.ordering);
+  // Pending again (evicted, requeued, released): its wait for admission starts now.
+  if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending &&
+      before != JobState::kPending)
+    entry.pending_since = event.time;
   if (!was_finished && store::IsFinished(entry.stored.status.state)) {
-    // A Gittins order learns the sizes of the jobs that completed: all the GPU-time they ran.
-    if (entry.stored.status.state == JobState::kCompleted && state_) {
-      const Millis ran =
-          entry.ran +
-          (entry.run_start >= 0 ? std::max<Millis>(0, event.time - entry.run_start) : 0);
-      RecordCompletion(*state_, config_.engine.ordering, ran, entry.job.total_gpu().value());
-    }
+    if (whole >= 0 && state_)
+      RecordCompletion(*state_, config_.engine.ordering, whole, entry.job.total_gpu().value());
     Finish(entry);
   }
 }

@@ -72,6 +72,15 @@ struct JobFilter {
   std::size_t limit = 1000;
 };
 
+// A job event's step in the service that the orders reading it count (attained service, time on
+// each GPU model, the last stop; docs/configuration.md): `event` (its `state` set by the store)
+// ends the run that began at `run_start` on model `ran_on` when it takes the job back to pending,
+// and `ran` sums the runs ended so far. Returns the job's whole run time when the event completes
+// it (a Gittins order learns it), else -1. The same step for an event as the server applies it
+// and for the store's events replayed at a restart, so both count alike.
+Millis CountRun(Job& job, Millis& run_start, Millis& ran, GpuTypeId ran_on,
+                const store::Event& event, const ClusterState* state, const OrderingWeights& w);
+
 class Core {
  public:
   // Recovers everything from `store` (queue quotas and node states over the configuration,
@@ -203,6 +212,10 @@ class Core {
   Answer Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
                    std::chrono::steady_clock::time_point t0);
   Status Recover();
+  // Counts again, from the store's events, the service of the jobs in memory (CountRun, the
+  // starts' BeginService) and, under a Gittins order, the completed jobs' sizes in order.
+  Status ReplayService(const ClusterState& names,
+                       std::vector<std::pair<Millis, std::int64_t>>& completions);
   // A state from the configuration (with quota overrides and node states) and the running jobs.
   Status RebuildState(const config::ClusterConfig& config);
   Millis Now() const { return options_.now(); }

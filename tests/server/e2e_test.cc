@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "server/server_process.h"
 
@@ -77,6 +80,27 @@ class ServerTest : public ::testing::Test {
   std::string State(std::uint64_t id) { return GetJob(id)["status"].value("state", "?"); }
   bool WaitState(std::uint64_t id, const std::string& state) {
     return WaitFor([&] { return State(id) == state; });
+  }
+  // The lines of the server's snapshot (`GET /v1/admin/snapshot`) that hold `text`, each with
+  // the `after` lines that follow it.
+  std::vector<std::string> SnapshotLines(const std::string& text, int after = 0) {
+    httplib::Client client("127.0.0.1", port());
+    auto res =
+        client.Get("/v1/admin/snapshot", {{"Authorization", std::string("Bearer ") + kAdmin}});
+    std::vector<std::string> lines;
+    if (!res) return lines;
+    std::istringstream body(res->body);
+    int more = 0;
+    for (std::string line; std::getline(body, line);) {
+      if (line.find(text) != std::string::npos) {
+        more = after + 1;
+      }
+      if (more > 0) {
+        lines.push_back(line);
+        --more;
+      }
+    }
+    return lines;
   }
 
   TempDir dir_;
@@ -264,6 +288,55 @@ TEST_F(ServerTest, GavelsRoundsTakeTurnsOnTheGpus) {
   auto res = client.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("reason=\"allocation_round\""), std::string::npos) << res->body;
+}
+
+// Under least attained service the server counts each job's service from its runs, and a restart
+// counts it again from the store's events: the job that ran past the threshold before it was
+// evicted keeps its service (the snapshot's `service` line, to the millisecond) and so stays
+// behind the job that evicted it, both in the second service queue.
+TEST_F(ServerTest, AttainedServiceOutlivesARestart) {
+  Start(5,
+        "scheduler:\n"
+        "  ordering: {policy: las, las_thresholds: [1s]}\n"
+        "  preemption: {enabled: true}\n");
+  const std::uint64_t first = Submit(kAdmin, Job("first", "low", 2, 4000, 3600000));
+  ASSERT_TRUE(WaitState(first, "running"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // into the second queue
+  const std::uint64_t second = Submit(kAdmin, Job("second", "low", 2, 4000, 3600000));
+  ASSERT_TRUE(WaitState(second, "running"));
+  ASSERT_TRUE(WaitState(first, "pending"));  // evicted by `second`, after its grace period
+  // The service lines of the snapshot (only `first` has run and stopped).
+  auto service = [&] { return SnapshotLines("service: {"); };
+  const std::vector<std::string> before = service();
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_NE(before[0].find("time_on_model: {"), std::string::npos) << before[0];
+  EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  server_.emplace(config_, (dir_.path() / "data").string());
+  ASSERT_TRUE(server_->ready());
+  EXPECT_EQ(service(), before);
+  // Counted from zero, `first` would be in the first queue and evict `second` at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  EXPECT_EQ(State(second), "running");
+  EXPECT_EQ(State(first), "pending");
+}
+
+// A Gittins order learns the sizes of the jobs that completed; a restart learns them again from
+// the store's events, in the same order.
+TEST_F(ServerTest, GittinsSizesOutliveARestart) {
+  Start(5,
+        "scheduler:\n"
+        "  ordering: {policy: gittins, las_thresholds: [1s]}\n"
+        "  preemption: {enabled: true}\n");
+  const std::uint64_t a = Submit(kAdmin, Job("short", "low", 1, 1000, 200));
+  const std::uint64_t b = Submit(kAdmin, Job("longer", "low", 2, 1000, 400));
+  ASSERT_TRUE(WaitState(a, "completed"));
+  ASSERT_TRUE(WaitState(b, "completed"));
+  const std::vector<std::string> before = SnapshotLines("finished_service", 1);
+  ASSERT_EQ(before.size(), 2u) << "the key and the sizes";
+  EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  server_.emplace(config_, (dir_.path() / "data").string());
+  ASSERT_TRUE(server_->ready());
+  EXPECT_EQ(SnapshotLines("finished_service", 1), before);
 }
 
 TEST_F(ServerTest, ExplainCancelHoldAndPriority) {
