@@ -51,11 +51,11 @@ std::int64_t GpuMilliOf(const store::StoredAllocation& allocation) {
 }  // namespace
 
 Millis CountRun(Job& job, Millis& run_start, Millis& ran, GpuTypeId ran_on, const Event& event,
-                const ClusterState* state, const OrderingWeights& w) {
+                JobState after, const ClusterState* state, const OrderingWeights& w) {
   Millis whole = -1;
   if (event.kind == EventKind::kCompleted)
     whole = ran + (run_start >= 0 ? std::max<Millis>(0, event.time - run_start) : 0);
-  if (event.kind != EventKind::kStarted && event.state == JobState::kPending) {
+  if (event.kind != EventKind::kStarted && after == JobState::kPending) {
     if (run_start >= 0) {
       const Millis run = std::max<Millis>(0, event.time - run_start);
       job.attained += state ? ServiceOfRun(*state, job, ran_on, run, w) : run;
@@ -289,7 +289,8 @@ Status Core::ReplayService(const ClusterState& names,
         if (&job != &finished) BeginService(job, event.time, w);
         continue;
       }
-      const Millis whole = CountRun(job, r.run_start, r.ran, r.ran_on, event, &names, w);
+      const Millis whole =
+          CountRun(job, r.run_start, r.ran, r.ran_on, event, event.state, &names, w);
       if (whole >= 0 && completions_count) completions.emplace_back(whole, r.milli);
       if (store::IsFinished(event.state)) runs.erase(event.job);
     }
@@ -436,8 +437,9 @@ void Core::ApplyLocked(const Event& event) {
   }
   // Back to pending (evicted, requeued): the time it ran counts as its attained service and its
   // time on the model; completed: a Gittins order learns its size, all the GPU-time it ran.
-  const Millis whole = CountRun(entry.job, entry.run_start, entry.ran, ran_on, event,
-                                state_ ? &*state_ : nullptr, config_.engine.ordering);
+  const Millis whole =
+      CountRun(entry.job, entry.run_start, entry.ran, ran_on, event, entry.stored.status.state,
+               state_ ? &*state_ : nullptr, config_.engine.ordering);
   // Pending again (evicted, requeued, released): its wait for admission starts now.
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending &&
       before != JobState::kPending)

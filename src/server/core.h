@@ -73,13 +73,14 @@ struct JobFilter {
 };
 
 // A job event's step in the service that the orders reading it count (attained service, time on
-// each GPU model, the last stop; docs/configuration.md): `event` (its `state` set by the store)
-// ends the run that began at `run_start` on model `ran_on` when it takes the job back to pending,
-// and `ran` sums the runs ended so far. Returns the job's whole run time when the event completes
-// it (a Gittins order learns it), else -1. The same step for an event as the server applies it
-// and for the store's events replayed at a restart, so both count alike.
+// each GPU model, the last stop; docs/configuration.md): `event`, which leaves the job in state
+// `after`, ends the run that began at `run_start` on model `ran_on` when it takes the job back to
+// pending, and `ran` sums the runs ended so far. Returns the job's whole run time when the event
+// completes it (a Gittins order learns it), else -1. The same step for an event as the server
+// applies it and for the store's events replayed at a restart, so both count alike.
 Millis CountRun(Job& job, Millis& run_start, Millis& ran, GpuTypeId ran_on,
-                const store::Event& event, const ClusterState* state, const OrderingWeights& w);
+                const store::Event& event, store::JobState after, const ClusterState* state,
+                const OrderingWeights& w);
 
 class Core {
  public:
