@@ -11,9 +11,10 @@
 
 namespace arbiter {
 
-// A job the plan starts at `now`: stores in it the service its order counts from now on
-// (ServiceAtStart, a starvation promotion applied; service_time = now). The engine adds the
-// time it runs from then on itself.
+// A job a plan starts, which starts to run at `now` (the plan's time, or its bind's start_after
+// when it waits for its victims to stop): stores in it the service its order counts from then on
+// (ServiceAtStart, a starvation promotion applied; service_time = now). The engine adds the time
+// it runs from then on itself.
 void BeginService(Job& job, Millis now, const OrderingWeights& w);
 
 // The service a job gains by running `ran` ms on GPU model `type` (ServiceRate): a driver adds it

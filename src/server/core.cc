@@ -240,7 +240,7 @@ Status Core::Recover() {
   // it was counted when they were applied.
   std::vector<std::pair<Millis, std::int64_t>> completions;  // whole run time, GPU milli
   if (ReadsService(config_.engine.ordering.policy)) {
-    if (Status st = ReplayService(*names, completions); !st.ok()) return st;
+    if (Status st = ReplayService(*names, snapshot->last_seq, completions); !st.ok()) return st;
   }
   if (Status st = RebuildState(config_); !st.ok()) return st;
   for (const auto& [whole, milli] : completions)
@@ -255,7 +255,7 @@ Status Core::Recover() {
   return Status::Ok();
 }
 
-Status Core::ReplayService(const ClusterState& names,
+Status Core::ReplayService(const ClusterState& names, std::uint64_t last_seq,
                            std::vector<std::pair<Millis, std::int64_t>>& completions) {
   const OrderingWeights& w = config_.engine.ordering;
   // Per job: the run open and the time run before it, the model of that run, its GPUs. The
@@ -275,6 +275,7 @@ Status Core::ReplayService(const ClusterState& names,
     if (!events.ok()) return Status(events.status()).WithContext("store: read the events: ");
     for (const Event& event : *events) {
       cursor = event.seq;
+      if (cursor > last_seq) break;  // (after the jobs were loaded)
       if (!store::IsJobEvent(event.kind)) continue;
       auto it = jobs_.find(event.job);
       if (it == jobs_.end() && !completions_count) continue;
@@ -285,7 +286,7 @@ Status Core::ReplayService(const ClusterState& names,
         const std::optional<GpuTypeId> type = names.FindGpuType(event.allocation.gpu_type);
         r.ran_on = type ? *type : kNone;
         r.milli = GpuMilliOf(event.allocation);
-        // (The cycle that started it counted from its own time, a start's grace period before.)
+        // (As the cycle that started it did: at the time it starts to run.)
         if (&job != &finished) BeginService(job, event.time, w);
         continue;
       }
@@ -294,7 +295,7 @@ Status Core::ReplayService(const ClusterState& names,
       if (whole >= 0 && completions_count) completions.emplace_back(whole, r.milli);
       if (store::IsFinished(event.state)) runs.erase(event.job);
     }
-    if (events->size() < kBatch) break;
+    if (events->size() < kBatch || cursor >= last_seq) break;
   }
   for (auto& [id, entry] : jobs_) {
     auto it = runs.find(id);

@@ -213,9 +213,10 @@ class Core {
   Answer Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
                    std::chrono::steady_clock::time_point t0);
   Status Recover();
-  // Counts again, from the store's events, the service of the jobs in memory (CountRun, the
-  // starts' BeginService) and, under a Gittins order, the completed jobs' sizes in order.
-  Status ReplayService(const ClusterState& names,
+  // Counts again, from the store's events up to `last_seq` (where the jobs were loaded), the
+  // service of the jobs in memory (CountRun, the starts' BeginService) and, under a Gittins
+  // order, the completed jobs' sizes in order.
+  Status ReplayService(const ClusterState& names, std::uint64_t last_seq,
                        std::vector<std::pair<Millis, std::int64_t>>& completions);
   // A state from the configuration (with quota overrides and node states) and the running jobs.
   Status RebuildState(const config::ClusterConfig& config);

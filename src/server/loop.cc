@@ -105,14 +105,16 @@ void Core::CycleLocked(Millis now) {
     events.push_back(std::move(ev));
   }
   // The service a least-attained-service order counts from each start on (a starvation promotion
-  // applied); the engine adds the running time itself.
+  // applied), at the time it starts to run (its `started` event's, which a restart replays); the
+  // engine adds the running time itself.
   for (const Bind& b : plan.binds) {
     Job& job = pending[b.pending_index];
-    BeginService(job, now, engine_.options().ordering);
+    const Millis start = std::max(now, b.start_after);
+    BeginService(job, start, engine_.options().ordering);
     Job& kept = jobs_.at(b.job).job;
     kept.attained = job.attained;
     kept.starved = job.starved;
-    kept.service_time = now;
+    kept.service_time = start;
   }
   if (!events.empty()) {
     if (Status st = AppendLocked(std::move(events)); !st.ok()) {

@@ -781,9 +781,10 @@ Status Simulation::Cycle(Millis now) {
   std::sort(bound_at.begin(), bound_at.end(), std::greater<>());
   for (const Bind& b : plan.binds) {
     // The service a least-attained-service order counts from this start on (a starvation
-    // promotion applied): the engine adds the running time itself.
+    // promotion applied), at the time it starts to run, as the server does: the engine adds the
+    // running time itself.
     Job& job = pending_[b.pending_index];
-    BeginService(job, now, engine_.options().ordering);
+    BeginService(job, std::max(now, b.start_after), engine_.options().ordering);
     runs_[pending_runs_[b.pending_index]].attained = job.attained;
     runs_[pending_runs_[b.pending_index]].starved = job.starved;
     runs_[pending_runs_[b.pending_index]].gpu_type = b.allocation.gpu_type;

@@ -314,8 +314,9 @@ TEST_F(ServerTest, AttainedServiceOutlivesARestart) {
   server_.emplace(config_, (dir_.path() / "data").string());
   ASSERT_TRUE(server_->ready());
   EXPECT_EQ(service(), before);
-  // Counted from zero, `first` would be in the first queue and evict `second` at once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  // Counted from zero, `first` would be in the first queue and evict `second` once `second` has
+  // run past the threshold (1 s), after its grace period (1 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
   EXPECT_EQ(State(second), "running");
   EXPECT_EQ(State(first), "pending");
 }

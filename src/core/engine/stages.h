@@ -201,7 +201,7 @@ class FragModel {
     GpuTypeId type = kNone;
     PlacementPolicy policy = PlacementPolicy::kArbiter;
     bool allow_span = false;
-    std::uint64_t accepted = 0;  // the job's GPU types (GpuTypeSet bits): its TypeCost
+    double type_cost = 0;  // TypeCost for the task's GPUs (it depends on the job's types)
     bool operator==(const ScoreRequest&) const = default;
   };
   struct Scored {

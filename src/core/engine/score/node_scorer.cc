@@ -9,10 +9,10 @@ NodeScorer::NodeScorer(const ClusterState& state, const Job& job, const TaskRequ
   if (options.policy == PlacementPolicy::kArbiter || options.policy == PlacementPolicy::kFrag ||
       options.policy == PlacementPolicy::kFgd)
     frag_ = model;
-  request_ = {req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type,
-              options.policy,  false,           job.gpu_types.bits()};
   if (frag_ && options.policy != PlacementPolicy::kFgd && type != kNone)
     type_cost_ = frag_->TypeCost(job.gpu_types, type) * static_cast<double>(req.gpu.value());
+  request_ = {req.gpu.value(), req.cpu.value(), req.gpu_memory.value(), type, options.policy,
+              false,           type_cost_};
 }
 
 bool NodeScorer::Score(NodeId n, bool allow_span, std::vector<DeviceShare>& devices,
