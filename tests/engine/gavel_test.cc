@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arbiter/attained_service.h"
@@ -29,21 +30,22 @@ constexpr Millis kSecond = kMillisPerSecond;
 constexpr Millis kMinute = 60 * kSecond;
 constexpr Millis kHour = 60 * kMinute;
 
+// Maximises `objective` under `rows` (each row's bound, then its coefficients).
+std::vector<double> Solve(std::vector<double> objective,
+                          const std::vector<std::pair<double, std::vector<double>>>& rows) {
+  engine::LinearProgram lp(objective.size());
+  lp.objective = std::move(objective);
+  for (const auto& [bound, coefficients] : rows) lp.AddRow(bound) = coefficients;
+  return engine::Maximize(lp);
+}
+
 TEST(LinearProgram, FindsTheOptimalVertex) {
   // max 3x + 2y, x + y <= 4, x + 3y <= 6: x = 4, y = 0.
-  engine::LinearProgram a(2);
-  a.objective = {3, 2};
-  a.AddRow(4) = {1, 1};
-  a.AddRow(6) = {1, 3};
-  const std::vector<double> x = engine::Maximize(a);
+  const std::vector<double> x = Solve({3, 2}, {{4, {1, 1}}, {6, {1, 3}}});
   EXPECT_NEAR(x[0], 4, 1e-9);
   EXPECT_NEAR(x[1], 0, 1e-9);
   // max x + y, x + 2y <= 4, 3x + y <= 6: the corner (1.6, 1.2).
-  engine::LinearProgram b(2);
-  b.objective = {1, 1};
-  b.AddRow(4) = {1, 2};
-  b.AddRow(6) = {3, 1};
-  const std::vector<double> y = engine::Maximize(b);
+  const std::vector<double> y = Solve({1, 1}, {{4, {1, 2}}, {6, {3, 1}}});
   EXPECT_NEAR(y[0], 1.6, 1e-9);
   EXPECT_NEAR(y[1], 1.2, 1e-9);
 }
@@ -51,12 +53,8 @@ TEST(LinearProgram, FindsTheOptimalVertex) {
 TEST(LinearProgram, SolvesADegenerateMaxMinProgram) {
   // max t, t - x <= 0, t - 2y <= 0, x + y <= 1 (bounds of 0: degenerate pivots): x = 2/3,
   // y = 1/3, t = 2/3.
-  engine::LinearProgram lp(3);
-  lp.objective = {0, 0, 1};
-  lp.AddRow(0) = {-1, 0, 1};
-  lp.AddRow(0) = {0, -2, 1};
-  lp.AddRow(1) = {1, 1, 0};
-  const std::vector<double> x = engine::Maximize(lp);
+  const std::vector<double> x =
+      Solve({0, 0, 1}, {{0, {-1, 0, 1}}, {0, {0, -2, 1}}, {1, {1, 1, 0}}});
   EXPECT_NEAR(x[2], 2.0 / 3, 1e-9);
   EXPECT_NEAR(x[0], 2.0 / 3, 1e-9);
   EXPECT_NEAR(x[1], 1.0 / 3, 1e-9);
