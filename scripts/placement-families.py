@@ -8,10 +8,12 @@ policy, and the default's lead over FGD with its noise (two standard errors of t
 per-seed differences, the seeds being paired: the same arrival order for every policy).
 
     scripts/placement-families.py --arbiter build/arbiter [--seeds 5] [--json out.json]
+        [--first-seed 42] [--policies arbiter,fgd] [--jobs 2] [--nodes CSV] [--pods CSV]
 
 docs/placement.md shows its output. Standard library only.
 """
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -46,9 +48,9 @@ def families():
     return out
 
 
-def run(arbiter, variants, seed, policies):
+def run(arbiter, nodes, pods, variants, seed, policies):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [arbiter, "fill", "--nodes", NODES, "--pods", PODS, "--seeds", "1", "--seed",
+        cmd = [arbiter, "fill", "--nodes", nodes, "--pods", pods, "--seeds", "1", "--seed",
                str(seed), "--threads", "1", "--quiet", "--json", out.name]
         for v in variants:
             cmd += ["--variant", v]
@@ -66,24 +68,34 @@ def main():
     parser.add_argument("--first-seed", type=int, default=42)
     parser.add_argument("--json", help="write every per-seed figure here")
     parser.add_argument("--only", help="run only the workloads whose name contains this")
+    parser.add_argument("--policies", default=",".join(POLICIES),
+                        help="comma-separated; arbiter and fgd are always run")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
+    parser.add_argument("--nodes", default=NODES, help="openb node list (CSV)")
+    parser.add_argument("--pods", default=PODS, help="openb pod list (CSV)")
     args = parser.parse_args()
+    policies = ["arbiter", "fgd"] + [p for p in args.policies.split(",")
+                                     if p and p not in ("arbiter", "fgd")]
 
+    workloads = [(name, variants) for name, variants in families()
+                 if not args.only or args.only in name]
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        runs = {(name, i): pool.submit(run, args.arbiter, args.nodes, args.pods, variants,
+                                       args.first_seed + i, policies)
+                for name, variants in workloads for i in range(args.seeds)}
     rows, raw = [], {}
-    for name, variants in families():
-        if args.only and args.only not in name:
-            continue
-        per_seed = [run(args.arbiter, variants, args.first_seed + i, POLICIES)
-                    for i in range(args.seeds)]
+    for name, _ in workloads:
+        per_seed = [runs[(name, i)].result() for i in range(args.seeds)]
         raw[name] = per_seed
-        mean = {p: statistics.fmean(s[p] for s in per_seed) for p in POLICIES}
+        mean = {p: statistics.fmean(s[p] for s in per_seed) for p in policies}
         diffs = [s["arbiter"] - s["fgd"] for s in per_seed]
         lead = statistics.fmean(diffs)
         noise = 2 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
-        others = [p for p in POLICIES if p not in ("arbiter", "fgd")]
-        best = max(others, key=lambda p: mean[p])
+        others = [p for p in policies if p not in ("arbiter", "fgd")]
+        best = max(others, key=lambda p: mean[p]) if others else None
         verdict = "ahead" if lead > noise else ("behind" if lead < -noise else "even")
-        rows.append((name, mean["arbiter"], mean["fgd"], best, mean[best], lead, noise,
-                     min(diffs), verdict))
+        rows.append((name, mean["arbiter"], mean["fgd"], best, mean[best] if best else 0.0,
+                     lead, noise, min(diffs), verdict))
         print(f"{name}: arbiter {mean['arbiter']:.2f} fgd {mean['fgd']:.2f} "
               f"lead {lead:+.2f} +- {noise:.2f}", file=sys.stderr, flush=True)
 
@@ -91,7 +103,8 @@ def main():
           f"(+- 2 SE) | worst seed | |")
     print("|---|---|---|---|---|---|---|")
     for name, a, f, best, b, lead, noise, worst, verdict in rows:
-        print(f"| {name} | {a:.2f} | {f:.2f} | {best} {b:.2f} | {lead:+.2f} +- {noise:.2f} | "
+        other = f"{best} {b:.2f}" if best else "-"
+        print(f"| {name} | {a:.2f} | {f:.2f} | {other} | {lead:+.2f} +- {noise:.2f} | "
               f"{worst:+.2f} | {verdict} |")
     if args.json:
         with open(args.json, "w") as f:
