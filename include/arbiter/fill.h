@@ -64,6 +64,13 @@ std::string VariantName(const Variant& variant);
 Result<std::vector<Pod>> MakeVariant(std::span<const Pod> pods,
                                      std::span<const trace::TraceNode> nodes,
                                      const Variant& variant);
+// A mix: the variants applied in order, the k-th (from 0) drawing from its seed + k. Variants of
+// one seed draw the same numbers, so the second would take the very pods the first took
+// ("multigpu=30" then "gpuspec=30" would constrain exactly the multi-GPU pods, and
+// "gpushare=80" would replace every pod "multigpu=50" made multi-GPU).
+Result<std::vector<Pod>> MakeVariants(std::span<const Pod> pods,
+                                      std::span<const trace::TraceNode> nodes,
+                                      std::span<const Variant> chain);
 
 struct FillOptions {
   std::vector<PlacementPolicy> policies{std::begin(kAllPlacementPolicies),

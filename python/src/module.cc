@@ -120,11 +120,11 @@ fill::FillReport Fill(const FillArgs& args) {
       lines += (lines.empty() ? "" : "\n") + line;
     throw Failure{lines, "pods", "invalid_argument"};
   }
-  std::vector<fill::Pod> pods = fill::PodsFromTrace(pods_trace.jobs);
-  for (const std::string& text : args.variants) {
-    const fill::Variant variant = Take(fill::ParseVariant(text), "variants: ");
-    pods = Take(fill::MakeVariant(pods, nodes, variant), "variants: ");
-  }
+  std::vector<fill::Variant> chain;
+  for (const std::string& text : args.variants)
+    chain.push_back(Take(fill::ParseVariant(text), "variants: "));
+  const std::vector<fill::Pod> pods =
+      Take(fill::MakeVariants(fill::PodsFromTrace(pods_trace.jobs), nodes, chain), "variants: ");
   return Take(fill::RunFill(nodes, pods, options));
 }
 

@@ -45,20 +45,22 @@ int RunFill(const FillArgs& args) {
   }
   std::vector<fill::Pod> pods = fill::PodsFromTrace(trace->jobs);
   std::string derived;
+  std::vector<fill::Variant> chain;
   for (const std::string& text : args.variants) {
     Result<fill::Variant> variant = fill::ParseVariant(text);
     if (!variant.ok()) {
       fmt::print(stderr, "error: --variant: {}\n", variant.status().message());
       return 2;
     }
-    Result<std::vector<fill::Pod>> varied = fill::MakeVariant(pods, *nodes, *variant);
-    if (!varied.ok()) {
-      fmt::print(stderr, "error: --variant: {}\n", varied.status().message());
-      return 1;
-    }
-    pods = std::move(*varied);
+    chain.push_back(*variant);
     derived += " " + fill::VariantName(*variant);
   }
+  Result<std::vector<fill::Pod>> varied = fill::MakeVariants(pods, *nodes, chain);
+  if (!varied.ok()) {
+    fmt::print(stderr, "error: --variant: {}\n", varied.status().message());
+    return 1;
+  }
+  pods = std::move(*varied);
   std::int64_t gpus = 0, requested = 0;
   for (const trace::TraceNode& n : *nodes) gpus += n.gpus;
   for (const fill::Pod& p : pods) requested += p.total_gpu();

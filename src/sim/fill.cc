@@ -204,6 +204,20 @@ Result<std::vector<Pod>> MakeVariant(std::span<const Pod> pods,
   return out;
 }
 
+Result<std::vector<Pod>> MakeVariants(std::span<const Pod> pods,
+                                      std::span<const trace::TraceNode> nodes,
+                                      std::span<const Variant> chain) {
+  std::vector<Pod> out(pods.begin(), pods.end());
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    Variant variant = chain[k];
+    variant.seed += k;
+    Result<std::vector<Pod>> varied = MakeVariant(out, nodes, variant);
+    if (!varied.ok()) return varied.status();
+    out = std::move(*varied);
+  }
+  return out;
+}
+
 std::vector<TaskShape> ShapesOf(const ClusterState& state, std::span<const Pod> pods) {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t>, double> counts;
   for (const Pod& p : pods) {

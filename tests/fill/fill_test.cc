@@ -552,6 +552,46 @@ TEST(Fill, VariantsDeriveFromTheList) {
   for (std::size_t i = 0; i < third.size(); ++i) EXPECT_EQ(third[i].models, again[i].models);
 }
 
+TEST(Fill, AMixDrawsEachVariantApart) {
+  // Variants of one seed would draw the same numbers: the second would take exactly the pods the
+  // first took. In a mix each draws its own, so the kinds combine as their shares say.
+  const Sample& s = OpenbSample();
+  auto chain = [&](std::initializer_list<const char*> texts) {
+    std::vector<fill::Variant> variants;
+    for (const char* text : texts) variants.push_back(*fill::ParseVariant(text));
+    Result<std::vector<fill::Pod>> pods = fill::MakeVariants(s.pods, s.nodes, variants);
+    EXPECT_TRUE(pods.ok()) << pods.status().message();
+    return *pods;
+  };
+  // One variant alone is the same as made by itself.
+  const std::vector<fill::Pod> alone = chain({"multigpu=30"});
+  const std::vector<fill::Pod> direct =
+      *fill::MakeVariant(s.pods, s.nodes, *fill::ParseVariant("multigpu=30"));
+  ASSERT_EQ(alone.size(), direct.size());
+  for (std::size_t i = 0; i < alone.size(); ++i)
+    EXPECT_EQ(alone[i].total_gpu(), direct[i].total_gpu());
+  // Half made multi-GPU, then half of the GPU pods made shares: about a quarter stay multi-GPU.
+  std::size_t gpu_pods = 0, multi = 0;
+  for (const fill::Pod& p : chain({"multigpu=50", "gpushare=50"})) {
+    gpu_pods += p.gpu > 0;
+    multi += p.total_gpu() >= 2000;
+  }
+  EXPECT_NEAR(static_cast<double>(multi) / static_cast<double>(gpu_pods), 0.25, 0.08);
+  // A third made multi-GPU, then a third constrained: as many of the single-GPU pods as of the
+  // multi-GPU ones are constrained.
+  std::size_t single = 0, single_bound = 0, several = 0, several_bound = 0;
+  for (const fill::Pod& p : chain({"multigpu=33", "gpuspec=33"})) {
+    if (p.gpu == 0) continue;
+    const bool many = p.total_gpu() >= 2000;
+    (many ? several : single) += 1;
+    (many ? several_bound : single_bound) += !p.models.empty();
+  }
+  ASSERT_GT(single, 0u);
+  ASSERT_GT(several, 0u);
+  EXPECT_NEAR(static_cast<double>(single_bound) / static_cast<double>(single), 0.33, 0.1);
+  EXPECT_NEAR(static_cast<double>(several_bound) / static_cast<double>(several), 0.33, 0.1);
+}
+
 TEST(Fill, DefaultPlacementLeadsOnTheSampleAndItsVariants) {
   // On the sample of openb (one pod in 24, about a tenth of the nodes), at 100% arrived, the
   // default placement allocates at least as much as each published baseline, on the list and on
