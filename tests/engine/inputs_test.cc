@@ -145,5 +145,41 @@ TEST(EngineInputs, ARepeatedJobIdIsRefusedAfterItsFirstOccurrence) {
   }
 }
 
+// A pending job whose id is a running job's is refused, however the list holds its ids
+// (ascending, close together out of order, far apart), with fewer running jobs than pending ones
+// (the running ones are looked up among the pending) or more (each pending one is looked up).
+TEST(EngineInputs, AJobIdThatIsRunningIsRefused) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("n", 4, "H800", 8));
+  const Engine engine;
+  for (JobId step : {JobId{1}, JobId{1} << 30}) {
+    for (std::size_t running_jobs : {std::size_t{1}, std::size_t{6}}) {
+      ClusterState state = MakeState(spec);
+      std::vector<Job> started;
+      for (std::size_t k = 0; k < running_jobs; ++k)
+        started.push_back(testing::GpuJob(100 * step + k * step, 1, 1000));
+      ASSERT_TRUE(state.Apply(engine.Schedule(state, started, 0), started).ok());
+      ASSERT_EQ(state.running().size(), running_jobs);
+      const JobId taken = started.back().id;
+      for (bool ascending : {true, false}) {
+        std::vector<Job> pending;
+        for (JobId k : {1, 2, 3}) pending.push_back(testing::GpuJob(k * step, 1, 1000));
+        pending.push_back(testing::GpuJob(taken, 1, 1000));
+        if (!ascending) std::swap(pending[0], pending[3]);
+        SCOPED_TRACE(::testing::Message() << "step " << step << ", running " << running_jobs
+                                          << (ascending ? ", ascending" : ", out of order"));
+        const Plan plan = engine.Schedule(state, pending, 100);
+        EXPECT_EQ(plan.binds.size(), 3u);
+        ASSERT_EQ(plan.unplaced.size(), 1u);
+        EXPECT_EQ(plan.unplaced[0].job, taken);
+        EXPECT_EQ(plan.unplaced[0].reason.cause, Cause::kInvalid);
+        EXPECT_NE(plan.unplaced[0].reason.detail.find("already pending or running"),
+                  std::string::npos)
+            << plan.unplaced[0].reason.detail;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arbiter

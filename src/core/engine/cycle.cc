@@ -205,12 +205,19 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
   return types;
 }
 
-// Whether some job id occurs twice in the list. None needs telling when the ids ascend (a driver
-// that appends arrivals); ids within a range of 64 times the list's length (a driver's that
-// counts them, in whatever order it keeps the list) are marked in a bitmap, no larger than the
-// list of ids a sort would take; others are sorted.
-bool SomeIdRepeats(std::span<const Job> pending) {
-  if (pending.size() < 2) return false;
+// What the validation needs to know of the pending list's ids: whether one occurs twice, and
+// whether one is also a running job's. None repeats when the ids ascend (a driver that appends
+// arrivals); ids within a range of 64 times the list's length (a driver's that counts them, in
+// whatever order it keeps the list) are marked in a bitmap, no larger than the list of ids a sort
+// would take; others are sorted. When fewer jobs run than wait (a backlog), the running ones are
+// then looked up among them, so that no pending job need be looked up among the running ones.
+struct PendingIds {
+  bool repeated = false;
+  bool running = false;
+};
+PendingIds CheckPendingIds(const ClusterState& state, std::span<const Job> pending) {
+  PendingIds out;
+  if (pending.empty()) return out;
   JobId low = pending[0].id, high = pending[0].id;
   bool ascending = true;
   for (std::size_t i = 1; i < pending.size(); ++i) {
@@ -218,20 +225,40 @@ bool SomeIdRepeats(std::span<const Job> pending) {
     low = std::min(low, pending[i].id);
     high = std::max(high, pending[i].id);
   }
-  if (ascending) return false;
+  // (With more running jobs than pending ones, each pending job is looked up instead.)
+  const std::unordered_map<JobId, RunningJob>& running = state.running();
+  auto any_running = [&](auto&& contains) {
+    if (running.size() > pending.size()) return true;
+    for (const auto& [id, job] : running) {
+      if (id >= low && id <= high && contains(id)) return true;
+    }
+    return false;
+  };
+  if (ascending) {
+    out.running = any_running([&](JobId id) {
+      auto it = std::lower_bound(pending.begin(), pending.end(), id,
+                                 [](const Job& job, JobId key) { return job.id < key; });
+      return it != pending.end() && it->id == id;
+    });
+    return out;
+  }
   if (high - low < 64 * pending.size()) {
     std::vector<bool> seen(high - low + 1, false);
     for (const Job& job : pending) {
-      if (seen[job.id - low]) return true;
+      out.repeated = out.repeated || seen[job.id - low];
       seen[job.id - low] = true;
     }
-    return false;
+    out.running = any_running([&](JobId id) { return static_cast<bool>(seen[id - low]); });
+    return out;
   }
   std::vector<JobId> ids;
   ids.reserve(pending.size());
   for (const Job& job : pending) ids.push_back(job.id);
   std::sort(ids.begin(), ids.end());
-  return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
+  out.repeated = std::adjacent_find(ids.begin(), ids.end()) != ids.end();
+  out.running =
+      any_running([&](JobId id) { return std::binary_search(ids.begin(), ids.end(), id); });
+  return out;
 }
 
 // One scheduling cycle: the stages in order over the scratch state, and what they decided.
@@ -257,7 +284,9 @@ class Cycle {
     plan_.unplaced.reserve(pending.size());
     // A job id repeated in the pending list is refused after its first occurrence in order; the
     // set of ids seen is kept only when some id repeats (usually none does).
-    repeated_ids_ = SomeIdRepeats(pending);
+    const PendingIds ids = CheckPendingIds(state, pending);
+    repeated_ids_ = ids.repeated;
+    running_ids_ = ids.running;
     if (repeated_ids_) seen_.reserve(pending.size());
     // Only tainted (unusual) nodes can have a PreferNoSchedule taint.
     const NodeId nodes = static_cast<NodeId>(state.node_count());
@@ -606,7 +635,8 @@ class Cycle {
     std::optional<std::string> invalid =
         timer_.Run(Stage::kValidate, [&]() -> std::optional<std::string> {
           // (One pending job cannot repeat an id.)
-          if ((repeated_ids_ && !seen_.insert(job.id).second) || state_.FindRunning(job.id)) {
+          if ((repeated_ids_ && !seen_.insert(job.id).second) ||
+              (running_ids_ && state_.FindRunning(job.id))) {
             return "job id " + std::to_string(job.id) + " is already pending or running";
           }
           return engine::ValidateJob(state_, job);
@@ -1063,6 +1093,7 @@ class Cycle {
   ShapeCache<bool> failed_reservations_;
   std::size_t failed_reservations_at_ = 0;
   bool repeated_ids_ = false;       // some job id occurs more than once in the pending list
+  bool running_ids_ = false;        // some pending job's id is a running job's
   std::unordered_set<JobId> seen_;  // the ids validated so far (only when some id repeats)
   engine::ReservationHolds holds_;  // devices reserved for blocked jobs (backfill)
   // Strict-FIFO queues whose head is blocked, and the head (its index in the pending list).
