@@ -2,6 +2,7 @@
 // exactly one leading; kill -9 of the leader loses no acknowledged submission; a leader cut off
 // from the database stops and another takes over; agents follow the leader and run every task
 // once.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -85,7 +86,7 @@ class LeaderClient {
         httplib::Client client("127.0.0.1", port);
         client.set_connection_timeout(std::chrono::seconds(2));
         client.set_read_timeout(std::chrono::seconds(10));
-        httplib::Headers headers{{"Authorization", std::string("Bearer ") + kAlice}};
+        httplib::Headers headers{{"Authorization", fmt::format("Bearer {}", kAlice)}};
         httplib::Result res = method == "GET"
                                   ? client.Get(path, headers)
                                   : client.Post(path, headers, body, "application/json");
@@ -174,7 +175,7 @@ TEST_F(HaTest, ServersStartedTogetherElectExactlyOneAndStandbysSendToIt) {
     EXPECT_EQ(Call(servers[i]->port(), "", "GET", "/healthz").status, 200);
     httplib::Client client("127.0.0.1", servers[i]->port());
     httplib::Result res =
-        client.Get("/v1/jobs?state=pending", {{"Authorization", std::string("Bearer ") + kAlice}});
+        client.Get("/v1/jobs?state=pending", {{"Authorization", fmt::format("Bearer {}", kAlice)}});
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 307);
     EXPECT_EQ(res->get_header_value("Location"), leader_url + "/v1/jobs?state=pending");

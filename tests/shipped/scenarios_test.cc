@@ -1,5 +1,6 @@
 // The shipped scenarios tell their stories: these tests hold them to it, so that a change to the
 // engine or the simulator that breaks the case study or the incident's fix is caught.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,7 +21,7 @@ const sim::RunResult& Named(const std::vector<sim::RunResult>& runs, const std::
 
 std::vector<sim::RunResult> Simulate(const std::string& file) {
   Result<config::Scenario> scenario =
-      config::LoadScenarioFile(std::string(ARBITER_SOURCE_DIR) + "/scenarios/" + file);
+      config::LoadScenarioFile(fmt::format("{}/scenarios/{}", ARBITER_SOURCE_DIR, file));
   EXPECT_TRUE(scenario.ok()) << scenario.status().message();
   std::vector<sim::RunResult> runs;
   if (!scenario.ok()) return runs;
