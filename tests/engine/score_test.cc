@@ -63,6 +63,30 @@ TEST(FragModel, ARememberedMeasureIsTheMeasureOfTheNodeAsItIsNow) {
   EXPECT_EQ(now(state, 1), fresh(state, 1));
 }
 
+// The measure's terms for one shape (docs/design/placement.md): where a task of the shape lands, the
+// free shares too small for it and the free GPU its tasks, one after another, leave; where none
+// lands (too few devices with room, or too little CPU), the node's whole free GPU four times.
+// FGD counts the first term only, and the whole free GPU once where the task does not land.
+TEST(FragModel, AShapeThatCannotLandCountsTheNodesFreeGpuFourTimes) {
+  const std::vector<TaskShape> shapes = {{2000, 16000, 0, {}, 1}};  // 2 GPUs, 16 cores
+  const engine::FragModel model(shapes, /*fgd=*/false);
+  const engine::FragModel fgd(shapes, /*fgd=*/true);
+  using Frees = std::vector<std::int64_t>;
+  // Lands once: one of three free devices left over.
+  EXPECT_DOUBLE_EQ(model.Expected(Frees{1000, 1000, 1000}, 64000, 0), 1000);
+  EXPECT_DOUBLE_EQ(fgd.Expected(Frees{1000, 1000, 1000}, 64000, 0), 0);
+  // Lands once, and a device's free half is too small for it: counted by both terms.
+  EXPECT_DOUBLE_EQ(model.Expected(Frees{1000, 1000, 500}, 64000, 0), 500 + 500);
+  EXPECT_DOUBLE_EQ(fgd.Expected(Frees{1000, 1000, 500}, 64000, 0), 500);
+  // Lands twice, CPU for once: the second pair of devices is left.
+  EXPECT_DOUBLE_EQ(model.Expected(Frees{1000, 1000, 1000, 1000}, 20000, 0), 2000);
+  // Cannot land: one free device, or two without the CPU.
+  EXPECT_DOUBLE_EQ(model.Expected(Frees{1000, 0, 0}, 64000, 0), 4 * 1000);
+  EXPECT_DOUBLE_EQ(fgd.Expected(Frees{1000, 0, 0}, 64000, 0), 1000);
+  EXPECT_DOUBLE_EQ(model.Expected(Frees{1000, 1000, 500}, 8000, 0), 4 * 2500);
+  EXPECT_DOUBLE_EQ(fgd.Expected(Frees{1000, 1000, 500}, 8000, 0), 2500);
+}
+
 // Expected remembers its value by the capacity it reads (free CPU, fully free devices, the free
 // shares of the others, in any order): the value remembered is the value computed afresh, for
 // more capacities than the memory has slots.

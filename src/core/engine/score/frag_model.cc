@@ -57,6 +57,16 @@ std::vector<TaskShape> Compress(std::vector<TaskShape> shapes, std::size_t limit
 // (which pack two to such a node): 96.86% at 100% with 50% multi-GPU pods, against 96.91 with 2.
 constexpr double kScarcityExponent = 2;
 
+// How many times a shape that cannot land on a node at all counts the node's free GPU as lost
+// (docs/design/placement.md). Where a task of the shape lands, the measure counts at most twice
+// what it loses (the free shares too small for one task, and the free GPU that tasks arriving one
+// after another leave); a node that cannot host it has lost its whole room for the shape, and
+// counts twice more. With 2 (each term's whole free GPU, as before), 10% multi-GPU pods trail
+// FGD by 0.2 to 0.3 points: small tasks broke into hosts of the multi-GPU shapes that a node
+// already unable to host them would have taken. A tuned constant: 3 to 4 hold on every family;
+// from 5, the rows with a fifth of the pods sharing GPUs lose a point.
+constexpr double kUnhostedLoss = 4;
+
 // What each kept shape could take of the empty cluster, against what it may use: the scarcity
 // factor of FragModel. `pool`: the GPUs of the types the shape accepts; `reach`: the GPUs that
 // tasks of the shape alone could occupy, node by node, as devices and CPU allow.
@@ -401,8 +411,11 @@ double FragModel::AddShapes(std::span<const Term> terms, std::span<const GpuType
     const double fit = fit_[s.threshold];
     const double count = counts_[s.count];
     // One task of the shape: does it land, and which free shares are too small for it?
-    const bool lands = s.cpu <= cpu && fit >= count;
-    double lost = lands ? small_[s.threshold] : total;
+    if (s.cpu > cpu || fit < count) {
+      frag += s.weight * total * (fgd_ ? 1 : kUnhostedLoss);
+      continue;
+    }
+    double lost = small_[s.threshold];
     if (!fgd_) {
       // Tasks of the shape arriving one after another: how much of the free GPU can they take
       // before the devices or the CPU run out?
