@@ -63,8 +63,8 @@ TEST(FragModel, ARememberedMeasureIsTheMeasureOfTheNodeAsItIsNow) {
   EXPECT_EQ(now(state, 1), fresh(state, 1));
 }
 
-// The measure's terms for one shape (docs/design/placement.md): where a task of the shape lands, the
-// free shares too small for it and the free GPU its tasks, one after another, leave; where none
+// The measure's terms for one shape (docs/design/placement.md): where a task of the shape lands,
+// the free shares too small for it and the free GPU its tasks, one after another, leave; where none
 // lands (too few devices with room, or too little CPU), the node's whole free GPU four times.
 // FGD counts the first term only, and the whole free GPU once where the task does not land.
 TEST(FragModel, AShapeThatCannotLandCountsTheNodesFreeGpuFourTimes) {
