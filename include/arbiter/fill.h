@@ -122,7 +122,13 @@ std::int64_t FragmentedMilli(const ClusterState& state, std::span<const Pod> pod
 // The task shapes of a pod list with their frequencies, for PlacementPolicy::kFrag.
 std::vector<TaskShape> ShapesOf(const ClusterState& state, std::span<const Pod> pods);
 
-// One run of one policy and seed on a fresh state of `spec`.
+// The cluster as a run of `seed` sees it: its nodes in a random order drawn from the seed (apart
+// from the arrivals' draws). The published simulator names the nodes after a seeded permutation
+// and takes, among equal scores, the node of the smallest name; the default policy takes, among
+// equal scores, the first node of the cluster's order, so each seed draws that order too.
+ClusterSpec InSeededOrder(const ClusterSpec& spec, std::uint64_t seed);
+
+// One run of one policy and seed on a fresh state of InSeededOrder(spec, seed).
 Result<RunResult> RunOnce(const ClusterSpec& spec, std::span<const Pod> pods,
                           PlacementPolicy policy, std::uint64_t seed, double inflate,
                           std::span<const int> steps);

@@ -552,6 +552,28 @@ TEST(Fill, VariantsDeriveFromTheList) {
   for (std::size_t i = 0; i < third.size(); ++i) EXPECT_EQ(third[i].models, again[i].models);
 }
 
+TEST(Fill, EachSeedDrawsTheNodesOrder) {
+  // The published simulator names the nodes after a seeded permutation and takes the smallest
+  // name among equals; the default takes the first node of the cluster's order among equals. So
+  // each seed draws the order: the same one for the same seed, another for another seed, and
+  // always the list's nodes, each once.
+  const ClusterSpec spec = fill::MakeCluster(OpenbSample().nodes);
+  auto names = [](const ClusterSpec& c) {
+    std::vector<std::string> out;
+    for (const NodeSpec& n : c.nodes) out.push_back(n.name);
+    return out;
+  };
+  const std::vector<std::string> listed = names(spec);
+  const std::vector<std::string> first = names(fill::InSeededOrder(spec, 42));
+  EXPECT_EQ(first, names(fill::InSeededOrder(spec, 42)));
+  EXPECT_NE(first, listed);
+  EXPECT_NE(first, names(fill::InSeededOrder(spec, 43)));
+  std::vector<std::string> sorted = first, sorted_listed = listed;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(sorted_listed.begin(), sorted_listed.end());
+  EXPECT_EQ(sorted, sorted_listed);
+}
+
 TEST(Fill, AMixDrawsEachVariantApart) {
   // Variants of one seed would draw the same numbers: the second would take exactly the pods the
   // first took. In a mix each draws its own, so the kinds combine as their shares say.
