@@ -511,7 +511,9 @@ int main(int argc, char** argv) {
                    "one GPU model), multigpu=P (P% replaced by multi-GPU pods of the list), "
                    "gpushare=P (P% replaced by GPU-sharing pods of the list); repeatable: a "
                    "mix, applied in order, each variant drawing its own pods");
-  fill->add_option("--seeds", fill_args.seeds, "Seeds per policy (default 10)");
+  fill->add_option("--seeds", fill_args.seeds,
+                   "Seeds per policy (default 10); each draws the pods' arrival order and the "
+                   "nodes' order");
   fill->add_option("--seed", fill_args.seed, "First seed (default 42)");
   fill->add_option("--inflate", fill_args.inflate,
                    "Total GPU request of the workload / cluster GPUs (default 1.3)");
