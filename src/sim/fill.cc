@@ -24,6 +24,12 @@ std::size_t Below(std::mt19937_64& rng, std::size_t n) {
   return static_cast<std::size_t>(rng() % n);
 }
 
+// The items in a uniformly random order drawn from the generator (Fisher-Yates, with Below).
+template <typename T>
+void Shuffle(std::vector<T>& items, std::mt19937_64& rng) {
+  for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[Below(rng, i)]);
+}
+
 // The pods in arrival order for one seed: the list shuffled, then uniform draws from the list
 // appended until one more would take the GPU request past `target` milli-GPU.
 std::vector<std::uint32_t> ArrivalOrder(std::span<const Pod> pods, std::uint64_t seed,
@@ -35,7 +41,7 @@ std::vector<std::uint32_t> ArrivalOrder(std::span<const Pod> pods, std::uint64_t
     order[i] = i;
     total += pods[i].total_gpu();
   }
-  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[Below(rng, i)]);
+  Shuffle(order, rng);
   while (total > 0) {  // (a list without GPU requests would never reach the target)
     const std::uint32_t i = static_cast<std::uint32_t>(Below(rng, pods.size()));
     if (total + pods[i].total_gpu() > target) break;
@@ -272,8 +278,7 @@ std::int64_t FragmentedMilli(const ClusterState& state, std::span<const Pod> pod
 ClusterSpec InSeededOrder(const ClusterSpec& spec, std::uint64_t seed) {
   std::mt19937_64 rng(seed ^ 0x6e6f6465732d6f72ull);  // ("nodes-or")
   ClusterSpec out = spec;
-  for (std::size_t i = out.nodes.size(); i > 1; --i)
-    std::swap(out.nodes[i - 1], out.nodes[Below(rng, i)]);
+  Shuffle(out.nodes, rng);
   return out;
 }
 
