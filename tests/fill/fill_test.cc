@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 #include "testing/builders.h"
+#include "testing/sanitized.h"
 
 namespace arbiter {
 namespace {
@@ -615,6 +616,7 @@ TEST(Fill, AMixDrawsEachVariantApart) {
 }
 
 TEST(Fill, DefaultPlacementLeadsOnTheSampleAndItsVariants) {
+  ARBITER_SKIP_WHEN_SANITIZED("the figures of five workloads, seven policies, three seeds");
   // On the sample of openb (one pod in 24, about a tenth of the nodes), at 100% arrived, the
   // default placement allocates at least as much as each published baseline, on the list and on
   // the three kinds of variant, with 30% and 50% of multi-GPU pods. (The full lists:

@@ -7,6 +7,7 @@
 
 #include "arbiter/sim.h"
 #include "scenario/scenario.h"
+#include "testing/sanitized.h"
 
 namespace arbiter {
 namespace {
@@ -59,6 +60,7 @@ TEST(ShippedScenario, PreemptionStormAndItsFix) {
 }
 
 TEST(ShippedScenario, MixedClusterCaseStudyShape) {
+  ARBITER_SKIP_WHEN_SANITIZED("a whole trace's figures");
   std::vector<sim::RunResult> runs = Simulate("mixed-cluster.yaml");
   ASSERT_EQ(runs.size(), 3u);
   const sim::RunResult& fcfs = Named(runs, "fcfs");
@@ -97,6 +99,7 @@ TEST(ShippedScenario, TiresiasSampleMatchesTiresiasSimulator) {
 // model time-shares the GPUs equally: a worse mean than LAS on this heavy-tailed trace, and a
 // shorter tail.
 TEST(ShippedScenario, PhillyUnderLeastAttainedService) {
+  ARBITER_SKIP_WHEN_SANITIZED("a whole trace's figures");
   std::vector<sim::RunResult> runs = Simulate("philly-tiresias.yaml");
   ASSERT_EQ(runs.size(), 8u);
   const sim::RunResult& fifo = Named(runs, "fifo");
@@ -148,6 +151,7 @@ TEST(ShippedScenario, PhillyUnderLeastAttainedService) {
 // program realised in rounds, had the lowest mean of all on each of six seeds (9 to 22% below the
 // best configuration of the other policies) and a p95 near the default order's, far below LAS's.
 TEST(ShippedScenario, GavelHeterogeneityAwareModels) {
+  ARBITER_SKIP_WHEN_SANITIZED("a whole trace's figures");
   std::vector<sim::RunResult> runs = Simulate("gavel.yaml");
   ASSERT_EQ(runs.size(), 6u);
   for (const sim::RunResult& r : runs) {
