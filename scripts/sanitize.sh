@@ -17,6 +17,7 @@ case "$kind" in
 esac
 
 # -O1: a faster compile than -O2 and clearer stacks; no NDEBUG, so assertions are checked too.
+# (The tests' own sources compile at -O0 in every build: ARBITER_TEST_OPTIMIZE, CMakeLists.txt.)
 # -g1: line tables and function names, all a report's stack needs, at three quarters of -g's
 # compile time.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
