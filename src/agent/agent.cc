@@ -171,12 +171,13 @@ class Agent {
         }
         if (status == 401 || status == 403) return 2;
         if (!registered_) {
-          Sleep(stop, status == 409 ? std::chrono::seconds(5) : std::chrono::seconds(1));
+          Sleep(stop, status == 409 ? std::chrono::seconds(5) : Pause());
           continue;
         }
       }
-      // Refused because the server wants a registration first: at once; no answer: in a second.
-      if (!Sync() && registered_) Sleep(stop, std::chrono::seconds(1));
+      // Refused because the server wants a registration first: at once; no answer: in a second
+      // (or what a 503's Retry-After asked for).
+      if (!Sync() && registered_) Sleep(stop, Pause());
       Enforce();
     }
     logs_->stop();
@@ -194,6 +195,12 @@ class Agent {
     std::optional<Clock::time_point> term_at, kill_at;
     bool termed = false, killed = false;
   };
+
+  // The wait before the next round of the servers: a second, or the longer wait the last round
+  // ended with (a 503's Retry-After, src/net/follow.h).
+  std::chrono::milliseconds Pause() const {
+    return std::max<std::chrono::milliseconds>(std::chrono::seconds(1), round_wait_);
+  }
 
   static void Sleep(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
     const auto end = Clock::now() + d;
@@ -255,14 +262,16 @@ class Agent {
     return *client;
   }
 
-  // Posts `body` to the leader among the servers: a redirect is followed, a standby or a server
-  // that does not answer is passed for the next, and a register or sync answer of an epoch lower
-  // than one seen already (a deposed leader's) is ignored. Nullopt when every server has been
-  // tried once without an answer to take (said once; the caller waits before the next round).
+  // Posts `body` to the leader among the servers: a redirect is followed; a standby, a 503 (a
+  // server still recovering, a deposed leader) or a server that does not answer within
+  // `read_timeout` is passed for the next; and a register or sync answer of an epoch lower than
+  // one seen already (a deposed leader's) is ignored. Nullopt when every server has been tried
+  // once without an answer to take (said once; the caller waits Pause() before the next round).
   std::optional<Reply> Post(const std::string& path, const std::string& body,
                             std::chrono::milliseconds read_timeout, const std::string& what) {
     net::LeaderFollower& follower = *follower_;
     follower.Begin(path);
+    round_wait_ = std::chrono::milliseconds(0);
     while (!*stop_) {
       const std::string base = follower.base();
       httplib::Client& client = ClientFor(base);
@@ -276,6 +285,8 @@ class Agent {
         reply.status = outcome.status = res->status;
         reply.body = std::move(res->body);
         outcome.location = res->get_header_value("Location");
+        if (res->status == 503)
+          outcome.retry_after = net::ParseRetryAfter(res->get_header_value("Retry-After"));
         reply.json = Json::parse(reply.body, nullptr, false);
         if (reply.json.is_object()) {
           if (reply.json.contains("leader") && reply.json["leader"].is_string())
@@ -287,6 +298,7 @@ class Agent {
       const net::LeaderFollower::Decision d = follower.Judge(outcome);
       if (d.action == net::LeaderFollower::Action::kTake) return reply;
       if (d.action == net::LeaderFollower::Action::kGiveUp || d.wait.count() > 0) {
+        round_wait_ = d.wait;
         Complain(fmt::format("no server took the {} as the leader ({}); tasks keep running", what,
                              follower.Summary()));
         return std::nullopt;
@@ -667,6 +679,7 @@ class Agent {
   AgentArgs args_;
   // The servers, and a client (keeping its connection) for each address used.
   std::optional<net::LeaderFollower> follower_;
+  std::chrono::milliseconds round_wait_{0};  // the wait the last round of the servers ended with
   std::map<std::string, std::unique_ptr<httplib::Client>> clients_;
   const std::atomic<bool>* stop_ = nullptr;
   std::uint64_t epoch_ = 0;  // the highest epoch an answer gave

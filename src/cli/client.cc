@@ -3,8 +3,10 @@
 // user's client file (ARBITER_CONFIG, default ~/.config/arbiter/client.yaml: `server:` and
 // `token:`), else http://127.0.0.1:8642 without a token. The address may be several, separated
 // by commas (servers sharing one store, one leading): each request follows the leader
-// (src/net/follow.h) for up to --failover-timeout (15 s by default with several servers). Exit
-// status: 0 on success, 1 when the server refuses or cannot be reached, 2 on usage errors.
+// (src/net/follow.h) for up to --failover-timeout (15 s by default with several servers), sending
+// the same request again after a 503, and waits for each answer no longer than that (but a long
+// poll). Exit status: 0 on success, 1 when the server refuses or cannot be reached, 2 on usage
+// errors.
 #include <fmt/format.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -110,9 +112,9 @@ HttpAnswer SendOnce(const Connection& c, const std::string& base, const HttpRequ
 }
 
 // What an answer says about its server for the leader's follower: a standby's `leader`, the
-// error's message.
+// error's message, a 503's Retry-After.
 net::Outcome OutcomeOf(const HttpAnswer& a) {
-  net::Outcome o{a.status, a.error, a.location, std::nullopt, {}, {}};
+  net::Outcome o{a.status, a.error, a.location, std::nullopt, {}, {}, std::nullopt};
   if (a.status >= 300) {
     const Json j = Json::parse(a.body, nullptr, false);
     if (j.is_object()) {
@@ -123,33 +125,58 @@ net::Outcome OutcomeOf(const HttpAnswer& a) {
         o.message = limits::Printable(j["error"]["message"].get<std::string>());
     }
   }
+  if (a.status == 503) o.retry_after = net::ParseRetryAfter(a.retry_after);
   return o;
+}
+
+// Whether the request of an attempt may have been carried out: it was sent (anything but a
+// connection that could not be made) and not answered by a standby (a redirect, or a 503 naming
+// the leader or none), which does nothing but answer.
+bool MayHaveBeenDone(const HttpAnswer& a, const net::Outcome& o) {
+  if (a.status == 0) {
+    return a.error != "Connection" && a.error != "ConnectionTimeout" &&
+           a.error.rfind("SSL", 0) != 0 && a.error.rfind("https from", 0) != 0;
+  }
+  return !(a.status == 307 || a.status == 308 || (a.status == 503 && o.leader));
+}
+
+std::chrono::seconds AtLeastASecond(std::chrono::milliseconds ms) {
+  return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(ms));
 }
 
 // Sends `request` with the token to the leader among the connection's servers (src/net/follow.h):
 // the answer of the server that took it, or status 0 with `error` naming every address tried and
-// what each said.
-HttpAnswer Send(const Connection& c, HttpRequest request) {
+// what each said. A 503 is not final: the same request (the same body) is sent again until the
+// failover timeout. `maybe_done` (when given) says, for a request no server took, whether any
+// attempt may have been carried out all the same (its answer lost, a commit cut off).
+HttpAnswer Send(const Connection& c, HttpRequest request, bool* maybe_done = nullptr) {
   if (!c.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + c.token);
   net::LeaderFollower::Settings settings;
   settings.deadline = std::chrono::milliseconds(c.failover_timeout);
   net::LeaderFollower follower(c.servers, settings);
   follower.set_preferred(LastAnswered());
   follower.Begin(request.path);
-  const std::chrono::seconds connect = request.connect_timeout;
+  const std::chrono::seconds connect = request.connect_timeout, read = request.read_timeout;
+  // With a failover timeout, an attempt's wait for its answer ends with it too (a server that
+  // accepts and never answers is passed for the next); a long poll's does not, nor does any with
+  // one try per server (no timeout to keep).
+  const bool bound_read = c.failover_timeout > 0 && !request.long_by_design;
+  bool done = false;
   while (true) {
     request.path = follower.path();
     // A connection's wait ends with the deadline (at least a second: a slow link still answers).
-    request.connect_timeout =
-        std::max(std::chrono::seconds(1),
-                 std::chrono::duration_cast<std::chrono::seconds>(follower.Remaining(connect)));
+    request.connect_timeout = AtLeastASecond(follower.Remaining(connect));
+    if (bound_read) request.read_timeout = AtLeastASecond(follower.Remaining(read));
     HttpAnswer answer = SendOnce(c, follower.base(), request);
-    const net::LeaderFollower::Decision d = follower.Judge(OutcomeOf(answer));
+    const net::Outcome outcome = OutcomeOf(answer);
+    done = done || MayHaveBeenDone(answer, outcome);
+    const net::LeaderFollower::Decision d = follower.Judge(outcome);
     if (d.action == net::LeaderFollower::Action::kTake) {
       LastAnswered() = follower.base();
       return answer;
     }
     if (d.action == net::LeaderFollower::Action::kGiveUp) {
+      if (maybe_done) *maybe_done = done;
       HttpAnswer failed;
       failed.error = follower.Summary();
       return failed;
@@ -166,10 +193,15 @@ std::string Unreachable(const Connection& c, const std::string& said) {
                                              : fmt::format(" within {}ms", t);
   if (c.servers.size() == 1) {
     const std::string& server = c.servers[0];
+    const std::string what =
+        said.rfind(server + ": ", 0) == 0 ? said.substr(server.size() + 2) : said;
+    if (what.rfind("no answer", 0) != 0) {
+      return fmt::format("the Arbiter server at {} did not take the request{}: {}", server, within,
+                         what);
+    }
     std::string message =
-        fmt::format("cannot reach the Arbiter server at {}{}: {}", server, within,
-                    said.rfind(server + ": ", 0) == 0 ? said.substr(server.size() + 2) : said);
-    if (said.find("no answer") != std::string::npos)
+        fmt::format("cannot reach the Arbiter server at {}{}: {}", server, within, what);
+    if (what.rfind("no answer (Connection", 0) == 0)
       message += " (start one with `arbiter server`, or point --server / ARBITER_SERVER at it)";
     return message;
   }
@@ -279,9 +311,12 @@ Json Printable(Json json) {
 
 // One API call. Prints the error and returns nullopt when the server cannot be reached or
 // refuses (its JSON error message).
-// `what` goes before the server's error (e.g. the job's name when several are sent).
+// `what` goes before the server's error (e.g. the job's name when several are sent);
+// `unsettled` (when given) is set when no server took the request although it may have been
+// carried out (Send's `maybe_done`).
 std::optional<Json> Call(const ClientOptions& o, const std::string& method, const std::string& path,
-                         const std::optional<Json>& body = {}, const std::string& what = {}) {
+                         const std::optional<Json>& body = {}, const std::string& what = {},
+                         bool* unsettled = nullptr) {
   const Connection c = Connect(o);
   HttpRequest request;
   request.method = method;
@@ -289,11 +324,12 @@ std::optional<Json> Call(const ClientOptions& o, const std::string& method, cons
   if (body) request.body = body->dump();
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(90);
-  const HttpAnswer res = Send(c, std::move(request));
+  const HttpAnswer res = Send(c, std::move(request), unsettled);
   if (res.status == 0) {
     fmt::print(stderr, "error: {}{}\n", what, Unreachable(c, res.error));
     return std::nullopt;
   }
+  if (unsettled) *unsettled = false;
   // Every text the server sends is printed: none may carry control characters to the terminal.
   Result<Json> parsed = store::ParseJson(res.body);
   Json json = parsed.ok() ? Printable(std::move(parsed).value()) : Json(Json::value_t::discarded);
@@ -464,15 +500,29 @@ std::string RandomKey() {
 // Every job of a file is sent, in order, even after one is refused (each refusal is reported,
 // as kubectl apply does); the exit status is 1 if any was. A job without an idempotency key (none
 // in its file, no --idempotency-key) gets a random one: sending it again (a lost connection, the
-// next server) cannot make a second job.
+// next server, a 503) cannot make a second job. A job no server acknowledged, although one may
+// have stored it, is reported with its key, so that submitting it again with that key settles it.
 int Submit(const ClientOptions& o) {
   int status = 0;
-  for (store::JobSpec& job : SubmittedSpecs(o)) {
+  std::vector<store::JobSpec> specs = SubmittedSpecs(o);
+  for (store::JobSpec& job : specs) {
     const bool generated = job.idempotency_key.empty();
     if (generated) job.idempotency_key = RandomKey();
-    std::optional<Json> answer =
-        Call(o, "POST", "/v1/jobs", store::JobSpecToJson(job), "job " + job.name + ": ");
+    bool unsettled = false;
+    std::optional<Json> answer = Call(o, "POST", "/v1/jobs", store::JobSpecToJson(job),
+                                      "job " + job.name + ": ", &unsettled);
     if (!answer) {
+      if (unsettled) {
+        const std::string how =
+            specs.size() == 1
+                ? fmt::format("run the same command with --idempotency-key {}", job.idempotency_key)
+                : fmt::format("submit this job alone with the idempotency key {}",
+                              job.idempotency_key);
+        fmt::print(stderr,
+                   "note: job {}: not acknowledged, and it may have been stored: {} to settle it "
+                   "(the server answers a repeated key with the first job)\n",
+                   job.name, how);
+      }
       status = 1;
       continue;
     }
@@ -557,6 +607,7 @@ std::optional<std::uint64_t> WaitForChange(const ClientOptions& o, std::uint64_t
   request.path = fmt::format("/v1/events?cursor={}&limit=1000&wait=30", cursor);
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(90);
+  request.long_by_design = true;  // the server holds it up to 30 s
   const HttpAnswer res = Send(c, std::move(request));
   if (res.status == 0) {
     fmt::print(stderr, "error: --watch: {}\n", Unreachable(c, res.error));
@@ -853,6 +904,7 @@ int Logs(const ClientOptions& o) {
   if (o.tail >= 0) request.path += fmt::format("&tail_bytes={}", o.tail);
   request.connect_timeout = std::chrono::seconds(5);
   request.read_timeout = std::chrono::seconds(60);
+  request.long_by_design = true;  // the server waits up to 30 s for the node's agent
   const HttpAnswer res = Send(c, std::move(request));
   if (res.status == 0) {
     fmt::print(stderr, "error: {}\n", Unreachable(c, res.error));
@@ -986,7 +1038,8 @@ void AddConnection(CLI::App* cmd, ClientOptions& o, bool json) {
                   "the leader is followed); default: $ARBITER_SERVER, the client file, "
                   "http://127.0.0.1:8642");
   cmd->add_option("--failover-timeout", o.failover_timeout,
-                  "How long to go round the servers for the leader before giving up (default: "
+                  "How long to go round the servers for the leader, and to ask again after a "
+                  "503, before giving up; no answer is waited for longer (default: "
                   "$ARBITER_FAILOVER_TIMEOUT, else 15s with several servers, one try with one; "
                   "0: each once)");
   cmd->add_option("--token", o.token,
@@ -1041,7 +1094,8 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
     submit->add_option("-r,--runtime", o.runtime, "Runtime estimate (e.g. 2h)");
     submit->add_option("--checkpoint-interval", o.checkpoint, "Checkpoint interval (e.g. 30m)");
     submit->add_option("--idempotency-key", o.idempotency_key,
-                       "A retry with the same key is not submitted twice");
+                       "A retry with the same key is not submitted twice (default: a random "
+                       "key, printed when no server acknowledged the job)");
     submit->add_option("--sh", o.shell, "A shell command to run (by /bin/sh -c)");
     submit->add_option("-e,--env", o.env, "NAME=VALUE in each task's environment (repeatable)");
     submit->add_option("--max-retries", o.max_retries,

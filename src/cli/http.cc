@@ -279,6 +279,8 @@ HttpAnswer SendPlainHttp(const std::string& server, const HttpRequest& request) 
       chunked = value.find("chunked") != std::string_view::npos;
     } else if (EqualsIgnoringCase(name, "Location")) {
       answer.location = std::string(value);
+    } else if (EqualsIgnoringCase(name, "Retry-After")) {
+      answer.retry_after = std::string(value);
     }
   }
   const std::size_t body_at = header_end + 4;

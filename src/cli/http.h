@@ -19,13 +19,17 @@ struct HttpRequest {
   std::string body;  // POST, PUT and PATCH send it (maybe empty) as application/json
   std::chrono::seconds connect_timeout{5};
   std::chrono::seconds read_timeout{90};
+  // The answer may take long by design (a long poll): its read timeout stays whole, where another
+  // request's is cut to what is left of the failover timeout (client.cc, Send).
+  bool long_by_design = false;
 };
 
 struct HttpAnswer {
   int status = 0;  // 0: no answer, `error` says why
   std::string body;
-  std::string location;  // the Location header (a redirect's), when there is one
-  std::string error;     // cpp-httplib's name of the failure: "Connection", "Read", "Write", ...
+  std::string location;     // the Location header (a redirect's), when there is one
+  std::string retry_after;  // the Retry-After header, when there is one
+  std::string error;        // cpp-httplib's name of the failure: "Connection", "Read", "Write", ...
 };
 
 // One request to `server` ("http://HOST[:PORT]", HOST a name, an IPv4 address or [IPv6]) on a

@@ -33,6 +33,7 @@ HttpAnswer SendHttps(const std::string& server, const std::string& ca_file,
   answer.status = res->status;
   answer.body = std::move(res->body);
   answer.location = res->get_header_value("Location");
+  answer.retry_after = res->get_header_value("Retry-After");
   return answer;
 }
 

@@ -5,16 +5,24 @@
 // (src/cli/front.cc) takes it without linking anything more.
 //
 // A request goes to the address that answered last (a redirect's target included), else to the
-// first of the list. The answer is taken unless it says that this server does not lead:
-// - no answer (the connection failed or was lost): the next address;
+// first of the list. The answer is taken unless it says that this server does not lead, or
+// cannot serve it now:
+// - no answer (the connection failed, was lost, or its wait ended): the next address;
 // - 307 or 308 with an http or https Location: that URL, at once (at most `max_hops` in a row;
 //   never from https to plain http, which would send the token in the clear);
-// - 503 whose JSON body has a `leader` member (a standby): the leader it names when it names one,
-//   else the next address;
+// - 503 whose JSON body names a leader in its `leader` member (a standby): that leader;
+// - any other 503 (a standby that knows no leader, a leader still recovering, a deposed leader,
+//   a write whose commit was cut off): the next address, the same request (so a submission keeps
+//   its idempotency key); with one address, that address again after the wait below;
 // - an answer the client refuses itself (an agent's sync answer of a lower epoch): the next
 //   address.
-// After every address of the list has failed once, it waits (200 ms, doubling up to 2 s) before
-// going round again, until a round ends past the deadline (none: forever).
+// Every other answer (2xx, 4xx, 500) is final. After every address of the list has failed once,
+// it waits (200 ms, doubling up to 2 s; at least the longest `Retry-After` of that round, up to
+// `max_retry_after`) before going round again, until a round ends past the deadline (none:
+// forever). So that a server that accepts and never answers cannot hold a request past the
+// deadline, the caller bounds each attempt's waits (to connect, for the answer) by Remaining(),
+// at least a second, except where the answer is long by design (a long poll); the agent, which
+// has no deadline, keeps its requests' own timeouts.
 #pragma once
 
 #include <algorithm>
@@ -91,7 +99,22 @@ struct Outcome {
   std::optional<std::string> leader;  // the JSON body's `leader` member, when it has one
   std::string message;                // the JSON error's message, said in the summary
   std::string refused;                // not empty: the client does not take this answer, and why
+  std::optional<std::chrono::milliseconds> retry_after;  // a 503's Retry-After (ParseRetryAfter)
 };
+
+// A Retry-After header's delay in seconds ("1"); nullopt for anything else (an HTTP date, which
+// the servers never send, is not read).
+inline std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty() || value.size() > 6) return std::nullopt;
+  long seconds = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    seconds = seconds * 10 + (c - '0');
+  }
+  return std::chrono::milliseconds(seconds * 1000);
+}
 
 class LeaderFollower {
  public:
@@ -104,10 +127,12 @@ class LeaderFollower {
     // How long a request may go round the list; nullopt: forever (the agent). Zero: one round.
     std::optional<Millis> deadline = Millis(15000);
     int max_hops = 4;  // redirects followed in a row
+    // The longest wait a 503's Retry-After may ask for before the next round.
+    Millis max_retry_after{5000};
   };
 
   enum class Action {
-    kTake,    // the answer is the leader's (or a server's that does not lead by these rules)
+    kTake,    // the answer is the leader's, final
     kRetry,   // send the request again to base() + path(), after `wait`
     kGiveUp,  // the deadline has passed: Summary() says what each address said
   };
@@ -134,6 +159,7 @@ class LeaderFollower {
     hops_ = 0;
     failures_ = 0;
     backoff_ = settings_.first_backoff;
+    retry_after_ = Millis(0);
     notes_.clear();
     end_ = settings_.deadline ? std::optional(now + *settings_.deadline) : std::nullopt;
     cursor_ = preferred_.empty() ? 0 : -1;
@@ -147,7 +173,7 @@ class LeaderFollower {
   const std::string& base() const { return base_; }
   const std::string& path() const { return path_; }
 
-  // The time left before the deadline (at most `cap`): a connection's timeout should not outlast
+  // The time left before the deadline (at most `cap`): an attempt's timeouts should not outlast
   // it.
   Millis Remaining(Millis cap, Clock::time_point now = Clock::now()) const {
     if (!end_) return cap;
@@ -174,8 +200,12 @@ class LeaderFollower {
       return {Action::kRetry, Millis(0)};
     }
     if (o.status == 0) return Next("no answer (" + (o.error.empty() ? "?" : o.error) + ")", now);
-    if (o.status == 503 && o.leader) {
-      return Next("standby, no leader known" + (o.message.empty() ? "" : ": " + o.message), now);
+    if (o.status == 503) {
+      // Not final: the same request again, here after a wait or at the next address.
+      if (o.retry_after)
+        retry_after_ = std::max(retry_after_, std::min(*o.retry_after, settings_.max_retry_after));
+      const std::string said = o.leader ? "standby, no leader known" : "unavailable (HTTP 503)";
+      return Next(said + (o.message.empty() ? "" : ": " + o.message), now);
     }
     if (!o.refused.empty()) return Next(o.refused, now);
     preferred_ = base_;
@@ -229,8 +259,9 @@ class LeaderFollower {
     Millis wait(0);
     if (failures_ >= servers_.size()) {
       failures_ = 0;
-      wait = backoff_;
+      wait = std::max(backoff_, retry_after_);
       backoff_ = std::min(backoff_ * 2, settings_.max_backoff);
+      retry_after_ = Millis(0);
     }
     // A round that ends past the deadline is the last; else the next starts at the deadline at
     // the latest. (A round is never cut short: each address is tried in it.)
@@ -249,6 +280,7 @@ class LeaderFollower {
   int hops_ = 0;
   std::size_t failures_ = 0;
   Millis backoff_{0};
+  Millis retry_after_{0};  // the longest Retry-After of this round
   std::optional<Clock::time_point> end_;
   std::vector<std::pair<std::string, std::string>> notes_;
 };

@@ -2,7 +2,8 @@
 // (tests/testing/fake_http.h): it follows the standby's redirect to the leader, ignores the
 // answers of a deposed leader (a lower epoch) without stopping its task, and when the other
 // server takes over (a higher epoch, which wants a registration and then answers the whole set)
-// it adopts its running task rather than starting it again.
+// it adopts its running task rather than starting it again. A 503 without a leader (a server still
+// recovering, a deposed leader) is not final: the agent moves on, or asks again.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -168,6 +169,98 @@ TEST(AgentFollowsTheLeader, RedirectLowerEpochAndTakeover) {
                        r.Header("Authorization") == "Bearer node-credential-0";
   }
   EXPECT_EQ(with_credential, 1);
+}
+
+// A registration's answer of a leader of `epoch`, whose syncs wait 100 ms.
+FakeResponse Registered(std::uint64_t epoch) {
+  return FakeResponse{200,
+                      Json{{"node", "n0"},
+                           {"sync_wait_ms", 100},
+                           {"node_lost_timeout_ms", 30000},
+                           {"kill_after_ms", 1000},
+                           {"checkpoint_root", ""},
+                           {"credential", "node-credential-0"},
+                           {"log_token", "log-token-0"},
+                           {"epoch", epoch}}
+                          .dump(),
+                      {}};
+}
+
+// A sync's answer with no task.
+FakeResponse Synced(std::uint64_t epoch) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a long poll, shortened
+  return FakeResponse{200,
+                      Json{{"revision", fmt::format("{}.1", epoch)},
+                           {"full", true},
+                           {"now_ms", 0},
+                           {"tasks", Json::array()},
+                           {"removed", Json::array()},
+                           {"epoch", epoch}}
+                          .dump(),
+                      {}};
+}
+
+// 503 without `leader`, as a server still recovering, or deposed, answers.
+FakeResponse Unavailable() {
+  return FakeResponse{
+      503,
+      R"({"error": {"code": "unavailable", "field": "", "message": "not leading now"}})",
+      {{"Retry-After", "1"}}};
+}
+
+TEST(AgentFollowsTheLeader, PassesAServerAnswering503WithoutLeader) {
+  // a answers every request 503 without naming a leader; b leads. The agent registers and
+  // syncs with b rather than taking a's answer as final (and asking a alone again and again).
+  TempDir dir;
+  FakeHttpServer a([](const FakeRequest&) { return Unavailable(); });
+  FakeHttpServer b([](const FakeRequest& r) {
+    if (r.target.find("/register") != std::string::npos) return Registered(5);
+    return Synced(5);
+  });
+  const std::string work = (dir.path() / "agent").string();
+  AgentProcess agent(a.url() + "," + b.url(), "join-token-0", "n0", "none", work);
+  EXPECT_TRUE(WaitFor([&] {
+    int syncs = 0;
+    for (const FakeRequest& r : b.requests()) syncs += r.target.find("/sync") != std::string::npos;
+    return syncs >= 3;
+  })) << ReadAll(work + ".out");
+  const std::string out = ReadAll(work + ".out");
+  EXPECT_NE(out.find("registered node n0 with " + b.url()), std::string::npos) << out;
+  ASSERT_FALSE(a.requests().empty());
+  EXPECT_EQ(a.requests()[0].target, "/v1/nodes/n0/register");
+}
+
+TEST(AgentFollowsTheLeader, AsksItsOnlyServerAgainAfterA503WithoutLeader) {
+  // One server, that answers its first registration and its first two syncs 503: the agent asks
+  // again (the same request) until it is answered.
+  TempDir dir;
+  std::mutex mu;
+  int registrations = 0, syncs = 0;
+  FakeHttpServer lone([&](const FakeRequest& r) {
+    std::unique_lock lock(mu);
+    if (r.target.find("/register") != std::string::npos) {
+      return ++registrations == 1 ? Unavailable() : Registered(5);
+    }
+    if (++syncs <= 2) return Unavailable();
+    lock.unlock();
+    return Synced(5);
+  });
+  const std::string work = (dir.path() / "agent").string();
+  AgentProcess agent(lone.url(), "join-token-0", "n0", "none", work);
+  EXPECT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return syncs >= 4;
+  })) << ReadAll(work + ".out");
+  const std::string out = ReadAll(work + ".out");
+  EXPECT_NE(out.find("registered node n0 with " + lone.url()), std::string::npos) << out;
+  EXPECT_NE(out.find(lone.url() + ": unavailable (HTTP 503): not leading now"), std::string::npos)
+      << out;
+  // The 503s' requests were sent again, not given up on: registered once, the syncs answered.
+  const std::vector<FakeRequest> requests = lone.requests();
+  ASSERT_GE(requests.size(), 6u);
+  EXPECT_EQ(requests[0].target, requests[1].target);
+  EXPECT_EQ(requests[2].target, requests[3].target);
+  EXPECT_EQ(requests[2].body, requests[3].body);
 }
 
 }  // namespace
