@@ -93,9 +93,10 @@ class [[nodiscard]] Status {
     }
     return std::move(*this);
   }
-  // The same error with `context` before its detail ("store: " + detail). Ok stays ok.
+  // The same error with `context` before its detail ("store: " + detail), said once: a detail
+  // that already starts with it is kept as it is. Ok stays ok.
   Status WithContext(std::string_view context) && {
-    if (rep_) {
+    if (rep_ && !rep_->detail.starts_with(context)) {
       rep_->detail = std::string(context) + rep_->detail;
       rep_->Compose();
     }

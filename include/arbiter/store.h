@@ -19,7 +19,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -331,6 +333,25 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options);
 // Same interface, in memory, not durable: for tests of the server.
 std::unique_ptr<Store> MakeMemoryStore();
 
+// The connections of a leader's term (its store's, its lease's), which another thread may end at
+// once: a leader that loses its lease calls Sever(), and every call blocked on a database path
+// that hangs returns an error at once (shutdown(2) of its socket) instead of waiting for TCP to
+// give up; no connection registered later lives either. Thread-safe.
+class Severance {
+ public:
+  void Sever();
+  bool severed() const;
+  // Registers a connected socket; false (and the socket is shut) when already severed. A socket
+  // is removed before it is closed, so that Sever never touches a reused descriptor.
+  bool Add(int fd);
+  void Remove(int fd);
+
+ private:
+  mutable std::mutex mu_;
+  std::set<int> fds_;     // GUARDED_BY(mu_)
+  bool severed_ = false;  // GUARDED_BY(mu_)
+};
+
 // A store on PostgreSQL, which several servers share, one leading (docs/design/ha.md).
 struct PostgresOptions {
   // A libpq connection string: a URI (postgresql://USER@HOST:PORT/DB?sslmode=verify-full) or
@@ -344,6 +365,9 @@ struct PostgresOptions {
   // `on_fenced` runs, once, on the writer thread. 0: no check (a single server, and tests).
   std::uint64_t epoch = 0;
   std::function<void()> on_fenced;
+  // A leader's term: Sever() fails every call under way and every later one (kUnavailable,
+  // "store: this server no longer leads"). Null: none.
+  std::shared_ptr<Severance> severance;
 };
 
 // Connects, migrates the schema to kSchemaVersion on start (under an advisory lock, so servers

@@ -15,6 +15,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -82,6 +83,9 @@ HttpResponse ErrorResponse(int status, std::string code, const std::string& fiel
   std::replace(code.begin(), code.end(), ' ', '_');
   HttpResponse r;
   r.status = status;
+  // Unavailable is never final: a client sends the request again (docs/api.md, "Several
+  // servers"), to this server or another.
+  if (status == 503) r.headers.emplace_back("Retry-After", "1");
   r.body =
       store::Dump(Json{{"error", {{"code", code}, {"field", field}, {"message", message}}}}) + "\n";
   return r;
@@ -446,7 +450,23 @@ class Api {
         sync_wait_(config.server.agent_sync_wait) {}
 
   void SetCore(Core* core) { core_.store(core); }
-  Core* core() const { return core_.load(); }
+  // The core, while this server may answer as the leader: it has one, and (with a shared store)
+  // its lease is proven until now (docs/design/ha.md, "Timing").
+  Core* core() const {
+    Core* c = core_.load();
+    if (c != nullptr && SteadyMillis() >= lease_until_.load(std::memory_order_relaxed)) {
+      return nullptr;
+    }
+    return c;
+  }
+  // With a shared store: this server may answer as the leader until `until` (the steady clock's
+  // milliseconds), as its last renewal proves.
+  void ExtendLease(Millis until) { lease_until_.store(until, std::memory_order_relaxed); }
+  static Millis SteadyMillis() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   // The tokens, replaced (SIGHUP): requests under way keep the ones they started with.
   void SetTokens(const std::vector<config::TokenSpec>& tokens) {
     auto fresh = std::make_shared<const Authenticator>(tokens, node_key_);
@@ -462,8 +482,23 @@ class Api {
   // for a recovery.
   void SetStandby(std::string leader) {
     std::lock_guard lock(leader_mu_);
-    standby_ = true;
+    role_ = Role::kStandby;
     leader_ = std::move(leader);
+  }
+  // This server has won the lease: until its core is set (it recovers), requests are asked to
+  // retry (503), never sent to the leader before it, which is gone.
+  void SetLeading() {
+    std::lock_guard lock(leader_mu_);
+    role_ = Role::kLeading;
+    leader_.clear();
+  }
+  // This server has lost its lease: from now on it answers 503 naming no leader, at once, and
+  // its core is no longer reached.
+  void SetDeposed() {
+    core_.store(nullptr);
+    std::lock_guard lock(leader_mu_);
+    role_ = Role::kDeposed;
+    leader_.clear();
   }
   // The server's TLS settings for the requests it makes itself (to agents' log servers).
   void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
@@ -949,24 +984,34 @@ class Api {
     return Answer(Json(std::move(got->body)));
   }
 
-  // The answer of a server without a core: recovering from the store (503), or a standby that
-  // sends the request to the leader (307, the same path and query) or, while no leader is known,
-  // asks to retry (503). The body names the leader for clients that do not follow redirects.
+  // The answer of a server that does not answer as the leader: recovering from the store (503),
+  // deposed (503), or a standby that sends the request to the leader (307, the same path and
+  // query) or, while no leader is known, asks to retry (503). The body names the leader ("" when
+  // none is known) for clients that do not follow redirects; every 503 says Retry-After.
   HttpResponse NotServing(const HttpRequest& req) const {
+    Role role;
     std::string leader;
     {
       std::lock_guard lock(leader_mu_);
-      if (!standby_) {
-        HttpResponse r =
-            ToResponse(Status::Unavailable("recovering from the store; retry shortly"));
-        r.headers.emplace_back("Retry-After", "1");
-        return r;
-      }
+      role = role_;
       leader = leader_;
     }
+    std::string message;
+    switch (role) {
+      case Role::kStandby:
+        message = leader.empty() ? "standby: no server leads yet; retry shortly"
+                                 : fmt::format("standby: the leader is {}", leader);
+        break;
+      case Role::kDeposed:
+        message = "this server no longer leads; another takes over: retry shortly";
+        break;
+      case Role::kLeading:
+      case Role::kSingle:
+        message = core_.load() != nullptr ? "the leader's lease is not renewed yet; retry shortly"
+                                          : "recovering from the store; retry shortly";
+        break;
+    }
     HttpResponse r;
-    const std::string message = leader.empty() ? "standby: no server leads yet; retry shortly"
-                                               : fmt::format("standby: the leader is {}", leader);
     r.body =
         store::Dump(Json{{"error", {{"code", "unavailable"}, {"field", ""}, {"message", message}}},
                          {"leader", leader}}) +
@@ -1016,10 +1061,14 @@ class Api {
     if (Core* c = core()) c->metrics().bad_requests.Increment();
   }
 
+  // What this server is among the servers of a shared store (kSingle: it has its own store).
+  enum class Role { kSingle, kStandby, kLeading, kDeposed };
+
   std::atomic<Core*> core_{nullptr};
+  std::atomic<Millis> lease_until_{std::numeric_limits<Millis>::max()};
   mutable std::mutex leader_mu_;
-  bool standby_ = false;  // GUARDED_BY(leader_mu_)
-  std::string leader_;    // GUARDED_BY(leader_mu_)
+  Role role_ = Role::kSingle;  // GUARDED_BY(leader_mu_)
+  std::string leader_;         // GUARDED_BY(leader_mu_)
   HttpServer* http_ = nullptr;
   const std::string node_key_;
   mutable std::mutex auth_mu_;
@@ -1217,17 +1266,32 @@ class ServerImpl : public Server {
     return fmt::format("{}://{}:{}", args.tls_cert.empty() ? "http" : "https", h, port);
   }
 
+  using Clock = std::chrono::steady_clock;
+
+  // The lease's timing (docs/design/ha.md, "Timing"): renewed every fifth of the lease; a leader
+  // answers as the leader only until half a lease after it sent its last renewal that succeeded,
+  // and steps down once a renewal has not succeeded by then. A standby deposes it a whole lease
+  // after that renewal reached the database, so the two never overlap.
+  std::chrono::milliseconds RenewEvery() const {
+    return std::chrono::milliseconds(std::max<Millis>(args_.lease_ms / 5, 100));
+  }
+  std::chrono::milliseconds RenewDeadline() const {
+    return std::chrono::milliseconds(args_.lease_ms / 2);
+  }
+  static Millis ToMillis(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  }
+
   // The leadership loop (a shared store): try to lead 4 times a second, telling the API who
-  // leads meanwhile; once leading, open the store fenced by the epoch, recover, serve, and renew
-  // the lease every fifth of it. Losing the lease (or a write fenced) ends it: the core stops at
-  // once and `lost` is told; a deposed leader never leads again in this process.
+  // leads meanwhile; once leading, lead until the lease is lost or the server stops. A deposed
+  // leader never leads again in this process.
   void Campaign() {
     const auto poll = std::chrono::milliseconds(250);
-    const auto renew = std::chrono::milliseconds(std::max<Millis>(args_.lease_ms / 5, 100));
     std::string last_error;
     std::unique_lock lock(leader_mu_);
     while (!stopping_) {
       lock.unlock();
+      const Clock::time_point attempt = Clock::now();
       Result<store::LeaderView> view = election_->Campaign();
       lock.lock();
       if (stopping_) return;
@@ -1247,73 +1311,115 @@ class ServerImpl : public Server {
         continue;
       }
       lock.unlock();
-      Status led = Lead(view->epoch, renew);
-      lock.lock();
-      if (stopping_) return;
-      // Stop at once: no cycle, and new requests go elsewhere. The core itself stays until the
-      // server is destroyed (after its connections, which may still hold it); its writes are
-      // fenced by the epoch.
-      api_->SetStandby("");
-      api_->SetCore(nullptr);
-      Core* core = core_.get();
-      lock.unlock();  // the store's writer may need it (on_fenced) before the loop can stop
-      if (core) core->Stop();
-      fmt::print(stderr, "arbiter server: {}\n", led.message());
-      if (args_.lost) args_.lost(led);
+      Lead(view->epoch, attempt);
       return;
     }
   }
 
-  // Leads with `epoch` until the lease is lost (or the server stops); returns why it ended.
-  Status Lead(std::uint64_t epoch, std::chrono::milliseconds renew) {
+  // Leads with `epoch`, won by the attempt sent at `won_at`, until the lease is lost or the
+  // server stops. The lease is renewed on a thread of its own from the start, so that a recovery
+  // longer than the lease does not lose it; the store's connections belong to the term, and
+  // losing the lease ends them (Lose).
+  void Lead(std::uint64_t epoch, Clock::time_point won_at) {
+    std::shared_ptr<store::Severance> severance = std::make_shared<store::Severance>();
+    {
+      std::lock_guard lock(leader_mu_);
+      severance_ = severance;
+      api_->ExtendLease(ToMillis(won_at + RenewDeadline()));
+      api_->SetLeading();
+      lease_thread_ = std::thread([this, epoch, won_at] { KeepLease(epoch, won_at); });
+    }
     fmt::print("arbiter server: leading (epoch {}), recovering from the store\n", epoch);
     std::fflush(stdout);
     store::PostgresOptions options;
     options.url = args_.store;
     options.epoch = epoch;
-    options.on_fenced = [this] {
-      std::lock_guard lock(leader_mu_);
-      fenced_ = true;
-      leader_cv_.notify_all();
+    options.severance = severance;
+    options.on_fenced = [this, epoch] {
+      Lose(Status::Unavailable(fmt::format(
+          "lost the leadership (epoch {}): a write was fenced; another server leads", epoch)));
     };
     Result<std::unique_ptr<store::Store>> store = store::OpenPostgresStore(options);
-    if (!store.ok()) return store.status();
+    if (!store.ok()) return Lose(store.status());
     CoreOptions core_options;
     core_options.virtual_nodes = args_.virtual_nodes;
     core_options.epoch = epoch;
     Result<std::unique_ptr<Core>> core =
         Core::Open(config_, std::move(store).value(), std::move(core_options));
-    if (!core.ok()) return core.status();
+    if (!core.ok()) return Lose(core.status());
     {
       std::lock_guard lock(leader_mu_);
-      if (stopping_) return Status::Ok();
+      if (stopping_ || lost_) return;  // the core recovered for nothing: destroyed here
       core_ = std::move(core).value();
       api_->SetCore(core_.get());
+      fmt::print("arbiter server: ready, leading (epoch {})\n", epoch);
+      std::fflush(stdout);
     }
-    fmt::print("arbiter server: ready, leading (epoch {})\n", epoch);
-    std::fflush(stdout);
+    std::unique_lock lock(leader_mu_);
+    leader_cv_.wait(lock, [&] { return stopping_ || lost_; });
+    if (stopping_) return;
+    // Deposed: no cycle more. The core itself stays until the server is destroyed (after its
+    // connections, which may still hold it); its writes are fenced by the epoch and its
+    // connections are severed, so the loop stops at once.
+    Core* c = core_.get();
+    lock.unlock();
+    if (c) c->Stop();
+  }
+
+  // Renews the lease every fifth of it, each renewal waiting at most until half a lease after
+  // the last one that succeeded was sent (`last`: at first the winning attempt's start). A
+  // renewal that fails, or has no answer by then, ends the leadership.
+  void KeepLease(std::uint64_t epoch, Clock::time_point last) {
     std::unique_lock lock(leader_mu_);
     for (;;) {
-      leader_cv_.wait_for(lock, renew, [&] { return stopping_ || fenced_; });
-      if (stopping_) return Status::Ok();
-      if (fenced_) {
-        return Status::Unavailable(fmt::format(
-            "lost the leadership (epoch {}): a write was fenced; another server leads", epoch));
-      }
+      leader_cv_.wait_for(lock, RenewEvery(), [&] { return stopping_ || lost_; });
+      if (stopping_ || lost_) return;
       lock.unlock();
-      Status renewed = election_->Renew();
+      const Clock::time_point sent = Clock::now();
+      if (sent >= last + RenewDeadline()) {  // this thread itself was held up (a stopped process)
+        return Lose(Status::Unavailable(fmt::format(
+            "lost the leadership (epoch {}): no renewal succeeded within {} ms (half the lease)",
+            epoch, RenewDeadline().count())));
+      }
+      const Status renewed = election_->Renew(last + RenewDeadline());
+      if (!renewed.ok()) return Lose(renewed);
+      last = sent;
+      api_->ExtendLease(ToMillis(sent + RenewDeadline()));
       lock.lock();
-      if (!renewed.ok()) return renewed;
     }
+  }
+
+  // The lease is lost (a renewal failed or came too late, a write was fenced, the recovery
+  // failed): at once, the API answers 503 naming no leader, the term's database connections are
+  // ended (calls held on them fail over to the client, which retries elsewhere), and `lost` is
+  // told (the process exits within a second). Once; from any thread.
+  void Lose(const Status& why) {
+    std::shared_ptr<store::Severance> severance;
+    {
+      std::lock_guard lock(leader_mu_);
+      if (lost_ || stopping_) return;
+      lost_ = true;
+      severance = severance_;
+      api_->SetDeposed();
+    }
+    leader_cv_.notify_all();
+    if (severance) severance->Sever();
+    fmt::print(stderr, "arbiter server: {}\n", why.message());
+    std::fflush(stderr);
+    if (args_.lost) args_.lost(why);
   }
 
   void StopLeading() {
     {
       std::lock_guard lock(leader_mu_);
       stopping_ = true;
+      // A recovery under way is cut short; a leader's core keeps its connections to save its
+      // last figures.
+      if (!core_ && severance_) severance_->Sever();
     }
     leader_cv_.notify_all();
     if (leader_thread_.joinable()) leader_thread_.join();
+    if (lease_thread_.joinable()) lease_thread_.join();
   }
 
   // Destroyed in the order the destructor says.
@@ -1327,9 +1433,11 @@ class ServerImpl : public Server {
   ServerArgs args_;
   std::mutex leader_mu_;
   std::condition_variable leader_cv_;
-  bool stopping_ = false;  // GUARDED_BY(leader_mu_)
-  bool fenced_ = false;    // GUARDED_BY(leader_mu_)
-  std::thread leader_thread_;
+  bool stopping_ = false;                        // GUARDED_BY(leader_mu_)
+  bool lost_ = false;                            // GUARDED_BY(leader_mu_)
+  std::shared_ptr<store::Severance> severance_;  // GUARDED_BY(leader_mu_); the term's
+  std::thread leader_thread_;                    // campaigns, then leads
+  std::thread lease_thread_;                     // renews the lease while leading
 };
 
 }  // namespace
@@ -1375,11 +1483,39 @@ int RunServer(const ServerArgs& given) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   std::string host = args.listen.substr(0, args.listen.rfind(':'));
-  Result<std::unique_ptr<Server>> server = Server::Start(args, [&](int port) {
-    fmt::print("arbiter server {}: listening on {}://{}:{}\n", arbiter::Version(),
-               args.tls_cert.empty() ? "http" : "https", host, port);
-    std::fflush(stdout);
-  });
+  auto start = [&] {
+    return Server::Start(args, [&](int port) {
+      fmt::print("arbiter server {}: listening on {}://{}:{}\n", arbiter::Version(),
+                 args.tls_cert.empty() ? "http" : "https", host, port);
+      std::fflush(stdout);
+    });
+  };
+  Result<std::unique_ptr<Server>> server = start();
+  // A shared store that cannot be reached yet (an outage, a database starting after the
+  // servers): wait for it, trying again after 0.5 s, doubling up to 5 s, rather than exit and
+  // spend a supervisor's start limit. A signal still stops the wait.
+  std::chrono::milliseconds backoff(500);
+  std::string said;
+  while (!server.ok() && store::IsPostgresUrl(args.store) &&
+         server.status().code() == StatusCode::kUnavailable && server.status().field().empty()) {
+    if (server.status().message() != said) {
+      said = server.status().message();
+      fmt::print(stderr,
+                 "arbiter server: waiting for the store: {} (trying again until it answers)\n",
+                 said);
+      std::fflush(stderr);
+    }
+    const timespec wait{static_cast<time_t>(backoff.count() / 1000),
+                        static_cast<long>(backoff.count() % 1000) * 1000000L};
+    const int got = sigtimedwait(&signals, nullptr, &wait);
+    if (got == SIGINT || got == SIGTERM) {
+      fmt::print("arbiter server: {} received while waiting for the store, stopping\n",
+                 got == SIGINT ? "SIGINT" : "SIGTERM");
+      return 0;
+    }
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    server = start();
+  }
   if (!server.ok()) {
     fmt::print(stderr, "error: {}\n", server.status().message());
     // A bad command line is a usage error (2), as for every command.
@@ -1411,6 +1547,14 @@ int RunServer(const ServerArgs& given) {
     fmt::print(stderr,
                "arbiter server: stopping: it no longer leads (a supervisor restarts it as a "
                "standby)\n");
+    std::fflush(stderr);
+    // Within a second, whatever its connections still wait for: nothing it holds needs saving
+    // (its writes are fenced, its database connections severed).
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::fflush(nullptr);
+      std::_Exit(3);
+    }).detach();
     server->reset();
     return 3;
   }

@@ -1,7 +1,6 @@
 #include "store/leader.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -36,7 +35,15 @@ std::string WithTimeouts(const std::string& url, std::chrono::milliseconds lease
   return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
 }
 
+using Clock = std::chrono::steady_clock;
+
 }  // namespace
+
+std::string LeaseSessionName(std::string_view id) {
+  // PostgreSQL keeps 63 bytes of a name; an id's unique part (process, random) is its end.
+  constexpr std::size_t kKeep = 63 - std::string_view("arbiter-lease-").size();
+  return fmt::format("arbiter-lease-{}", id.size() > kKeep ? id.substr(id.size() - kKeep) : id);
+}
 
 LeaderElection::LeaderElection(LeaderOptions options) : options_(std::move(options)) {}
 LeaderElection::~LeaderElection() = default;
@@ -52,7 +59,7 @@ Status LeaderElection::Connect() {
   conn_.reset();
   Result<std::unique_ptr<pg::Conn>> conn =
       pg::Conn::Connect(WithTimeouts(options_.url, options_.lease), "--store (leader lease)",
-                        fmt::format("arbiter-lease-{}", ::getpid()));
+                        LeaseSessionName(options_.id));
   if (!conn.ok()) return conn.status();
   conn_ = std::move(conn).value();
   return Status::Ok();
@@ -62,9 +69,18 @@ Result<LeaderView> LeaderElection::Campaign() {
   if (!conn_ || conn_->broken()) {
     if (Status st = Connect(); !st.ok()) return st;
   }
-  Result<pg::Rows> lock =
-      conn_->Exec("SELECT pg_try_advisory_lock($1)", {std::to_string(pg::kLeaderLockKey)},
-                  "take the leader's lock");
+  // No statement of an attempt waits longer than a lease: a database path that hangs fails the
+  // attempt, which is then repeated on a new connection.
+  const Clock::time_point deadline = Clock::now() + options_.lease;
+  auto exec = [&](std::string_view sql,
+                  std::initializer_list<std::optional<std::string_view>> params,
+                  std::string_view what) -> Result<pg::Rows> {
+    Result<pg::Rows> rows = conn_->ExecBefore(deadline, sql, params, what);
+    if (!rows.ok() && conn_->broken()) conn_.reset();
+    return rows;
+  };
+  Result<pg::Rows> lock = exec("SELECT pg_try_advisory_lock($1)",
+                               {std::to_string(pg::kLeaderLockKey)}, "take the leader's lock");
   if (!lock.ok()) return lock.status();
   LeaderView view;
   if (lock->Text(0, 0) == "t") {
@@ -73,7 +89,7 @@ Result<LeaderView> LeaderElection::Campaign() {
     // that leader stalled mid-batch (a stopped process, a frozen machine), and the epoch's update
     // below would wait for it forever. End such sessions; their batches roll back, unacknowledged,
     // and the deposed leader steps down when it wakes.
-    Result<pg::Rows> ended = conn_->Exec(
+    Result<pg::Rows> ended = exec(
         "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'relation' "
         "AND relation = 'leader'::regclass AND mode = 'RowShareLock' "
         "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
@@ -83,7 +99,7 @@ Result<LeaderView> LeaderElection::Campaign() {
       conn_.reset();
       return ended.status();
     }
-    Result<pg::Rows> row = conn_->Exec(
+    Result<pg::Rows> row = exec(
         "UPDATE leader SET epoch = epoch + 1, holder = $1, address = $2, renewed_at = now() "
         "WHERE id = 1 RETURNING epoch",
         {options_.id, options_.address}, "raise the leader's epoch");
@@ -99,7 +115,7 @@ Result<LeaderView> LeaderElection::Campaign() {
     view.address = options_.address;
     return view;
   }
-  Result<pg::Rows> row = conn_->Exec(
+  Result<pg::Rows> row = exec(
       "SELECT epoch, holder, address, "
       "(extract(epoch FROM now() - renewed_at) * 1000)::bigint FROM leader WHERE id = 1",
       {}, "read the leader row");
@@ -109,24 +125,33 @@ Result<LeaderView> LeaderElection::Campaign() {
   view.holder = std::string(row->Text(0, 1));
   const bool expired = row->Int(0, 3) > options_.lease.count();
   if (!expired) view.address = std::string(row->Text(0, 2));
-  if (expired) {
-    // The holder's session outlived its leader: end it, so that the lock is free next time.
-    Result<pg::Rows> ended = conn_->Exec(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-        "AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1 "
-        "AND pid <> pg_backend_pid()",
-        {kLockHigh, kLockLow}, "end an expired leader's session");
+  if (expired && !view.holder.empty()) {
+    // The holder's session outlived its leader: end it, so that the lock is free next time. Only
+    // the session of the holder this row names (by its application name), and only while the row
+    // is still that holder's and still expired, in the same statement: a server that has just
+    // taken the lock, whose raised epoch is not visible yet, is another session and is left alone.
+    Result<pg::Rows> ended = exec(
+        "SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a "
+        "JOIN pg_locks l ON l.pid = a.pid AND l.locktype = 'advisory' AND l.granted "
+        "AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid AND l.objsubid = 1 "
+        "WHERE a.application_name = $3 AND a.pid <> pg_backend_pid() "
+        "AND EXISTS (SELECT 1 FROM leader WHERE id = 1 AND epoch = $4 AND holder = $5 "
+        "AND now() - renewed_at > $6::bigint * interval '1 millisecond')",
+        {kLockHigh, kLockLow, LeaseSessionName(view.holder), std::to_string(view.epoch),
+         view.holder, std::to_string(options_.lease.count())},
+        "end an expired leader's session");
     if (!ended.ok()) return ended.status();
   }
   return view;
 }
 
-Status LeaderElection::Renew() {
+Status LeaderElection::Renew(std::chrono::steady_clock::time_point deadline) {
   if (!conn_ || conn_->broken()) {
     return Status::Unavailable(
         "store: the connection that held the leadership broke; another server may lead");
   }
-  Result<pg::Rows> row = conn_->Exec(
+  Result<pg::Rows> row = conn_->ExecBefore(
+      deadline,
       "UPDATE leader SET renewed_at = now() WHERE id = 1 AND epoch = $1 AND holder = $2 "
       "RETURNING epoch",
       {std::to_string(epoch_), options_.id}, "renew the leader's lease");

@@ -11,7 +11,14 @@
 // also ends a batch of the deposed leader that still holds the leader row (a leader stalled
 // mid-batch), which its update of the epoch would otherwise wait for.
 //
-// Not thread-safe: one thread campaigns and renews.
+// The lease's session is named LeaseSessionName(id) in pg_stat_activity, so that a standby ends
+// only the session of the holder that the expired row names, never one that has just taken the
+// lock and whose raised epoch is not visible yet.
+//
+// Every statement has a deadline (a lease for a campaign's, the caller's for a renewal): a
+// database path that hangs without a TCP error cannot hold a campaign or a renewal longer.
+//
+// Not thread-safe: one thread at a time campaigns or renews.
 #pragma once
 
 #include <chrono>
@@ -44,6 +51,10 @@ struct LeaderView {
   std::string address;  // the leader's address ("" when none, or its lease ran out)
 };
 
+// The application name of the lease's session of the server `id` (at most 63 bytes, as
+// PostgreSQL keeps).
+std::string LeaseSessionName(std::string_view id);
+
 class LeaderElection {
  public:
   // Connects and migrates the schema (the `leader` row is part of it). Errors name --store.
@@ -56,9 +67,10 @@ class LeaderElection {
   // leads, and terminates the session of a leader whose lease ran out. Errors: the database
   // cannot be reached (the attempt is then simply repeated).
   Result<LeaderView> Campaign();
-  // The leader renews its lease. An error means the leadership is lost: the connection that held
-  // the lock broke (so the lock may be another's), or another server raised the epoch.
-  Status Renew();
+  // The leader renews its lease, waiting for the answer until `deadline`. An error means the
+  // leadership is lost: no answer in time, the connection that held the lock broke (so the lock
+  // may be another's), or another server raised the epoch.
+  Status Renew(std::chrono::steady_clock::time_point deadline);
   // A secret every server of the database shares (e.g. the key of node credentials): the value
   // stored under `name`, or `fresh` stored first when there is none.
   Result<std::string> SharedSecret(std::string_view name, std::string_view fresh);

@@ -1,7 +1,10 @@
 #include "store/pg.h"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <utility>
@@ -217,6 +220,42 @@ void Params::Fill(Arrays& out) const {
   }
 }
 
+// ---- Severance ----
+
+}  // namespace arbiter::store::pg
+
+namespace arbiter::store {
+
+void Severance::Sever() {
+  std::lock_guard lock(mu_);
+  severed_ = true;
+  for (const int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+}
+
+bool Severance::severed() const {
+  std::lock_guard lock(mu_);
+  return severed_;
+}
+
+bool Severance::Add(int fd) {
+  std::lock_guard lock(mu_);
+  if (severed_) {
+    ::shutdown(fd, SHUT_RDWR);
+    return false;
+  }
+  fds_.insert(fd);
+  return true;
+}
+
+void Severance::Remove(int fd) {
+  std::lock_guard lock(mu_);
+  fds_.erase(fd);
+}
+
+}  // namespace arbiter::store
+
+namespace arbiter::store::pg {
+
 // ---- Conn ----
 
 bool IsConnectionSqlState(std::string_view sqlstate) {
@@ -225,7 +264,12 @@ bool IsConnectionSqlState(std::string_view sqlstate) {
 }
 
 Result<std::unique_ptr<Conn>> Conn::Connect(const std::string& url, std::string_view what,
-                                            std::string_view application_name) {
+                                            std::string_view application_name,
+                                            std::shared_ptr<Severance> severance) {
+  constexpr std::string_view kSevered = "this server no longer leads";
+  if (severance && severance->severed()) {
+    return Status::Unavailable(fmt::format("{}: {}", what, kSevered));
+  }
   const std::string app(application_name);
   // Defaults first (the URL's own words override them: libpq lets an expanded dbname override
   // what comes before it), then the URL, then what overrides it; the fallback name applies only
@@ -251,10 +295,22 @@ Result<std::unique_ptr<Conn>> Conn::Connect(const std::string& url, std::string_
     PQfinish(conn);
     return s;
   }
-  return std::unique_ptr<Conn>(new Conn(conn));
+  std::unique_ptr<Conn> out(new Conn(conn));
+  if (severance) {
+    if (!severance->Add(PQsocket(conn))) {
+      return Status::Unavailable(fmt::format("{}: {}", what, kSevered));
+    }
+    out->registered_fd_ = PQsocket(conn);
+    out->severance_ = std::move(severance);
+  }
+  return out;
 }
 
-Conn::~Conn() { PQfinish(conn_); }
+Conn::~Conn() {
+  // Out of the severance before the descriptor is closed (and perhaps reused).
+  if (severance_) severance_->Remove(registered_fd_);
+  PQfinish(conn_);
+}
 
 bool Conn::broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
 
@@ -312,6 +368,67 @@ Result<Rows> Conn::Exec(std::string_view sql, const Params& params, std::string_
   const ExecStatusType st = rows.raw() == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(rows.raw());
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Error(rows.raw(), what);
   return rows;
+}
+
+Result<Rows> Conn::ExecBefore(std::chrono::steady_clock::time_point deadline, std::string_view sql,
+                              std::initializer_list<std::optional<std::string_view>> params,
+                              std::string_view what) {
+  using Clock = std::chrono::steady_clock;
+  Params p;
+  for (const std::optional<std::string_view>& v : params) {
+    if (v) {
+      p.Text(*v);
+    } else {
+      p.Null();
+    }
+  }
+  const std::string text(sql);
+  Params::Arrays a;
+  p.Fill(a);
+  const Clock::time_point start = Clock::now();
+  if (PQsendQueryParams(conn_, text.c_str(), static_cast<int>(p.size()), nullptr, a.values.data(),
+                        a.lengths.data(), a.formats.data(), 0) != 1) {
+    return Error(nullptr, what);
+  }
+  // Waits until the socket is ready for `events`, or the deadline; false past the deadline.
+  auto wait = [&](short events) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fd{PQsocket(conn_), events, 0};
+    const int n = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+    return n != 0;  // ready, or an error that the next libpq call reports
+  };
+  auto timed_out = [&] {
+    // The answer may still come, out of order with anything sent later: the connection is shut.
+    ::shutdown(PQsocket(conn_), SHUT_RDWR);
+    PQconsumeInput(conn_);
+    const long long waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    return Status::Unavailable(fmt::format("{}: no answer from the database within {} ms",
+                                           what.empty() ? std::string_view("postgres") : what,
+                                           waited));
+  };
+  for (;;) {  // send
+    const int flushed = PQflush(conn_);
+    if (flushed == 0) break;
+    if (flushed < 0) return Error(nullptr, what);
+    if (!wait(POLLOUT | POLLIN)) return timed_out();
+    if (PQconsumeInput(conn_) != 1) return Error(nullptr, what);
+  }
+  Rows last;
+  for (;;) {  // every result up to the null that ends them
+    while (PQisBusy(conn_) != 0) {
+      if (!wait(POLLIN)) return timed_out();
+      if (PQconsumeInput(conn_) != 1) return Error(nullptr, what);
+    }
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) break;
+    last = Rows(r);
+  }
+  const ExecStatusType st = last.raw() == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(last.raw());
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Error(last.raw(), what);
+  return last;
 }
 
 Status Conn::ExecScript(std::string_view sql, std::string_view what) {

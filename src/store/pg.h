@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -16,6 +17,10 @@
 #include <vector>
 
 #include "arbiter/status.h"
+
+namespace arbiter::store {
+class Severance;  // arbiter/store.h
+}
 
 namespace arbiter::store::pg {
 
@@ -99,8 +104,11 @@ class Conn {
   // "arbiter"). Unless the URL says otherwise: connect_timeout=10, and over TCP keep-alives
   // (idle 10 s, every 5 s, 3 tries) and tcp_user_timeout=30000, so that a database that stops
   // answering fails a call in about 30 s.
+  // With a `severance`, the connection is registered with it: Severance::Sever() ends it at
+  // once, and connecting fails once it is severed.
   static Result<std::unique_ptr<Conn>> Connect(const std::string& url, std::string_view what,
-                                               std::string_view application_name = {});
+                                               std::string_view application_name = {},
+                                               std::shared_ptr<Severance> severance = nullptr);
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -114,6 +122,13 @@ class Conn {
   // As Exec, with typed parameters; `binary` asks for binary results.
   Result<Rows> Exec(std::string_view sql, const Params& params, std::string_view what,
                     bool binary = false);
+  // As Exec, but waits for the answer only until `deadline`: past it the connection is shut (it
+  // is broken() from then on) and the error is kUnavailable, "no answer within N ms". For the
+  // leader's lease, whose database path may hang without any TCP error (a proxy that stops
+  // forwarding), where a blocking call would wait for TCP's own timeouts.
+  Result<Rows> ExecBefore(std::chrono::steady_clock::time_point deadline, std::string_view sql,
+                          std::initializer_list<std::optional<std::string_view>> params,
+                          std::string_view what);
   // Several statements in one text (no parameters), e.g. a migration.
   Status ExecScript(std::string_view sql, std::string_view what);
 
@@ -127,6 +142,8 @@ class Conn {
  private:
   explicit Conn(PGconn* conn) : conn_(conn) {}
   PGconn* conn_ = nullptr;
+  std::shared_ptr<Severance> severance_;
+  int registered_fd_ = -1;  // the socket registered with severance_
 };
 
 // Whether a SQLSTATE means the session is gone or going (class 08, admin or crash shutdown).

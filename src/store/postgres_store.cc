@@ -333,6 +333,7 @@ class PostgresStore final : public Store {
   std::uint64_t epoch_ = 0;
   std::function<void()> on_fenced_;
   bool told_fenced_ = false;
+  std::shared_ptr<Severance> severance_;  // the leader's term, when given
 
   // Writer thread only.
   std::unique_ptr<Conn> wconn_;
@@ -357,6 +358,7 @@ Result<std::unique_ptr<Store>> PostgresStore::Open(const PostgresOptions& option
   store->url_ = options.url;
   store->epoch_ = options.epoch;
   store->on_fenced_ = options.on_fenced;
+  store->severance_ = options.severance;
   {
     std::lock_guard lock(store->read_mu_);
     if (Status s = store->ConnectReader(); !s.ok()) return s;
@@ -381,7 +383,7 @@ PostgresStore::~PostgresStore() {
 Status PostgresStore::ConnectWriter() {
   wconn_.reset();
   Result<std::unique_ptr<Conn>> conn =
-      Conn::Connect(url_, "store: connect the writer to PostgreSQL", kWriterName);
+      Conn::Connect(url_, "store: connect the writer to PostgreSQL", kWriterName, severance_);
   if (!conn.ok()) return conn.status();
   // Acknowledged means flushed to the server's disk, whatever the database's default says.
   if (Result<Rows> r = (*conn)->Exec("SET synchronous_commit = on", {}, "store: writer setup");
@@ -871,7 +873,8 @@ Status PostgresStore::SaveQueueUsage(std::vector<QueueUsage> usage) {
 
 Status PostgresStore::ConnectReader() {
   rconn_.reset();
-  Result<std::unique_ptr<Conn>> conn = Conn::Connect(url_, "store: connect to PostgreSQL", {});
+  Result<std::unique_ptr<Conn>> conn =
+      Conn::Connect(url_, "store: connect to PostgreSQL", {}, severance_);
   if (!conn.ok()) return conn.status();
   rconn_ = std::move(conn).value();
   return Status::Ok();

@@ -19,6 +19,7 @@
 
 #include "agent/agent_process.h"
 #include "server/server_process.h"
+#include "testing/fault_proxy.h"
 #include "testing/postgres.h"
 
 namespace arbiter::testing {
@@ -120,9 +121,11 @@ class HaTest : public ::testing::Test {
     config_ = dir_.Write("cluster.yaml", ClusterYaml());
   }
 
-  // A server on the shared store (standing by until it leads).
-  std::unique_ptr<ServerProcess> Start(std::vector<std::string> extra = {"--virtual-nodes"}) {
-    extra.insert(extra.end(), {"--store", url_, "--lease", "2s"});
+  // A server on the shared store (standing by until it leads), through `url` when given.
+  std::unique_ptr<ServerProcess> Start(std::vector<std::string> extra = {"--virtual-nodes"},
+                                       const std::string& url = "",
+                                       const std::string& lease = "2s") {
+    extra.insert(extra.end(), {"--store", url.empty() ? url_ : url, "--lease", lease});
     auto s = std::make_unique<ServerProcess>(
         config_, (dir_.path() / ("data-" + std::to_string(++servers_))).string(), extra,
         "127.0.0.1:0", /*wait_ready=*/false);
@@ -146,6 +149,21 @@ class HaTest : public ::testing::Test {
       return ready == 1;
     });
     return leader;
+  }
+
+  // The database's name, and a statement's first value in it.
+  std::string Db() const {
+    return url_.substr(url_.rfind('/') + 1, url_.find('?') - url_.rfind('/') - 1);
+  }
+  std::string Sql(const std::string& sql) const { return pg_->Sql(Db(), sql); }
+  std::uint64_t Epoch() const { return std::stoull(Sql("SELECT epoch FROM leader")); }
+  // A proxy in front of the database, and the store's URL through it.
+  std::unique_ptr<FaultProxy> Proxy(int port = 0) const {
+    return std::make_unique<FaultProxy>(
+        pg_->socket_dir() + "/.s.PGSQL." + std::to_string(pg_->port()), port);
+  }
+  std::string UrlThrough(int proxy_port) const {
+    return fmt::format("postgresql://arbiter@127.0.0.1:{}/{}?sslmode=disable", proxy_port, Db());
   }
 
   PostgresInstance* pg_ = nullptr;
@@ -365,7 +383,11 @@ TEST_F(HaTest, ALeaderCutOffFromTheDatabaseStopsAndAnotherLeads) {
   // Its sessions end (as when the database or the network drops them; only a leader has a store
   // writer): it must stop.
   EXPECT_EQ(pg_->Terminate("arbiter-store-writer"), 1);
-  pg_->Terminate("arbiter-lease-" + std::to_string(servers[l]->pid()));
+  // Its lease's session is named after its id, "HOST:PID:RANDOM" (store::LeaseSessionName).
+  Sql(
+      fmt::format("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM "
+                  "pg_stat_activity WHERE application_name LIKE 'arbiter-lease-%:{}:%'",
+                  servers[l]->pid()));
   EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(30)), 3);
   servers[l].reset();
   const int next = WaitForOneLeader(servers);
@@ -400,9 +422,153 @@ TEST_F(HaTest, AStalledLeaderIsDeposedAfterItsLeaseAndNeverWritesAgain) {
   EXPECT_EQ(Ready(other).status, 200);
   const Reply third = Call(other, kAlice, "POST", "/v1/jobs", Job("third", 60000));
   ASSERT_EQ(third.status, 201) << third.body.dump();
-  const std::string db = url_.substr(url_.rfind('/') + 1, url_.find('?') - url_.rfind('/') - 1);
-  EXPECT_EQ(pg_->Sql(db, "SELECT epoch FROM leader"), "2");
-  EXPECT_EQ(pg_->Sql(db, "SELECT count(*) FROM jobs"), "3");
+  EXPECT_EQ(Sql("SELECT epoch FROM leader"), "2");
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs"), "3");
+}
+
+// A store large enough that recovering it takes longer than the lease (1 s): the leader holds
+// its lease from the moment it wins, so the standbys started beside it never depose it, and
+// after kill -9 the next one takes over once and completes, however long its recovery.
+TEST_F(HaTest, ARecoveryLongerThanTheLeaseCompletesAndIsNotDeposed) {
+  {
+    std::unique_ptr<ServerProcess> first = Start();
+    ASSERT_TRUE(WaitFor([&] { return Ready(first->port()).status == 200; }));
+    const Reply one = Call(first->port(), kAlice, "POST", "/v1/jobs", Job("template", 3600000));
+    ASSERT_EQ(one.status, 201) << one.body.dump();
+    EXPECT_EQ(first->Stop(SIGTERM), 0);
+  }
+  // 300,000 held jobs (active, so recovered, but not scheduled), copies of the first.
+  constexpr int kJobs = 300000;
+  Sql(fmt::format(
+      "INSERT INTO jobs (id, name, user_name, queue, priority_class, submit_time, spec, state) "
+      "SELECT g, name, user_name, queue, priority_class, submit_time, spec, 'held' "
+      "FROM jobs, generate_series(2, {}) g WHERE id = 1",
+      kJobs));
+  Sql(fmt::format("UPDATE counters SET last_job_id = {}", kJobs));
+  const std::uint64_t before = Epoch();
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(Start({"--virtual-nodes"}, "", "1s"));
+  int leader = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        leader = -1;
+        for (std::size_t i = 0; i < servers.size(); ++i) {
+          if (Ready(servers[i]->port()).status == 200) leader = static_cast<int>(i);
+        }
+        return leader >= 0;
+      },
+      std::chrono::seconds(180)));
+  // One election, and it holds.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(Epoch(), before + 1);
+  EXPECT_EQ(WaitForOneLeader(servers), leader);
+  const std::size_t l = static_cast<std::size_t>(leader);
+  const pid_t killed = servers[l]->pid();
+  ::kill(killed, SIGKILL);
+  EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(10)), -1);  // killed by a signal
+  servers[l].reset();
+  // The next leader recovers 300,000 jobs, answering 503 meanwhile: never a redirect to the
+  // server that is gone.
+  ASSERT_TRUE(WaitFor([&] { return Epoch() == before + 2; }, std::chrono::seconds(30)));
+  const std::string holder = Sql("SELECT holder FROM leader");
+  for (auto& s : servers) {
+    if (!s || holder.find(fmt::format(":{}:", s->pid())) == std::string::npos) continue;
+    httplib::Client client("127.0.0.1", s->port());
+    httplib::Result res =
+        client.Get("/v1/jobs?limit=1", {{"Authorization", fmt::format("Bearer {}", kAlice)}});
+    ASSERT_TRUE(res);
+    EXPECT_TRUE(res->status == 503 || res->status == 200) << res->status << " " << res->body;
+    if (res->status == 503) {
+      EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+    }
+  }
+  int next = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (std::size_t i = 0; i < servers.size(); ++i) {
+          if (servers[i] && Ready(servers[i]->port()).status == 200) next = static_cast<int>(i);
+        }
+        return next >= 0;
+      },
+      std::chrono::seconds(180)));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(Epoch(), before + 2) << "the takeover did not hold";
+  EXPECT_EQ(Ready(servers[static_cast<std::size_t>(next)]->port()).status, 200);
+  // (alice is at her limit of active jobs: the administrator submits.)
+  const Reply after = Call(servers[static_cast<std::size_t>(next)]->port(), kAdmin, "POST",
+                           "/v1/jobs", Job("after", 3600000));
+  EXPECT_EQ(after.status, 201) << after.body.dump();
+}
+
+// The leader's path to the database hangs without a TCP error (a proxy that stops forwarding):
+// it stops answering as the leader within half a lease of its last renewal, before a standby can
+// take over (never two ready at once), answers 503 naming no leader, fails the submission it
+// holds over to the client, and exits within about a second.
+TEST_F(HaTest, ALeaderWhoseDatabaseHangsStepsDownBeforeAnotherLeads) {
+  std::vector<std::unique_ptr<FaultProxy>> proxies;
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (int i = 0; i < 2; ++i) {
+    proxies.push_back(Proxy());
+    servers.push_back(Start({"--virtual-nodes"}, UrlThrough(proxies.back()->port())));
+  }
+  const int leader = WaitForOneLeader(servers);
+  ASSERT_GE(leader, 0);
+  const auto l = static_cast<std::size_t>(leader);
+  const int old_port = servers[l]->port(), other_port = servers[1 - l]->port();
+  const Reply first = Call(old_port, kAlice, "POST", "/v1/jobs", Job("first", 3600000));
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+
+  proxies[l]->Hang();
+  const auto hung = std::chrono::steady_clock::now();
+  // A submission to the old leader now is held on the hung path, then failed over: 503.
+  std::thread held_submit([&] {
+    const Reply held = Call(old_port, kAlice, "POST", "/v1/jobs", Job("held", 3600000));
+    EXPECT_TRUE(held.status == 503 || held.status == 0) << held.status << held.body.dump();
+  });
+  bool both = false, old_ready = true;
+  std::chrono::steady_clock::duration stepped_down{};
+  WaitFor(
+      [&] {
+        const bool a = Ready(old_port).status == 200;
+        const bool b = Ready(other_port).status == 200;
+        if (a && b) both = true;
+        if (old_ready && !a) {
+          old_ready = false;
+          stepped_down = std::chrono::steady_clock::now() - hung;
+        }
+        return b;
+      },
+      std::chrono::seconds(60));
+  held_submit.join();
+  EXPECT_FALSE(both) << "two servers answered as the leader at once";
+  EXPECT_FALSE(old_ready);
+  // Half a lease (1 s) after its last renewal, so well within the lease; generous for a loaded
+  // machine, and far below what TCP alone takes (15 s and more).
+  EXPECT_LT(stepped_down, std::chrono::seconds(4));
+  EXPECT_EQ(servers[l]->WaitExit(std::chrono::seconds(10)), 3);
+  // The new leader takes the submission again, with the same key: one job.
+  const Reply again = Call(other_port, kAlice, "POST", "/v1/jobs", Job("held", 3600000));
+  EXPECT_EQ(again.status, 201) << again.body.dump();
+  proxies[l]->Resume();
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs WHERE idempotency_key = 'held'"), "1");
+}
+
+// A server started while the database cannot be reached waits for it (and says so) rather than
+// exiting, and leads once it answers.
+TEST_F(HaTest, AServerStartedBeforeItsDatabaseWaitsForIt) {
+  int port = 0;
+  { port = Proxy()->port(); }  // a free port, closed again: nothing answers there yet
+  // The database comes back 3 s after the server started. (The server is started by this thread:
+  // a server process dies with the thread that started it.)
+  std::unique_ptr<FaultProxy> proxy;
+  std::thread back([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    proxy = Proxy(port);
+  });
+  std::unique_ptr<ServerProcess> server = Start({"--virtual-nodes"}, UrlThrough(port));
+  back.join();
+  ASSERT_GT(server->port(), 0) << "the server exited instead of waiting for the database";
+  EXPECT_TRUE(WaitFor([&] { return Ready(server->port()).status == 200; }));
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 // call, the schema version check, migrations by servers starting together, and the libpq
 // wrapper's answers and errors. The behaviour every store shares is StoreTest's
 // (tests/store/store_test.cc), run on PostgreSQL too.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 #include "store/fixtures.h"
 #include "store/leader.h"
 #include "store/pg.h"
+#include "testing/fault_proxy.h"
 #include "testing/postgres.h"
 
 namespace arbiter::store {
@@ -27,7 +30,9 @@ using fixtures::On;
 using fixtures::Spec;
 using fixtures::Start;
 
+using arbiter::testing::FaultProxy;
 using arbiter::testing::PostgresInstance;
+using Clock = std::chrono::steady_clock;
 
 PostgresInstance* Server() {
   std::string error;
@@ -52,6 +57,24 @@ std::unique_ptr<Store> OpenOrDie(const std::string& url, std::uint64_t epoch = 0
   Result<std::unique_ptr<Store>> store = OpenPostgresStore(options);
   EXPECT_TRUE(store.ok()) << store.status().message();
   return store.ok() ? std::move(store).value() : nullptr;
+}
+
+// A proxy in front of the test server's socket, and the URL of database `db` through it.
+std::unique_ptr<FaultProxy> ProxyFor(PostgresInstance* pg) {
+  return std::make_unique<FaultProxy>(pg->socket_dir() + "/.s.PGSQL." + std::to_string(pg->port()));
+}
+std::string UrlThrough(const FaultProxy& proxy, const std::string& db) {
+  return "postgresql://arbiter@127.0.0.1:" + std::to_string(proxy.port()) + "/" + db +
+         "?sslmode=disable";
+}
+
+LeaderOptions Leader(const std::string& url, const std::string& id) {
+  LeaderOptions options;
+  options.url = url;
+  options.id = id;
+  options.address = "http://" + id + ":1";
+  options.lease = std::chrono::milliseconds(1000);
+  return options;
 }
 
 PostgresOptions PgOptions(const std::string& url) {
@@ -480,6 +503,107 @@ TEST(PostgresWrapper, RowsAndErrors) {
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable) << gone.status().message();
   EXPECT_TRUE((*conn)->broken());
+}
+
+// The race after a lease ran out (the database was down or stalled for longer): one server has
+// just taken the lock, its raised epoch not yet visible, while another still reads the expired
+// row. That other must not end the new winner's session (it is not the session of the holder the
+// row names); the expired holder's own session, still holding the lock, it does end.
+TEST(PostgresStore, AStandbyEndsOnlyTheExpiredHoldersSessionNeverANewWinner) {
+  PostgresInstance* pg = Server();
+  ASSERT_NE(pg, nullptr);
+  const std::string url = pg->NewDatabase();
+  { ASSERT_NE(OpenOrDie(url), nullptr); }  // migrated
+  const std::string lock = fmt::format("SELECT pg_try_advisory_lock({})", pg::kLeaderLockKey);
+  pg->Sql(DbName(url),
+          "UPDATE leader SET epoch = 3, holder = 'old', renewed_at = now() - interval '1 hour'");
+  // The winner: holds the lock, has not updated the row yet.
+  Result<std::unique_ptr<pg::Conn>> winner =
+      pg::Conn::Connect(url, "test", LeaseSessionName("winner"));
+  ASSERT_TRUE(winner.ok()) << winner.status().message();
+  Result<pg::Rows> took = (*winner)->Exec(lock, {}, "take the lock");
+  ASSERT_TRUE(took.ok()) << took.status().message();
+  ASSERT_EQ(took->Text(0, 0), "t");
+  Result<std::unique_ptr<LeaderElection>> standby = LeaderElection::Open(Leader(url, "standby"));
+  ASSERT_TRUE(standby.ok()) << standby.status().message();
+  Result<LeaderView> view = (*standby)->Campaign();
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_FALSE(view->leading);
+  EXPECT_EQ(view->holder, "old");
+  EXPECT_EQ(view->address, "");  // expired: no leader to send clients to
+  Result<pg::Rows> alive = (*winner)->Exec("SELECT 1", {}, "the winner after the campaign");
+  EXPECT_TRUE(alive.ok()) << alive.status().message();
+  ASSERT_TRUE((*winner)->Exec("SELECT pg_advisory_unlock_all()", {}, "unlock").ok());
+
+  // The expired holder's session itself, lingering with the lock, is ended.
+  Result<std::unique_ptr<pg::Conn>> old = pg::Conn::Connect(url, "test", LeaseSessionName("old"));
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  ASSERT_EQ((*old)->Exec(lock, {}, "take the lock")->Text(0, 0), "t");
+  view = (*standby)->Campaign();
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_FALSE(view->leading);
+  EXPECT_FALSE((*old)->Exec("SELECT 1", {}, "the old holder after the campaign").ok());
+  view = (*standby)->Campaign();  // the lock is free now
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_TRUE(view->leading);
+  EXPECT_EQ(view->epoch, 4u);
+}
+
+// A database path that hangs without any TCP error (a proxy or pooler that stops forwarding):
+// a renewal fails by its deadline rather than waiting for TCP, and a campaign by a lease.
+TEST(PostgresStore, ARenewalWithNoAnswerFailsByItsDeadline) {
+  PostgresInstance* pg = Server();
+  ASSERT_NE(pg, nullptr);
+  const std::string url = pg->NewDatabase();
+  std::unique_ptr<FaultProxy> proxy = ProxyFor(pg);
+  Result<std::unique_ptr<LeaderElection>> election =
+      LeaderElection::Open(Leader(UrlThrough(*proxy, DbName(url)), "hung"));
+  ASSERT_TRUE(election.ok()) << election.status().message();
+  Result<LeaderView> view = (*election)->Campaign();
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  ASSERT_TRUE(view->leading);
+  ASSERT_TRUE((*election)->Renew(Clock::now() + std::chrono::seconds(5)).ok());
+  proxy->Hang();
+  const Clock::time_point start = Clock::now();
+  const Status renewed = (*election)->Renew(start + std::chrono::milliseconds(300));
+  const auto waited = Clock::now() - start;
+  ASSERT_FALSE(renewed.ok());
+  EXPECT_EQ(renewed.code(), StatusCode::kUnavailable);
+  EXPECT_NE(renewed.message().find("no answer from the database within"), std::string::npos)
+      << renewed.message();
+  EXPECT_LT(waited, std::chrono::seconds(5));  // TCP alone would wait far longer
+  Result<LeaderView> again = (*election)->Campaign();
+  EXPECT_FALSE(again.ok());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+}
+
+// A leader that loses its lease severs its term's connections: a call blocked on a database
+// path that hangs fails at once, and no later call connects.
+TEST(PostgresStore, SeveringFailsACallHeldOnAHungPathAtOnce) {
+  PostgresInstance* pg = Server();
+  ASSERT_NE(pg, nullptr);
+  const std::string url = pg->NewDatabase();
+  std::unique_ptr<FaultProxy> proxy = ProxyFor(pg);
+  PostgresOptions options = PgOptions(UrlThrough(*proxy, DbName(url)));
+  options.severance = std::make_shared<Severance>();
+  Result<std::unique_ptr<Store>> store = OpenPostgresStore(options);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_TRUE((*store)->Submit(Spec("before")).ok());
+  proxy->Hang();
+  std::future<Result<Submitted>> held =
+      std::async(std::launch::async, [&] { return (*store)->Submit(Spec("held")); });
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout);
+  options.severance->Sever();
+  ASSERT_EQ(held.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  Result<Submitted> got = held.get();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  proxy->Resume();
+  Result<Submitted> after = (*store)->Submit(Spec("after"));
+  ASSERT_FALSE(after.ok());
+  EXPECT_NE(after.status().message().find("this server no longer leads"), std::string::npos)
+      << after.status().message();
+  EXPECT_EQ(pg->Sql(DbName(url), "SELECT count(*) FROM jobs"), "1");
 }
 
 }  // namespace
