@@ -248,12 +248,19 @@ struct Snapshot {
 
 struct LoadOptions {
   bool include_finished = true;  // false: only pending, held and running jobs
+  bool include_jobs = true;      // false: no job at all (the rest of the snapshot)
   // When set, the jobs are handed to it a batch at a time, in id order, instead of collected in
   // Snapshot::jobs (which stays empty): a recovery of a million jobs then never holds them all
   // twice. It may move from the records. An error it returns ends the load with that error.
   // The SQLite store calls it on Load's thread while it reads the next batch on another; it must
   // not call the store.
   std::function<Status(std::span<StoredJob> jobs)> each_batch = nullptr;
+};
+
+// The jobs changed since an event's seq, and where that leaves the stream.
+struct JobChanges {
+  std::vector<StoredJob> jobs;  // each job an event after the seq names, as it is now, by id
+  std::uint64_t last_seq = 0;   // the last event's seq when they were read
 };
 
 struct Submitted {
@@ -300,6 +307,14 @@ class Store {
   virtual Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) = 0;
   // One job as it is now, or nullopt.
   virtual Result<std::optional<StoredJob>> GetJob(JobId id) = 0;
+  // The finished jobs (completed, failed, cancelled) with the highest ids, at most `limit`,
+  // highest first: the recent ones a server lists beside the active jobs, read again after a
+  // restart or a takeover.
+  virtual Result<std::vector<StoredJob>> RecentFinished(std::size_t limit) = 0;
+  // The jobs that events after `seq` name (every change of a job is an event of it), as they are
+  // now: a standby follows the store with it (docs/design/ha.md, "Warm standbys"). This base
+  // reads EventsSince and GetJob; a store may read both in one snapshot.
+  virtual Result<JobChanges> JobsChangedSince(std::uint64_t seq);
   // Everything the server needs to rebuild its state.
   virtual Result<Snapshot> Load(const LoadOptions& options = {}) = 0;
 
@@ -368,6 +383,8 @@ struct PostgresOptions {
   // A leader's term: Sever() fails every call under way and every later one (kUnavailable,
   // "store: this server no longer leads"). Null: none.
   std::shared_ptr<Severance> severance;
+  // Reads only (a standby following the store): no writer, no migration; every write fails.
+  bool read_only = false;
 };
 
 // Connects, migrates the schema to kSchemaVersion on start (under an advisory lock, so servers

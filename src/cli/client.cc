@@ -595,6 +595,11 @@ std::optional<std::uint64_t> ListOnce(const ClientOptions& o, const listing::Kin
                "(at most 10000 are kept), or narrow with -q, -s or -u\n",
                items.size(), kind.what);
   }
+  if (answer->value("partial", false)) {
+    fmt::print(stderr,
+               "note: the server has just started leading and is still reading its recent "
+               "finished jobs: some may be missing from this listing (arbiter job ID reads any)\n");
+  }
   return answer->value("cursor", std::uint64_t{0});
 }
 

@@ -95,6 +95,7 @@ void Core::Stop() {
   }
   cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  if (recent_.joinable()) recent_.join();
 }
 
 Core::~Core() {
@@ -116,7 +117,8 @@ void Core::SaveUsageLocked(Millis now) {
 }
 
 Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
-                                         std::unique_ptr<store::Store> store, CoreOptions options) {
+                                         std::unique_ptr<store::Store> store, CoreOptions options,
+                                         std::unique_ptr<Warm> warm) {
   if (!options.now) {
     options.now = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -127,86 +129,166 @@ Result<std::unique_ptr<Core>> Core::Open(config::ClusterConfig config,
   std::unique_ptr<Core> core(new Core(std::move(config), std::move(store), std::move(options)));
   {
     std::lock_guard lock(core->mu_);
-    if (Status st = core->Recover(); !st.ok()) return st;
+    if (Status st = core->Recover(std::move(warm)); !st.ok()) return st;
     core->InitAgentsLocked(core->Now());
   }
   core->loop_ = std::thread([c = core.get()] { c->Loop(); });
+  core->recent_ = std::thread([c = core.get()] { c->LoadRecentFinished(); });
   return core;
 }
 
-Status Core::Recover() {
-  // The jobs are resolved against the configured names (queues, classes, GPU types, levels),
-  // which the stored quota overrides and node states do not change.
-  Result<ClusterState> names = ClusterState::Create(config_.cluster);
-  if (!names.ok()) return Status(names.status()).WithContext("configuration: ");
-  // The store hands the jobs over a batch at a time while it reads the next. Each batch is
-  // resolved and moved into entries by every processor, each into a map of its own (allocating
-  // and filling a million entries is most of the work), whose nodes are then spliced into jobs_
-  // without copying.
+void Core::LoadRecentFinished() {
+  Result<std::vector<store::StoredJob>> recent = store_->RecentFinished(options_.finished_kept);
+  if (!recent.ok()) {
+    // The listing stays partial (it says so); each job is still read from the store by its id.
+    fmt::print(stderr, "warning: the recent finished jobs were not read again: {}\n",
+               recent.status().message());
+    return;
+  }
+  std::lock_guard lock(mu_);
+  std::deque<JobId> older;  // oldest first
+  for (auto it = recent->rbegin(); it != recent->rend(); ++it) {
+    const JobId id = it->id;
+    Entry entry;
+    entry.stored = std::move(*it);
+    if (jobs_.emplace(id, std::move(entry)).second) older.push_back(id);
+  }
+  finished_.insert(finished_.begin(), older.begin(), older.end());
+  while (finished_.size() > options_.finished_kept) {
+    jobs_.erase(finished_.front());
+    finished_.pop_front();
+  }
+  recent_loaded_ = true;
+}
+
+Status Core::ResolveInto(std::span<store::StoredJob> batch, const ClusterState& names,
+                         std::map<JobId, Entry>& into) {
+  // Each batch is resolved and moved into entries by every processor, each into a map of its
+  // own (allocating and filling a million entries is most of a recovery's work), whose nodes are
+  // then spliced into `into` without copying.
   const std::size_t parts = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   std::vector<std::map<JobId, Entry>> local(parts);
   std::vector<std::string> errors(parts);
   std::vector<std::size_t> failed(parts);
-  std::unique_lock inbox(inbox_mu_);
-  std::map<std::string, Active>::iterator user = active_.end();
+  auto resolve = [&](std::size_t p) {
+    for (std::size_t i = batch.size() * p / parts; i < batch.size() * (p + 1) / parts; ++i) {
+      store::StoredJob& stored = batch[i];
+      Result<Job> job = store::ToJob(stored.id, stored.spec, names, stored.status.priority_class);
+      if (!job.ok()) {
+        errors[p] = job.status().message();
+        failed[p] = i;
+        return;
+      }
+      const JobId id = stored.id;
+      const Millis run_start =
+          stored.status.state == JobState::kRunning ? stored.status.start_time : -1;
+      Entry entry;
+      entry.stored = std::move(stored);
+      entry.job = std::move(job).value();
+      entry.run_start = run_start;
+      local[p].emplace_hint(local[p].end(), id, std::move(entry));
+    }
+  };
+  if (parts == 1 || batch.size() < 1024) {
+    for (std::size_t p = 0; p < parts; ++p) resolve(p);
+  } else {
+    std::vector<std::thread> threads;
+    for (std::size_t p = 1; p < parts; ++p) threads.emplace_back(resolve, p);
+    resolve(0);
+    for (std::thread& t : threads) t.join();
+  }
+  for (std::size_t p = 0; p < parts; ++p) {
+    if (!errors[p].empty()) {
+      const store::StoredJob& stored = batch[failed[p]];
+      return Status::Conflict(fmt::format(
+          "store: job {} ({}) no longer fits the configuration: {}; restore the configuration it "
+          "was accepted under",
+          stored.id, stored.spec.name, errors[p]));
+    }
+    while (!local[p].empty()) {
+      auto node = local[p].extract(local[p].begin());
+      if (into.empty() || into.rbegin()->first < node.key()) {
+        into.insert(into.end(), std::move(node));  // a whole load: by id
+        continue;
+      }
+      auto at = into.lower_bound(node.key());
+      if (at != into.end() && at->first == node.key()) at = into.erase(at);  // read again
+      into.insert(at, std::move(node));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Core::Warm>> Core::Warm::Load(const config::ClusterConfig& config,
+                                                     store::Store& store,
+                                                     const std::atomic<bool>* cancel) {
+  std::unique_ptr<Warm> warm(new Warm());
+  Result<ClusterState> names = ClusterState::Create(config.cluster);
+  if (!names.ok()) return Status(names.status()).WithContext("configuration: ");
+  warm->names_.emplace(std::move(names).value());
   auto each_batch = [&](std::span<store::StoredJob> batch) -> Status {
-    auto resolve = [&](std::size_t p) {
-      for (std::size_t i = batch.size() * p / parts; i < batch.size() * (p + 1) / parts; ++i) {
-        store::StoredJob& stored = batch[i];
-        Result<Job> job =
-            store::ToJob(stored.id, stored.spec, *names, stored.status.priority_class);
-        if (!job.ok()) {
-          errors[p] = job.status().message();
-          failed[p] = i;
-          return;
-        }
-        const JobId id = stored.id;
-        const Millis run_start =
-            stored.status.state == JobState::kRunning ? stored.status.start_time : -1;
-        Entry entry;
-        entry.stored = std::move(stored);
-        entry.job = std::move(job).value();
-        entry.run_start = run_start;
-        local[p].emplace_hint(local[p].end(), id, std::move(entry));
-      }
-    };
-    if (parts == 1 || batch.size() < 1024) {
-      for (std::size_t p = 0; p < parts; ++p) resolve(p);
-    } else {
-      std::vector<std::thread> threads;
-      for (std::size_t p = 1; p < parts; ++p) threads.emplace_back(resolve, p);
-      resolve(0);
-      for (std::thread& t : threads) t.join();
-    }
-    for (std::size_t p = 0; p < parts; ++p) {
-      if (!errors[p].empty()) {
-        const store::StoredJob& stored = batch[failed[p]];
-        return Status::Conflict(fmt::format(
-            "store: job {} ({}) no longer fits the configuration: {}; restore the configuration "
-            "it was accepted under",
-            stored.id, stored.spec.name, errors[p]));
-      }
-      while (!local[p].empty()) {
-        auto node = local[p].extract(local[p].begin());
-        Entry& entry = node.mapped();
-        if (entry.stored.status.state == JobState::kRunning) {
-          RememberNodes(entry);
-          if (entry.stored.status.stop_at >= 0)
-            draining_[entry.stored.id] = entry.stored.status.stop_at;
-        }
-        // Most jobs come from few users: look the counter up only when the user changes.
-        if (user == active_.end() || user->first != entry.stored.spec.user) {
-          user = active_.try_emplace(entry.stored.spec.user).first;
-        }
-        user->second.Add(entry.stored.spec, 1);
-        jobs_.insert(jobs_.end(), std::move(node));  // the store gives them by id
-      }
-    }
-    return Status::Ok();
+    if (cancel != nullptr && cancel->load()) return Status::Unavailable("cancelled");
+    return ResolveInto(batch, *warm->names_, warm->jobs_);
   };
   Result<store::Snapshot> snapshot =
-      store_->Load({.include_finished = false, .each_batch = each_batch});
+      store.Load({.include_finished = false, .each_batch = each_batch});
   if (!snapshot.ok()) return snapshot.status();
+  warm->last_seq_ = snapshot->last_seq;
+  return warm;
+}
+
+Status Core::Warm::CatchUp(store::Store& store) {
+  Result<store::JobChanges> changes = store.JobsChangedSince(last_seq_);
+  if (!changes.ok()) return changes.status();
+  std::vector<store::StoredJob> active;
+  for (store::StoredJob& job : changes->jobs) {
+    if (store::IsFinished(job.status.state)) {
+      jobs_.erase(job.id);
+    } else {
+      active.push_back(std::move(job));
+    }
+  }
+  if (Status st = ResolveInto(active, *names_, jobs_); !st.ok()) return st;
+  last_seq_ = changes->last_seq;
+  return Status::Ok();
+}
+
+Status Core::Recover(std::unique_ptr<Warm> warm) {
+  // The jobs are resolved against the configured names (queues, classes, GPU types, levels),
+  // which the stored quota overrides and node states do not change.
+  Result<ClusterState> names = ClusterState::Create(config_.cluster);
+  if (!names.ok()) return Status(names.status()).WithContext("configuration: ");
+  std::unique_lock inbox(inbox_mu_);
+  Result<store::Snapshot> snapshot = store::Snapshot();
+  std::uint64_t last_seq = 0;
+  if (warm) {
+    // A standby's copy: only what changed since it last read (nothing else writes now: this
+    // server leads, and the one before it is fenced).
+    if (Status st = warm->CatchUp(*store_); !st.ok()) return st;
+    jobs_ = std::move(warm->jobs_);
+    snapshot = store_->Load({.include_finished = false, .include_jobs = false});
+    last_seq = warm->last_seq_;
+  } else {
+    // The store hands the jobs over a batch at a time while it reads the next.
+    snapshot = store_->Load(
+        {.include_finished = false, .each_batch = [&](std::span<store::StoredJob> batch) {
+           return ResolveInto(batch, *names, jobs_);
+         }});
+    if (snapshot.ok()) last_seq = snapshot->last_seq;
+  }
+  if (!snapshot.ok()) return snapshot.status();
+  std::map<std::string, Active>::iterator user = active_.end();
+  for (auto& [id, entry] : jobs_) {
+    if (entry.stored.status.state == JobState::kRunning) {
+      RememberNodes(entry);
+      if (entry.stored.status.stop_at >= 0) draining_[id] = entry.stored.status.stop_at;
+    }
+    // Most jobs come from few users: look the counter up only when the user changes.
+    if (user == active_.end() || user->first != entry.stored.spec.user) {
+      user = active_.try_emplace(entry.stored.spec.user).first;
+    }
+    user->second.Add(entry.stored.spec, 1);
+  }
   inbox.unlock();
   const std::vector<store::QueueUsage> usage = std::move(snapshot->queue_usage);
   for (const store::QueueQuotaOverride& q : snapshot->queue_quotas) {
@@ -240,7 +322,7 @@ Status Core::Recover() {
   // it was counted when they were applied.
   std::vector<std::pair<Millis, std::int64_t>> completions;  // whole run time, GPU milli
   if (ReadsService(config_.engine.ordering.policy)) {
-    if (Status st = ReplayService(*names, snapshot->last_seq, completions); !st.ok()) return st;
+    if (Status st = ReplayService(*names, last_seq, completions); !st.ok()) return st;
   }
   if (Status st = RebuildState(config_); !st.ok()) return st;
   for (const auto& [whole, milli] : completions)

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,9 +88,14 @@ class Core {
   // Recovers everything from `store` (queue quotas and node states over the configuration,
   // then the jobs) and starts the scheduling loop. Fails, naming the job, when a stored job no
   // longer resolves against the configuration or its allocation no longer fits.
+  //
+  // With `warm` (a standby's copy of the active jobs, made from the same configuration), only the
+  // jobs changed since it last read are read (docs/design/ha.md, "Warm standbys").
+  class Warm;
   static Result<std::unique_ptr<Core>> Open(config::ClusterConfig config,
                                             std::unique_ptr<store::Store> store,
-                                            CoreOptions options);
+                                            CoreOptions options,
+                                            std::unique_ptr<Warm> warm = nullptr);
   ~Core();
   // Stops scheduling: the loop ends after the cycle under way. Requests are still answered (a
   // deposed leader's, until its process exits). Called again by the destructor.
@@ -212,7 +218,15 @@ class Core {
   // A committed submission (or the store's refusal) into the inbox; its answer.
   Answer Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
                    std::chrono::steady_clock::time_point t0);
-  Status Recover();
+  Status Recover(std::unique_ptr<Warm> warm);
+  // Stored jobs resolved into entries (each processor a part), into `into` by id (an entry of
+  // the same id is replaced). Errors: a job that no longer resolves against `names`.
+  static Status ResolveInto(std::span<store::StoredJob> batch, const ClusterState& names,
+                            std::map<JobId, Entry>& into);
+  // After a recovery, on a thread of its own (the server serves meanwhile): the recent finished
+  // jobs read again from the store, in front of any that finished since, up to finished_kept.
+  // Until they are in, a listing says it is partial.
+  void LoadRecentFinished();
   // Counts again, from the store's events up to `last_seq` (where the jobs were loaded), the
   // service of the jobs in memory (CountRun, the starts' BeginService) and, under a Gittins
   // order, the completed jobs' sizes in order.
@@ -355,6 +369,35 @@ class Core {
   bool loop_waits_for_inbox_ = true;  // GUARDED_BY(inbox_mu_): a submission wakes it
   std::condition_variable cv_;        // with inbox_mu_
   std::thread loop_;
+  std::atomic<bool> recent_loaded_{false};  // LoadRecentFinished is done
+  std::thread recent_;                      // runs LoadRecentFinished
+};
+
+// A standby's copy of the active jobs (docs/design/ha.md, "Warm standbys"): read once as a
+// recovery reads them, resolved against the configuration, then kept up to date with the jobs
+// the store's events name since. A takeover with it reads only what changed since its last
+// catch-up, instead of every job. Not thread-safe: one thread loads and catches up, then hands
+// it to Core::Open.
+class Core::Warm {
+ public:
+  // Reads every active job of `store` (a read-only store is enough). Errors: as a recovery's (a
+  // job that no longer resolves), the store's, or "cancelled" once `cancel` holds (checked
+  // between batches).
+  static Result<std::unique_ptr<Warm>> Load(const config::ClusterConfig& config,
+                                            store::Store& store,
+                                            const std::atomic<bool>* cancel = nullptr);
+  // Reads the jobs changed since the last read: a finished one leaves, the others are resolved
+  // again. After an error the copy may be half caught up: drop it.
+  Status CatchUp(store::Store& store);
+  std::size_t jobs() const { return jobs_.size(); }
+  std::uint64_t last_seq() const { return last_seq_; }
+
+ private:
+  friend class Core;
+  Warm() = default;
+  std::optional<ClusterState> names_;  // the configuration's, to resolve jobs with
+  std::map<JobId, Entry> jobs_;        // active jobs, by id
+  std::uint64_t last_seq_ = 0;         // the store's stream as of the last read
 };
 
 }  // namespace arbiter::server

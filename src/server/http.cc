@@ -1232,6 +1232,7 @@ class ServerImpl : public Server {
       api_->SetStandby("");
       config_ = std::move(config).value();
       leader_thread_ = std::thread([this] { Campaign(); });
+      follow_thread_ = std::thread([this] { Follow(); });
       return Status::Ok();
     }
     Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
@@ -1316,6 +1317,56 @@ class ServerImpl : public Server {
     }
   }
 
+  // While standing by: a warm copy of the active jobs (Core::Warm), read once and caught up
+  // every second on a read-only connection of its own, so that a takeover reads only what
+  // changed since (docs/design/ha.md, "Warm standbys"). Ends when this server leads (Lead joins
+  // it and takes the copy) or stops.
+  void Follow() {
+    std::unique_ptr<store::Store> reader;
+    std::string said;
+    std::unique_lock lock(leader_mu_);
+    while (!stopping_ && !follow_stop_) {
+      lock.unlock();
+      Status st = Status::Ok();
+      if (!reader) {
+        store::PostgresOptions options;
+        options.url = args_.store;
+        options.read_only = true;
+        Result<std::unique_ptr<store::Store>> opened = store::OpenPostgresStore(options);
+        if (opened.ok()) {
+          reader = std::move(opened).value();
+        } else {
+          st = opened.status();
+        }
+      }
+      if (st.ok() && !warm_) {
+        const auto t0 = Clock::now();
+        Result<std::unique_ptr<Core::Warm>> loaded =
+            Core::Warm::Load(config_, *reader, &follow_cancel_);
+        if (loaded.ok()) {
+          warm_ = std::move(loaded).value();
+          fmt::print("arbiter server: standing by with {} active jobs in memory ({:.2f} s)\n",
+                     warm_->jobs(), std::chrono::duration<double>(Clock::now() - t0).count());
+          std::fflush(stdout);
+        } else {
+          st = loaded.status();
+        }
+      } else if (st.ok()) {
+        st = warm_->CatchUp(*reader);
+        if (!st.ok()) warm_.reset();  // read whole again next time
+      }
+      if (!st.ok() && !follow_cancel_) {
+        reader.reset();
+        if (st.message() != said) {
+          said = st.message();
+          fmt::print(stderr, "arbiter server: standby: cannot follow the store: {}\n", said);
+        }
+      }
+      lock.lock();
+      leader_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_ || follow_stop_; });
+    }
+  }
+
   // Leads with `epoch`, won by the attempt sent at `won_at`, until the lease is lost or the
   // server stops. The lease is renewed on a thread of its own from the start, so that a recovery
   // longer than the lease does not lose it; the store's connections belong to the term, and
@@ -1329,7 +1380,18 @@ class ServerImpl : public Server {
       api_->SetLeading();
       lease_thread_ = std::thread([this, epoch, won_at] { KeepLease(epoch, won_at); });
     }
-    fmt::print("arbiter server: leading (epoch {}), recovering from the store\n", epoch);
+    // The standby's copy, as far as it got: a load under way is cancelled (the recovery then
+    // reads every job).
+    {
+      std::lock_guard lock(leader_mu_);
+      follow_stop_ = true;
+    }
+    follow_cancel_ = true;
+    leader_cv_.notify_all();
+    if (follow_thread_.joinable()) follow_thread_.join();
+    std::unique_ptr<Core::Warm> warm = std::move(warm_);
+    fmt::print("arbiter server: leading (epoch {}), recovering from the store{}\n", epoch,
+               warm ? fmt::format(" (standby's copy: {} active jobs)", warm->jobs()) : "");
     std::fflush(stdout);
     store::PostgresOptions options;
     options.url = args_.store;
@@ -1345,7 +1407,7 @@ class ServerImpl : public Server {
     core_options.virtual_nodes = args_.virtual_nodes;
     core_options.epoch = epoch;
     Result<std::unique_ptr<Core>> core =
-        Core::Open(config_, std::move(store).value(), std::move(core_options));
+        Core::Open(config_, std::move(store).value(), std::move(core_options), std::move(warm));
     if (!core.ok()) return Lose(core.status());
     {
       std::lock_guard lock(leader_mu_);
@@ -1417,9 +1479,11 @@ class ServerImpl : public Server {
       // last figures.
       if (!core_ && severance_) severance_->Sever();
     }
+    follow_cancel_ = true;
     leader_cv_.notify_all();
     if (leader_thread_.joinable()) leader_thread_.join();
     if (lease_thread_.joinable()) lease_thread_.join();
+    if (follow_thread_.joinable()) follow_thread_.join();
   }
 
   // Destroyed in the order the destructor says.
@@ -1438,6 +1502,10 @@ class ServerImpl : public Server {
   std::shared_ptr<store::Severance> severance_;  // GUARDED_BY(leader_mu_); the term's
   std::thread leader_thread_;                    // campaigns, then leads
   std::thread lease_thread_;                     // renews the lease while leading
+  bool follow_stop_ = false;                     // GUARDED_BY(leader_mu_)
+  std::atomic<bool> follow_cancel_{false};       // a warm load under way ends
+  std::unique_ptr<Core::Warm> warm_;             // the follower's; Lead's once it is joined
+  std::thread follow_thread_;                    // a standby's Follow
 };
 
 }  // namespace

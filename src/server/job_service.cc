@@ -222,6 +222,8 @@ Answer Core::ListJobs(const JobFilter& filter) {
   }
   Json answer{{"jobs", std::move(jobs)}, {"limit", filter.limit}, {"cursor", cursor}};
   if (truncated) answer["truncated"] = true;
+  // Just after a restart or a takeover, until the recent finished jobs are read again.
+  if (!recent_loaded_) answer["partial"] = true;
   return Answer(std::move(answer));
 }
 

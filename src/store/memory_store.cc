@@ -110,10 +110,20 @@ class MemoryStore final : public Store {
     return std::optional<StoredJob>(it->second);
   }
 
+  Result<std::vector<StoredJob>> RecentFinished(std::size_t limit) override {
+    std::lock_guard lock(mu_);
+    std::vector<StoredJob> out;
+    for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
+      if (IsFinished(it->second.status.state)) out.push_back(it->second);
+    }
+    return out;
+  }
+
   Result<Snapshot> Load(const LoadOptions& options) override {
     std::lock_guard lock(mu_);
     Snapshot snap;
     for (const auto& [id, job] : jobs_) {
+      if (!options.include_jobs) break;
       if (options.include_finished || !IsFinished(job.status.state)) snap.jobs.push_back(job);
     }
     if (options.each_batch) {

@@ -271,6 +271,8 @@ class PostgresStore final : public Store {
   Status SaveQueueUsage(std::vector<QueueUsage> usage) override;
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override;
   Result<std::optional<StoredJob>> GetJob(JobId id) override;
+  Result<std::vector<StoredJob>> RecentFinished(std::size_t limit) override;
+  Result<JobChanges> JobsChangedSince(std::uint64_t seq) override;
   Result<Snapshot> Load(const LoadOptions& options) override;
 
  private:
@@ -327,6 +329,9 @@ class PostgresStore final : public Store {
 
   // ---- Reads ----
   Status ConnectReader();  // under read_mu_
+  // Load's parts, inside its snapshot (under read_mu_).
+  Status LoadJobs(Conn& conn, const LoadOptions& options, Snapshot& snap);
+  Status LoadRest(Conn& conn, Snapshot& snap);
   Result<Rows> Read(std::string_view sql, const Params& params, std::string_view what);
 
   std::string url_;
@@ -362,6 +367,7 @@ Result<std::unique_ptr<Store>> PostgresStore::Open(const PostgresOptions& option
   {
     std::lock_guard lock(store->read_mu_);
     if (Status s = store->ConnectReader(); !s.ok()) return s;
+    if (options.read_only) return std::unique_ptr<Store>(std::move(store));  // no writer
     if (Status s = pg::Migrate(*store->rconn_); !s.ok()) return s;
     Result<Rows> last =
         store->Read("SELECT last_seq FROM counters WHERE id = 1", {}, "store: read the last event");
@@ -928,6 +934,23 @@ Result<std::optional<StoredJob>> PostgresStore::GetJob(JobId id) {
   return job;
 }
 
+Result<std::vector<StoredJob>> PostgresStore::RecentFinished(std::size_t limit) {
+  std::lock_guard lock(read_mu_);
+  Result<Rows> rows =
+      Read(fmt::format("SELECT {} FROM jobs WHERE NOT ({}) ORDER BY id DESC LIMIT $1", kJobColumns,
+                       kActive),
+           Params().Int(static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX))),
+           "store: read the recent finished jobs");
+  if (!rows.ok()) return rows.status();
+  std::vector<StoredJob> out(static_cast<std::size_t>(rows->rows()));
+  for (int r = 0; r < rows->rows(); ++r) {
+    StoredJob& job = out[static_cast<std::size_t>(r)];
+    if (Status st = ReadJobColumns(RowOf{*rows, r}, job); !st.ok()) return st;
+    if (Status st = DecodeJobRecords(rows->Text(r, 1), rows->Text(r, 4), job); !st.ok()) return st;
+  }
+  return out;
+}
+
 Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
   std::lock_guard lock(read_mu_);
   // One snapshot: every table as of the same commit.
@@ -947,6 +970,14 @@ Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
   Conn& conn = *rconn_;
 
   Snapshot snap;
+  if (options.include_jobs) {
+    if (Status s = LoadJobs(conn, options, snap); !s.ok()) return s;
+  }
+  if (Status s = LoadRest(conn, snap); !s.ok()) return s;
+  return snap;
+}
+
+Status PostgresStore::LoadJobs(Conn& conn, const LoadOptions& options, Snapshot& snap) {
   const std::string where = options.include_finished ? "" : fmt::format(" WHERE {}", kActive);
   if (!options.each_batch) {
     // Reserve first: moving a million records as the vector grows costs as much as reading them.
@@ -1012,8 +1043,10 @@ Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
       }
     }
   };
-  if (Status s = ReadJobBatches(fill, options, snap.jobs); !s.ok()) return s;
+  return ReadJobBatches(fill, options, snap.jobs);
+}
 
+Status PostgresStore::LoadRest(Conn& conn, Snapshot& snap) {
   Result<Rows> quotas =
       conn.Exec("SELECT queue, quota, time, actor FROM queue_quotas ORDER BY queue", Params(),
                 "store: read queue quotas", true);
@@ -1066,7 +1099,45 @@ Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
     snap.last_job_id = static_cast<JobId>(counters->Int(0, 0));
     snap.last_seq = static_cast<std::uint64_t>(counters->Int(0, 1));
   }
-  return snap;
+  return Status::Ok();
+}
+
+Result<JobChanges> PostgresStore::JobsChangedSince(std::uint64_t seq) {
+  std::lock_guard lock(read_mu_);
+  // One snapshot: the stream's position and the jobs as of it.
+  if (Result<Rows> r =
+          Read("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}, "store: begin a read");
+      !r.ok()) {
+    return r.status();
+  }
+  struct End {
+    PostgresStore* store;
+    ~End() {
+      if (store->rconn_ != nullptr && !store->rconn_->broken()) {
+        store->rconn_->Exec("ROLLBACK", {}, "store: end a read").ok();
+      }
+    }
+  } end{this};
+  JobChanges out;
+  Result<Rows> counters = rconn_->Exec("SELECT last_seq FROM counters WHERE id = 1", Params(),
+                                       "store: read the counters", true);
+  if (!counters.ok()) return counters.status();
+  out.last_seq = counters->rows() == 1 ? static_cast<std::uint64_t>(counters->Int(0, 0)) : seq;
+  if (out.last_seq <= seq) return out;
+  Result<Rows> rows = rconn_->Exec(
+      fmt::format("SELECT {} FROM jobs WHERE id IN (SELECT job FROM events WHERE seq > $1 AND "
+                  "seq <= $2 AND job <> 0) ORDER BY id",
+                  kJobColumns),
+      Params().Int(static_cast<std::int64_t>(seq)).Int(static_cast<std::int64_t>(out.last_seq)),
+      "store: read the changed jobs", true);
+  if (!rows.ok()) return rows.status();
+  out.jobs.resize(static_cast<std::size_t>(rows->rows()));
+  for (int r = 0; r < rows->rows(); ++r) {
+    StoredJob& job = out.jobs[static_cast<std::size_t>(r)];
+    if (Status st = ReadJobColumns(RowOf{*rows, r}, job); !st.ok()) return st;
+    if (Status st = DecodeJobRecords(rows->Text(r, 1), rows->Text(r, 4), job); !st.ok()) return st;
+  }
+  return out;
 }
 
 }  // namespace

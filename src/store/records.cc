@@ -499,4 +499,28 @@ void Store::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> don
   done(Submit(std::move(spec)));
 }
 
+Result<JobChanges> Store::JobsChangedSince(std::uint64_t seq) {
+  constexpr std::size_t kPage = 10000;
+  JobChanges out;
+  out.last_seq = seq;
+  std::set<JobId> ids;
+  for (;;) {
+    Result<std::vector<Event>> events = EventsSince(out.last_seq, kPage);
+    if (!events.ok()) return events.status();
+    for (const Event& e : *events) {
+      if (e.job != 0) ids.insert(e.job);
+      out.last_seq = e.seq;
+    }
+    if (events->size() < kPage) break;
+  }
+  // Read after the events: a job may have changed again since, and is then read as it is now,
+  // which the next call reads again anyway.
+  for (const JobId id : ids) {
+    Result<std::optional<StoredJob>> job = GetJob(id);
+    if (!job.ok()) return job.status();
+    if (*job) out.jobs.push_back(std::move(**job));
+  }
+  return out;
+}
+
 }  // namespace arbiter::store

@@ -410,6 +410,7 @@ class SqliteStore final : public Store {
   Status SaveQueueUsage(std::vector<QueueUsage> usage) override;
   Result<std::vector<Event>> EventsSince(std::uint64_t cursor, std::size_t limit) override;
   Result<std::optional<StoredJob>> GetJob(JobId id) override;
+  Result<std::vector<StoredJob>> RecentFinished(std::size_t limit) override;
   Result<Snapshot> Load(const LoadOptions& options) override;
 
  private:
@@ -984,6 +985,25 @@ Result<std::optional<StoredJob>> SqliteStore::GetJob(JobId id) {
   return job;
 }
 
+Result<std::vector<StoredJob>> SqliteStore::RecentFinished(std::size_t limit) {
+  std::lock_guard lock(read_mu_);
+  const std::string sql = fmt::format(
+      "SELECT {} FROM jobs WHERE state NOT IN ('pending', 'held', 'running') ORDER BY id DESC "
+      "LIMIT ?1",
+      kJobColumns);
+  Stmt s;
+  if (s.Prepare(rdb_, sql) != SQLITE_OK) return DbError(rdb_, "read the recent finished jobs");
+  s.Bind(1, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+  std::vector<StoredJob> out;
+  for (;;) {
+    const int rc = s.Step();
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return DbError(rdb_, "read the recent finished jobs");
+    if (Status st = ReadJob(s, out.emplace_back()); !st.ok()) return st;
+  }
+  return out;
+}
+
 Status SqliteStore::ReadJobs(const std::string& sql, const LoadOptions& options,
                              std::vector<StoredJob>& jobs) {
   // The pipeline of store/job_batches.h: this fills a batch on its helper thread.
@@ -1039,7 +1059,7 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                 kJobColumns);
   // Reserve first: moving a million records as the vector grows costs as much as reading them.
   Status s = Status::Ok();
-  if (!options.each_batch) {
+  if (options.include_jobs && !options.each_batch) {
     s = each_row(options.include_finished
                      ? "SELECT count(*) FROM jobs"
                      : "SELECT count(*) FROM jobs WHERE state IN ('pending', 'held', 'running')",
@@ -1049,7 +1069,7 @@ Result<Snapshot> SqliteStore::Load(const LoadOptions& options) {
                  });
   }
   if (!s.ok()) return s;
-  s = ReadJobs(jobs, options, snap.jobs);
+  if (options.include_jobs) s = ReadJobs(jobs, options, snap.jobs);
   if (!s.ok()) return s;
   s = each_row("SELECT queue, quota, time, actor FROM queue_quotas ORDER BY queue",
                [&](const Stmt& row) {

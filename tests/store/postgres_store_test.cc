@@ -549,6 +549,46 @@ TEST(PostgresStore, AStandbyEndsOnlyTheExpiredHoldersSessionNeverANewWinner) {
   EXPECT_EQ(view->epoch, 4u);
 }
 
+// A standby follows the store: the jobs that events after a seq name, as they are now, with the
+// stream's position, in one snapshot.
+TEST(PostgresStore, JobsChangedSinceASeqAreEveryJobItsEventsName) {
+  PostgresInstance* pg = Server();
+  ASSERT_NE(pg, nullptr);
+  const std::string url = pg->NewDatabase();
+  std::unique_ptr<Store> store = OpenOrDie(url);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Submit(Spec("j" + std::to_string(i))).ok());
+  Result<Snapshot> snap = store->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status().message();
+  const std::uint64_t seq = snap->last_seq;
+  Result<JobChanges> none = store->JobsChangedSince(seq);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->jobs.empty());
+  EXPECT_EQ(none->last_seq, seq);
+  ASSERT_TRUE(store->Append({Start(2, 2000, "n0")}).ok());
+  ASSERT_TRUE(store->Append({JobEvent(2, EventKind::kCompleted, 3000)}).ok());
+  ASSERT_TRUE(store->Submit(Spec("j3")).ok());
+  Result<JobChanges> changed = store->JobsChangedSince(seq);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  ASSERT_EQ(changed->jobs.size(), 2u);
+  EXPECT_EQ(changed->jobs[0].id, 2u);
+  EXPECT_EQ(changed->jobs[0].status.state, JobState::kCompleted);
+  EXPECT_EQ(changed->jobs[1].id, 4u);
+  EXPECT_EQ(changed->jobs[1].spec.name, "j3");
+  EXPECT_EQ(changed->last_seq, seq + 3);
+  // A read-only store (a standby's) reads the same, and writes nothing.
+  PostgresOptions options = PgOptions(url);
+  options.read_only = true;
+  Result<std::unique_ptr<Store>> reader = OpenPostgresStore(options);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  Result<JobChanges> read = (*reader)->JobsChangedSince(seq);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->jobs.size(), 2u);
+  EXPECT_EQ(read->last_seq, seq + 3);
+  EXPECT_FALSE((*reader)->Submit(Spec("refused")).ok());
+  EXPECT_EQ(pg->Sql(DbName(url), "SELECT count(*) FROM jobs"), "4");
+}
+
 // A database path that hangs without any TCP error (a proxy or pooler that stops forwarding):
 // a renewal fails by its deadline rather than waiting for TCP, and a campaign by a lease.
 TEST(PostgresStore, ARenewalWithNoAnswerFailsByItsDeadline) {
