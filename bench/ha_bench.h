@@ -9,11 +9,13 @@ namespace arbiter::bench {
 //   pg_submit_p99_ms);
 // - failover: two `arbiter server` processes with virtual nodes on one database, the default
 //   lease (5 s); `kills` times the leader is killed with SIGKILL (and started again, as a
-//   supervisor would), and `arbiter submit` of a job to both addresses runs from then on; the job
-//   is waited for until it runs. BENCH failover_p50_s and failover_p99_s: from the kill to the
-//   first placement by the new leader; failover_cli_p50_s and failover_cli_p99_s: to the
-//   command's acknowledgement. The same again with a million held jobs in the store
-//   (failover_1m_*; ARBITER_BENCH_FAILOVER_JOBS sets the count, 0 skips it).
+//   supervisor would, and waited for until its warm copy of the active jobs is read), and a job
+//   submitted from then on (to whichever server takes it, following redirects) is waited for
+//   until it runs, while `arbiter submit` of another runs with both addresses. BENCH
+//   failover_p50_s and failover_p99_s: from the kill to the first placement by the new leader;
+//   failover_cli_p50_s and failover_cli_p99_s: to the command's acknowledgement. The same again
+//   with a million held jobs in the store (failover_1m_*; ARBITER_BENCH_FAILOVER_JOBS sets the
+//   count, 0 skips it).
 void RunHaBench(int clients = 64, double seconds = 3.0, int kills = 10);
 
 }  // namespace arbiter::bench

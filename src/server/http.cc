@@ -500,6 +500,8 @@ class Api {
     role_ = Role::kDeposed;
     leader_.clear();
   }
+  // A standby's warm copy of the active jobs: how many it holds, -1 when it has none.
+  void SetWarmJobs(std::int64_t jobs) { warm_jobs_.store(jobs); }
   // The server's TLS settings for the requests it makes itself (to agents' log servers).
   void SetTls(TlsClientSettings tls) { tls_ = std::move(tls); }
 
@@ -555,6 +557,13 @@ class Api {
       scrape.Gauge("arbiter_leader", "Whether this server leads (schedules and writes).")
           .Add({})
           .Set(c ? 1 : 0);
+      if (!c) {
+        scrape
+            .Gauge("arbiter_standby_warm_jobs",
+                   "A standby's copy of the active jobs: how many it holds (-1: none yet).")
+            .Add({})
+            .Set(static_cast<double>(warm_jobs_.load()));
+      }
       HttpMetrics(scrape);
       scrape.CollectInto(families);
       if (c) c->CollectMetrics(families);
@@ -1065,6 +1074,7 @@ class Api {
   enum class Role { kSingle, kStandby, kLeading, kDeposed };
 
   std::atomic<Core*> core_{nullptr};
+  std::atomic<std::int64_t> warm_jobs_{-1};
   std::atomic<Millis> lease_until_{std::numeric_limits<Millis>::max()};
   mutable std::mutex leader_mu_;
   Role role_ = Role::kSingle;  // GUARDED_BY(leader_mu_)
@@ -1355,6 +1365,7 @@ class ServerImpl : public Server {
         st = warm_->CatchUp(*reader);
         if (!st.ok()) warm_.reset();  // read whole again next time
       }
+      api_->SetWarmJobs(warm_ ? static_cast<std::int64_t>(warm_->jobs()) : -1);
       if (!st.ok() && !follow_cancel_) {
         reader.reset();
         if (st.message() != said) {
@@ -1390,6 +1401,7 @@ class ServerImpl : public Server {
     leader_cv_.notify_all();
     if (follow_thread_.joinable()) follow_thread_.join();
     std::unique_ptr<Core::Warm> warm = std::move(warm_);
+    api_->SetWarmJobs(-1);
     fmt::print("arbiter server: leading (epoch {}), recovering from the store{}\n", epoch,
                warm ? fmt::format(" (standby's copy: {} active jobs)", warm->jobs()) : "");
     std::fflush(stdout);
