@@ -557,13 +557,12 @@ class Api {
       scrape.Gauge("arbiter_leader", "Whether this server leads (schedules and writes).")
           .Add({})
           .Set(c ? 1 : 0);
-      if (!c) {
-        scrape
-            .Gauge("arbiter_standby_warm_jobs",
-                   "A standby's copy of the active jobs: how many it holds (-1: none yet).")
-            .Add({})
-            .Set(static_cast<double>(warm_jobs_.load()));
-      }
+      scrape
+          .Gauge("arbiter_standby_warm_jobs",
+                 "A standby's copy of the active jobs: how many it holds (-1: none, or not a "
+                 "standby).")
+          .Add({})
+          .Set(static_cast<double>(warm_jobs_.load()));
       HttpMetrics(scrape);
       scrape.CollectInto(families);
       if (c) c->CollectMetrics(families);
