@@ -1240,8 +1240,9 @@ class ServerImpl : public Server {
       election_->set_address(Advertised(args, host, port_));
       api_->SetStandby("");
       config_ = std::move(config).value();
-      leader_thread_ = std::thread([this] { Campaign(); });
+      // The follower first: the campaign's thread may lead at once, and Lead joins it.
       follow_thread_ = std::thread([this] { Follow(); });
+      leader_thread_ = std::thread([this] { Campaign(); });
       return Status::Ok();
     }
     Result<std::unique_ptr<store::Store>> store = store::OpenSqliteStore({.dir = args.data});
