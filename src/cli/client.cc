@@ -819,8 +819,8 @@ std::string QuotaText(const Json& quota) {
 }
 
 // `arbiter set-quota QUEUE RESOURCE [--nominal N] [--borrowing-limit N] [--lending-limit N]
-// [--max N]`: sets the limits of one resource (`gpu` or a GPU model) of the queue's quota to
-// those given, in the cluster file's units (16, 0.5, 500m), keeping its other resources;
+// [--max N]`: sets the limits given of one resource (`gpu` or a GPU model) of the queue's quota,
+// in the cluster file's units (16, 0.5, 500m), keeping its other limits and resources;
 // `--remove` drops the resource, `--reset` goes back to the configuration's quota (admin).
 int SetQuota(const ClientOptions& o) {
   const std::string& queue = o.quota_queue;
@@ -863,12 +863,19 @@ int SetQuota(const ClientOptions& o) {
     if (o.remove) {
       quota.erase(o.resource);
     } else {
-      // The values as typed: the server reads them with the cluster file's parser.
-      Json limits = Json::object();
-      if (!o.nominal.empty()) limits["nominal"] = o.nominal;
-      if (!o.borrowing_limit.empty()) limits["borrowing_limit"] = o.borrowing_limit;
-      if (!o.lending_limit.empty()) limits["lending_limit"] = o.lending_limit;
-      if (!o.max.empty()) limits["max"] = o.max;
+      // The values as typed: the server reads them with the cluster file's parser. The limits
+      // not given keep their values (Slurm's GrpTRES=gres/gpu=8 changes that limit alone).
+      Json limits = quota.contains(o.resource) && quota[o.resource].is_object() ? quota[o.resource]
+                                                                                : Json::object();
+      auto set = [&](const char* name, const std::string& value) {
+        if (value.empty()) return;
+        limits.erase(std::string(name) + "_milli");  // as GET /v1/queues gave it
+        limits[name] = value;
+      };
+      set("nominal", o.nominal);
+      set("borrowing_limit", o.borrowing_limit);
+      set("lending_limit", o.lending_limit);
+      set("max", o.max);
       quota[o.resource] = std::move(limits);
     }
     answer = Call(o, "PUT", "/v1/queues/" + EncodeQueryParam(queue) + "/quota", quota);
@@ -1169,8 +1176,8 @@ ClientCommands AddClientCommands(CLI::App& app, CLI::App* explain, std::string_v
   if (wanted("set-quota")) {
     CLI::App* cmd =
         add("set-quota",
-            "Change one resource of a queue's quota, in the cluster file's units: GPUs, 16, 0.5 "
-            "or 500m (admin); stored, until --reset",
+            "Change the limits given of one resource of a queue's quota (the others are kept), "
+            "in the cluster file's units: GPUs, 16, 0.5 or 500m (admin); stored, until --reset",
             &SetQuota);
     cmd->add_option("QUEUE", o.quota_queue, "Queue")->required();
     cmd->add_option("RESOURCE", o.resource, "gpu (all GPU types together) or a GPU model");

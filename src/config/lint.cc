@@ -388,9 +388,20 @@ class Linter {
     }
   }
 
+  // Whether something bounds what queue q takes of quota resource r: the tree's nominal quota,
+  // or a max on q or above it.
+  bool Bounded(QueueId q, std::size_t r) const {
+    if (state_.quota(q, r).limited) return true;
+    for (QueueId x = q; x != kNone; x = state_.queue(x).parent) {
+      if (state_.quota(x, r).max >= 0) return true;
+    }
+    return false;
+  }
+
   // high-priority-queue-without-quota: a leaf queue that evicts lower-priority queues of its tree
   // (preempt_lower_priority, with some preemptable lower-priority leaf queue there) while some GPU
-  // model of the cluster is limited by no quota in its tree (neither the model nor "gpu").
+  // model of the cluster is bounded by no quota for it (neither the model nor "gpu": no nominal
+  // quota in its tree, no max on it or above it).
   void HighPriorityQueueWithoutQuota() {
     if (!a_.preemption() || !a_.any_preemptible_class()) return;
     for (QueueId q = 0; q < state_.queue_count(); ++q) {
@@ -398,8 +409,7 @@ class Linter {
       if (!a_.leaf(q) || !s.preempt_lower_priority) continue;
       std::vector<std::string> unbounded;
       for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) {
-        if (!state_.quota(q, 0).limited && !state_.quota(q, 1 + t).limited)
-          unbounded.push_back(state_.gpu_type_name(t));
+        if (!Bounded(q, 0) && !Bounded(q, 1 + t)) unbounded.push_back(state_.gpu_type_name(t));
       }
       if (unbounded.empty()) continue;
       std::vector<QueueId> victims;

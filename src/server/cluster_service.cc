@@ -95,16 +95,16 @@ Answer Core::ListQueues() {
     for (std::size_t r = 0; r < state.quota_resource_count(); ++r) {
       const QuotaLimits& limits = state.quota(q, r);
       const std::int64_t usage = state.usage(q, r);
-      if (!limits.limited && usage == 0) continue;
+      if (!limits.limited && limits.max < 0 && usage == 0) continue;
       Json res{{"resource", r == 0 ? std::string(kAllGpusResource)
                                    : state.gpu_type_name(static_cast<GpuTypeId>(r - 1))},
                {"usage_milli", usage}};
       if (limits.limited) {
         res["nominal_milli"] = limits.nominal;
-        res["max_milli"] = MilliOrNull(limits.max);
         res["borrowing_limit_milli"] = MilliOrNull(limits.borrowing_limit);
         res["lending_limit_milli"] = MilliOrNull(limits.lending_limit);
       }
+      if (limits.limited || limits.max >= 0) res["max_milli"] = MilliOrNull(limits.max);
       resources.push_back(std::move(res));
     }
     Json jobs = Json::object();
@@ -450,14 +450,14 @@ void Core::CollectMetrics(std::vector<prometheus::MetricFamily>& out) {
       for (std::size_t r = 0; r < state.quota_resource_count(); ++r) {
         const QuotaLimits& limits = state.quota(q, r);
         const std::int64_t used = state.usage(q, r);
-        if (!limits.limited && used == 0) continue;
+        if (!limits.limited && limits.max < 0 && used == 0) continue;
         const prometheus::Labels labels{{"queue", queue}, {"gpu_type", resource_name(r)}};
         usage.Add(labels).Set(gpus(used));
+        if (limits.max >= 0) max_gpus.Add(labels).Set(gpus(limits.max));
         if (!limits.limited) continue;
         nominal.Add(labels).Set(gpus(limits.nominal));
         if (limits.borrowing_limit >= 0) borrowing.Add(labels).Set(gpus(limits.borrowing_limit));
         if (limits.lending_limit >= 0) lending.Add(labels).Set(gpus(limits.lending_limit));
-        if (limits.max >= 0) max_gpus.Add(labels).Set(gpus(limits.max));
       }
     }
 

@@ -97,9 +97,14 @@ TEST_F(ConventionsCli, AdminSetsOneResourceOfAQuotaInTheFilesUnits) {
   const CommandResult removed = As(kAdmin, "set-quota main gpu --remove");
   ASSERT_EQ(removed.status, 0) << removed.output;
   EXPECT_FALSE(Quota("main").contains("gpu"));
+  // The limits not given keep their values: a max alone never resets the nominal quota (as
+  // Slurm's GrpTRES changes that limit alone).
   const CommandResult changed = As(kAdmin, "set-quota main G --nominal 2");
   ASSERT_EQ(changed.status, 0) << changed.output;
-  EXPECT_EQ(Quota("main")["G"], (Json{{"nominal_milli", 2000}}));
+  EXPECT_EQ(Quota("main")["G"], (Json{{"nominal_milli", 2000}, {"max_milli", 8000}}));
+  const CommandResult capped = As(kAdmin, "set-quota main G --max 6");
+  ASSERT_EQ(capped.status, 0) << capped.output;
+  EXPECT_EQ(Quota("main")["G"], (Json{{"nominal_milli", 2000}, {"max_milli", 6000}}));
   const CommandResult reset = As(kAdmin, "set-quota main --reset");
   ASSERT_EQ(reset.status, 0) << reset.output;
   EXPECT_TRUE(HasSubstr(reset.output,

@@ -123,5 +123,46 @@ TEST(Quota, UndeclaredResourcesAreNotLimited) {
   EXPECT_EQ(CountPlaced(plan), 16);
 }
 
+// A max alone (examples/cluster.yaml plus `gpu: {max: 16}` under one queue) caps that queue only:
+// it never makes the resource limited in the tree, where the tree's nominal quota for it would
+// be 0 and nothing would ever fit.
+TEST(Quota, AMaxAloneCapsItsQueueAndNeverTheTree) {
+  ClusterSpec spec = TwoTeams(Quota(8), Quota(8));
+  QuotaSpec capped;
+  capped.max = MilliGpu(6 * kMilliPerGpu);
+  spec.queues[1].quota["gpu"] = capped;  // a: at most 6 GPUs of any model
+  ClusterState state = MakeState(spec);
+  EXPECT_FALSE(state.quota(*state.FindQueue("b"), 0).limited);
+  EXPECT_FALSE(state.quota(*state.FindQueue("org"), 0).limited);
+  Plan plan = RunCycle(state, OneGpuJobs(state, "a", 1, 10));
+  EXPECT_EQ(CountPlaced(plan), 6);
+  ASSERT_NE(FindUnplaced(plan, 7), nullptr);
+  EXPECT_EQ(FindUnplaced(plan, 7)->reason.cause, Cause::kQuotaMax);
+  EXPECT_EQ(FindUnplaced(plan, 7)->reason.verdict, Verdict::kWait);
+  // b is untouched by a's cap: all of its own 8, and what a leaves.
+  Plan plan2 = RunCycle(state, OneGpuJobs(state, "b", 100, 10));
+  EXPECT_EQ(CountPlaced(plan2), 10);
+  // Above the max, never.
+  Job big = GpuJob(50, 1, 7000);
+  big.queue = *state.FindQueue("a");
+  ClusterState fresh = MakeState(spec);
+  Plan plan3 = RunCycle(fresh, {big});
+  ASSERT_NE(FindUnplaced(plan3, 50), nullptr);
+  EXPECT_EQ(FindUnplaced(plan3, 50)->reason.verdict, Verdict::kNever);
+}
+
+// A max on a parent caps its subtree, even where a child is within its own nominal quota.
+TEST(Quota, AMaxAboveCapsTheSubtreeWhateverTheGuaranteesBelow) {
+  ClusterSpec spec = TwoTeams(Quota(8), Quota(8));
+  QuotaSpec capped;
+  capped.max = MilliGpu(10 * kMilliPerGpu);
+  spec.queues[0].quota["H800"] = capped;  // org: at most 10 H800
+  ClusterState state = MakeState(spec);
+  std::vector<Job> jobs = OneGpuJobs(state, "a", 1, 8);
+  for (Job& j : OneGpuJobs(state, "b", 100, 8)) jobs.push_back(j);
+  Plan plan = RunCycle(state, jobs);
+  EXPECT_EQ(CountPlaced(plan), 10);
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -167,8 +167,8 @@ bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, st
   for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
     for (QueueId q = queue; q != kNone; q = state.queue(q).parent) {
       const QuotaLimits& l = state.quota(q, r);
-      if (!l.limited) break;
       if (l.max >= 0 && milli > l.max) return true;
+      if (!l.limited) continue;
       if (l.borrowing_limit >= 0 && milli > l.nominal + l.borrowing_limit) return true;
       if (state.queue(q).parent == kNone && milli > l.nominal) return true;
     }

@@ -41,17 +41,23 @@ QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type,
       return r == 0 ? std::string(kAllGpusResource) : state.gpu_type_name(type);
     };
     QueueId child = kNone;
+    // Within a guarantee: nothing is borrowed above here, and only the maxima further up are
+    // checked.
+    bool settled = false;
     for (QueueId x = queue; x != kNone; child = x, x = state.queue(x).parent) {
       const QuotaLimits& l = state.quota(x, r);
-      if (!l.limited) break;
       const std::int64_t after = state.usage(x, r) + milli;
       auto where = [&] { return "queue " + state.queue(x).spec.name + ", " + resource() + ": "; };
       if (l.max >= 0 && after > l.max) {
         return {false, check.borrows, Cause::kQuotaMax,
                 where() + Gpus(after) + " would exceed max " + Gpus(l.max)};
       }
+      if (settled || !l.limited) continue;
       const std::int64_t held = state.queue(x).children.empty() ? 0 : HeldBack(state, x, child, r);
-      if (after + held <= l.nominal) break;  // within the guarantee: nothing borrowed above here
+      if (after + held <= l.nominal) {
+        settled = true;
+        continue;
+      }
       if (x == queue) check.borrows = true;
       const std::int64_t borrowed = after + held - l.nominal;
       if (l.borrowing_limit >= 0 && borrowed > l.borrowing_limit) {

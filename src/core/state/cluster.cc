@@ -74,7 +74,7 @@ std::vector<QueueView> Cluster::queues() const {
                               .leaf = info.children.empty(),
                               .gpu_milli_used = state_->usage(q, 0),
                               .gpu_milli_nominal = gpus.limited ? gpus.nominal : 0,
-                              .gpu_milli_max = gpus.limited ? gpus.max : -1,
+                              .gpu_milli_max = gpus.max,
                               .recent_usage = state_->recent_usage(q)});
   }
   return views;

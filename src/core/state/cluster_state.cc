@@ -133,7 +133,9 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       if (quota.borrowing_limit) l.borrowing_limit = quota.borrowing_limit->value();
       if (quota.lending_limit) l.lending_limit = quota.lending_limit->value();
       if (quota.max) l.max = quota.max->value();
-      declared[q.id * resources + r] = true;
+      // A max alone caps this queue only (QuotaLimits::limited).
+      if (quota.nominal.value() > 0 || quota.borrowing_limit || quota.lending_limit)
+        declared[q.id * resources + r] = true;
     }
   }
   // Deepest first, so children are summed before their parents.
@@ -148,7 +150,8 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
       s.limits_[q * resources + r].nominal = nominal;
     }
   }
-  // A resource is limited throughout a tree when any queue of the tree declares it.
+  // A resource is limited throughout a tree when any queue of the tree declares a nominal quota
+  // or a borrowing or lending limit for it.
   for (std::size_t r = 0; r < resources; ++r) {
     std::map<QueueId, bool> root_declares;
     auto root_of = [&](QueueId q) {

@@ -163,11 +163,15 @@ struct QueueInfo {
 
 // Limits of one quota resource of one queue, resolved from the QueueSpecs (milli-GPU).
 struct QuotaLimits {
-  bool limited = false;               // false: no queue of this tree declares the resource
+  // Whether the resource's nominal quota rules this tree: some queue of it declares a nominal
+  // quota above 0, a borrowing limit or a lending limit for it. A `max` alone caps its own queue
+  // (and the queues below it) and never makes the tree limited: it must not lower what the
+  // other queues may use.
+  bool limited = false;
   std::int64_t nominal = 0;           // own nominal plus the children's (the subtree's guarantee)
   std::int64_t borrowing_limit = -1;  // -1: unlimited
   std::int64_t lending_limit = -1;    // -1: lends all unused nominal
-  std::int64_t max = -1;              // -1: none
+  std::int64_t max = -1;              // -1: none; applies whether or not `limited`
 };
 
 // The shape of a task as fragmentation-aware placement sees it: its GPU (milli), CPU (milli-cores)
