@@ -344,9 +344,10 @@ Status Conn::Error(const PGresult* result, std::string_view what) const {
   return Status::Internal(std::move(text));
 }
 
-Result<Rows> Conn::Exec(std::string_view sql,
-                        std::initializer_list<std::optional<std::string_view>> params,
-                        std::string_view what) {
+namespace {
+
+// Text parameters (nullopt: NULL).
+Params TextParams(std::initializer_list<std::optional<std::string_view>> params) {
   Params p;
   for (const std::optional<std::string_view>& v : params) {
     if (v) {
@@ -355,7 +356,15 @@ Result<Rows> Conn::Exec(std::string_view sql,
       p.Null();
     }
   }
-  return Exec(sql, p, what);
+  return p;
+}
+
+}  // namespace
+
+Result<Rows> Conn::Exec(std::string_view sql,
+                        std::initializer_list<std::optional<std::string_view>> params,
+                        std::string_view what) {
+  return Exec(sql, TextParams(params), what);
 }
 
 Result<Rows> Conn::Exec(std::string_view sql, const Params& params, std::string_view what,
@@ -374,14 +383,7 @@ Result<Rows> Conn::ExecBefore(std::chrono::steady_clock::time_point deadline, st
                               std::initializer_list<std::optional<std::string_view>> params,
                               std::string_view what) {
   using Clock = std::chrono::steady_clock;
-  Params p;
-  for (const std::optional<std::string_view>& v : params) {
-    if (v) {
-      p.Text(*v);
-    } else {
-      p.Null();
-    }
-  }
+  const Params p = TextParams(params);
   const std::string text(sql);
   Params::Arrays a;
   p.Fill(a);

@@ -329,6 +329,21 @@ class PostgresStore final : public Store {
 
   // ---- Reads ----
   Status ConnectReader();  // under read_mu_
+  // A REPEATABLE READ, READ ONLY transaction on the reader's connection (under read_mu_), rolled
+  // back by an EndSnapshot when it goes out of scope.
+  Status BeginSnapshot() {
+    Result<Rows> r =
+        Read("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}, "store: begin a read");
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  struct EndSnapshot {
+    PostgresStore* store;
+    ~EndSnapshot() {
+      if (store->rconn_ != nullptr && !store->rconn_->broken()) {
+        store->rconn_->Exec("ROLLBACK", {}, "store: end a read").ok();
+      }
+    }
+  };
   // Load's parts, inside its snapshot (under read_mu_).
   Status LoadJobs(Conn& conn, const LoadOptions& options, Snapshot& snap);
   Status LoadRest(Conn& conn, Snapshot& snap);
@@ -954,19 +969,8 @@ Result<std::vector<StoredJob>> PostgresStore::RecentFinished(std::size_t limit) 
 Result<Snapshot> PostgresStore::Load(const LoadOptions& options) {
   std::lock_guard lock(read_mu_);
   // One snapshot: every table as of the same commit.
-  if (Result<Rows> r =
-          Read("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}, "store: begin a read");
-      !r.ok()) {
-    return r.status();
-  }
-  struct End {
-    PostgresStore* store;
-    ~End() {
-      if (store->rconn_ != nullptr && !store->rconn_->broken()) {
-        store->rconn_->Exec("ROLLBACK", {}, "store: end a read").ok();
-      }
-    }
-  } end{this};
+  if (Status s = BeginSnapshot(); !s.ok()) return s;
+  const EndSnapshot end{this};
   Conn& conn = *rconn_;
 
   Snapshot snap;
@@ -1105,19 +1109,8 @@ Status PostgresStore::LoadRest(Conn& conn, Snapshot& snap) {
 Result<JobChanges> PostgresStore::JobsChangedSince(std::uint64_t seq) {
   std::lock_guard lock(read_mu_);
   // One snapshot: the stream's position and the jobs as of it.
-  if (Result<Rows> r =
-          Read("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}, "store: begin a read");
-      !r.ok()) {
-    return r.status();
-  }
-  struct End {
-    PostgresStore* store;
-    ~End() {
-      if (store->rconn_ != nullptr && !store->rconn_->broken()) {
-        store->rconn_->Exec("ROLLBACK", {}, "store: end a read").ok();
-      }
-    }
-  } end{this};
+  if (Status s = BeginSnapshot(); !s.ok()) return s;
+  const EndSnapshot end{this};
   JobChanges out;
   Result<Rows> counters = rconn_->Exec("SELECT last_seq FROM counters WHERE id = 1", Params(),
                                        "store: read the counters", true);
