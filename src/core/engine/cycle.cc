@@ -912,12 +912,14 @@ class Cycle {
 
   // backfill (block and reserve): a job that was not placed blocks its queue if the queue is
   // strict FIFO, and the first such jobs (for lack of capacity) get a reservation that later jobs
-  // may not delay.
+  // may not delay. A job that can never fit blocks nothing (as Kueue sets an inadmissible
+  // workload aside): it would hold its queue for ever; its reason says it can never fit.
   void BlockStep(std::uint32_t index) {
     const Job& job = pending_[index];
     Unplaced& entry = plan_.unplaced.back();
     if (entry.reason.cause == Cause::kQueueOrder) return;  // its queue is blocked already
-    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.emplace(job.queue, index);
+    if (state_.queue(job.queue).spec.strict_fifo && entry.reason.verdict != Verdict::kNever)
+      fifo_blocked_.emplace(job.queue, index);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
