@@ -164,5 +164,32 @@ TEST(Quota, AMaxAboveCapsTheSubtreeWhateverTheGuaranteesBelow) {
   EXPECT_EQ(CountPlaced(plan), 10);
 }
 
+// A job that accepts any model, where quota rules one model out for now and the nodes of the
+// other are full (repros/repro-accepted-type-*.yaml): the nodes of the refused model are counted
+// under the quota's cause, not as lacking an accepted type, and the reason names the limit.
+TEST(Quota, ANodeOfAModelQuotaRefusesIsCountedUnderTheQuota) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 1, "H800", 8));
+  Add(spec, Nodes("a", 1, "A100", 1));
+  spec.queues[0].quota["H800"] = Quota(1);
+  spec.queues[0].quota["A100"] = Quota(2);
+  ClusterState state = MakeState(spec);
+  Job h800 = GpuJob(1, 1, 1000);
+  h800.gpu_types.Add(*state.FindGpuType("H800"));
+  Job a100 = GpuJob(2, 1, 1000);
+  a100.gpu_types.Add(*state.FindGpuType("A100"));
+  ASSERT_EQ(CountPlaced(RunCycle(state, {h800, a100})), 2);
+  Plan plan = RunCycle(state, {GpuJob(3, 1, 1000)});
+  const Unplaced* u = FindUnplaced(plan, 3);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->reason.verdict, Verdict::kWait);
+  for (const CauseCount& c : u->reason.node_counts) {
+    EXPECT_NE(c.cause, Cause::kGpuType) << u->reason.Describe();
+  }
+  EXPECT_NE(u->reason.detail.find("H800"), std::string::npos) << u->reason.Describe();
+  EXPECT_NE(u->reason.Describe().find("1 insufficient GPU"), std::string::npos)
+      << u->reason.Describe();
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -162,20 +162,6 @@ class ShapeCache {
   std::vector<std::uint32_t> used_;  // the shapes with entries
 };
 
-// Whether a request of `milli` can never pass the queue's static limits (max, nominal + borrowing).
-bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
-  for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
-    for (QueueId q = queue; q != kNone; q = state.queue(q).parent) {
-      const QuotaLimits& l = state.quota(q, r);
-      if (l.max >= 0 && milli > l.max) return true;
-      if (!l.limited) continue;
-      if (l.borrowing_limit >= 0 && milli > l.nominal + l.borrowing_limit) return true;
-      if (state.queue(q).parent == kNone && milli > l.nominal) return true;
-    }
-  }
-  return false;
-}
-
 // A list of GPU types held in place (a cluster has at most kMaxGpuTypes; kNone is one more): a
 // cycle makes two for each job, and a heap buffer each would cost more than the lists' use.
 class TypeList {
@@ -689,7 +675,7 @@ class Cycle {
         engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
         if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
-          if (!QuotaNeverFits(state_, job.queue, t, milli)) {
+          if (!engine::QuotaNeverFits(state_, job.queue, t, milli)) {
             if (out.quota_waits.empty()) out.wait_refusal = check;
             out.quota_waits.push_back(t);
           }
@@ -820,7 +806,9 @@ class Cycle {
   }
 
   // A job that can never be placed on the types quota allows now, but that some type quota
-  // refuses for now could take, waits for quota: the reason says which limit. (Per job: the
+  // refuses for now could take, waits for quota: the reason says which limit. One that waits on
+  // the allowed types too: the nodes of the types quota refuses are counted under the quota's
+  // cause, not as lacking an accepted type, and the reason names the limit. (Per job: the
   // explanation is shared by the shape, the quota is its queue's.)
   Reason WaitForQuota(std::uint32_t index, const Admission& admission, const Reason& placement) {
     if (placement.verdict == Verdict::kNever) {
@@ -834,7 +822,29 @@ class Cycle {
                       admission.wait_refusal.detail};
       }
     }
-    return placement;
+    if (admission.quota_waits.empty()) return placement;
+    Reason out = placement;
+    std::int32_t refused = 0;  // nodes with a type quota refuses and none it allows
+    for (NodeId n = 0; n < state_.node_count(); ++n) {
+      const GpuTypeSet types = state_.node(n).gpu_types;
+      auto has = [&](const TypeList& list) {
+        return std::any_of(list.begin(), list.end(),
+                           [&](GpuTypeId t) { return t != kNone && types.Contains(t); });
+      };
+      if (has(admission.quota_waits) && !has(admission.allowed)) ++refused;
+    }
+    for (CauseCount& c : out.node_counts) {
+      if (c.cause != Cause::kGpuType || refused == 0) continue;
+      const std::int32_t moved = std::min(c.nodes, refused);
+      c.nodes -= moved;
+      out.node_counts.push_back({admission.wait_refusal.cause, moved});
+      break;
+    }
+    std::erase_if(out.node_counts, [](const CauseCount& c) { return c.nodes == 0; });
+    std::stable_sort(out.node_counts.begin(), out.node_counts.end(),
+                     [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
+    out.detail = (out.detail.empty() ? "" : out.detail + "; ") + admission.wait_refusal.detail;
+    return out;
   }
 
   // The cycle's id of the shape of pending job `index`, the same for jobs of equal shape
@@ -912,14 +922,12 @@ class Cycle {
 
   // backfill (block and reserve): a job that was not placed blocks its queue if the queue is
   // strict FIFO, and the first such jobs (for lack of capacity) get a reservation that later jobs
-  // may not delay. A job that can never fit blocks nothing (as Kueue sets an inadmissible
-  // workload aside): it would hold its queue for ever; its reason says it can never fit.
+  // may not delay.
   void BlockStep(std::uint32_t index) {
     const Job& job = pending_[index];
     Unplaced& entry = plan_.unplaced.back();
     if (entry.reason.cause == Cause::kQueueOrder) return;  // its queue is blocked already
-    if (state_.queue(job.queue).spec.strict_fifo && entry.reason.verdict != Verdict::kNever)
-      fifo_blocked_.emplace(job.queue, index);
+    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.emplace(job.queue, index);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {

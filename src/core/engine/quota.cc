@@ -76,4 +76,18 @@ QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type,
   return check;
 }
 
+// Whether a request of `milli` can never pass the static limits of the queue and those above it.
+bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli) {
+  for (std::size_t r : {std::size_t{0}, std::size_t{1} + type}) {
+    for (QueueId q = queue; q != kNone; q = state.queue(q).parent) {
+      const QuotaLimits& l = state.quota(q, r);
+      if (l.max >= 0 && milli > l.max) return true;
+      if (!l.limited) continue;
+      if (l.borrowing_limit >= 0 && milli > l.nominal + l.borrowing_limit) return true;
+      if (state.queue(q).parent == kNone && milli > l.nominal) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace arbiter::engine

@@ -92,6 +92,9 @@ struct QuotaCheck {
 // within its nominal quota is never refused (whatever others borrow); above it, it borrows from
 // its parent within its borrowing limit and max, from quota its siblings lend.
 QuotaCheck CheckQuota(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli);
+// Whether a request of `milli` can never pass the static limits of the queue and those above it
+// (max; nominal plus borrowing limit; a tree's nominal quota).
+bool QuotaNeverFits(const ClusterState& state, QueueId queue, GpuTypeId type, std::int64_t milli);
 
 // ---- filter ----
 
