@@ -191,5 +191,24 @@ TEST(Quota, ANodeOfAModelQuotaRefusesIsCountedUnderTheQuota) {
       << u->reason.Describe();
 }
 
+// A job that fits within its guarantee only on a model it can never fit on (a task of 8 GPUs,
+// nodes of 4 H800), and on another model only by borrowing (A100, its sibling's idle quota): it
+// is tried on the borrowable model in the borrowing pass, not told it can never fit.
+TEST(Quota, AJobThatCanFitOnlyByBorrowingAnotherModelIsTriedOnIt) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 2, "H800", 4));
+  Add(spec, Nodes("a", 1, "A100", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("a", "org"), testing::Queue("b", "org")};
+  spec.queues[1].quota["H800"] = Quota(8);
+  spec.queues[2].quota["A100"] = Quota(8);
+  ClusterState state = MakeState(spec);
+  Job job = GpuJob(1, 1, 8000);
+  job.queue = *state.FindQueue("a");
+  Plan plan = RunCycle(state, {job});
+  ASSERT_EQ(CountPlaced(plan), 1) << (plan.unplaced.empty() ? std::string()
+                                                            : plan.unplaced[0].reason.Describe());
+  EXPECT_EQ(state.gpu_type_name(plan.binds[0].allocation.gpu_type), "A100");
+}
+
 }  // namespace
 }  // namespace arbiter
