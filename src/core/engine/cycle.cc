@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -824,15 +825,7 @@ class Cycle {
     }
     if (admission.quota_waits.empty()) return placement;
     Reason out = placement;
-    std::int32_t refused = 0;  // nodes with a type quota refuses and none it allows
-    for (NodeId n = 0; n < state_.node_count(); ++n) {
-      const GpuTypeSet types = state_.node(n).gpu_types;
-      auto has = [&](const TypeList& list) {
-        return std::any_of(list.begin(), list.end(),
-                           [&](GpuTypeId t) { return t != kNone && types.Contains(t); });
-      };
-      if (has(admission.quota_waits) && !has(admission.allowed)) ++refused;
-    }
+    const std::int32_t refused = RefusedNodes(admission);
     for (CauseCount& c : out.node_counts) {
       if (c.cause != Cause::kGpuType || refused == 0) continue;
       const std::int32_t moved = std::min(c.nodes, refused);
@@ -845,6 +838,31 @@ class Cycle {
                      [](const CauseCount& a, const CauseCount& b) { return a.nodes > b.nodes; });
     out.detail = (out.detail.empty() ? "" : out.detail + "; ") + admission.wait_refusal.detail;
     return out;
+  }
+
+  // The nodes with a GPU type quota refuses for now and none it allows (counted once a cycle
+  // for each pair of type sets: the many jobs of a backlog share a few).
+  std::int32_t RefusedNodes(const Admission& admission) {
+    auto bits = [](const TypeList& list) {
+      std::uint64_t b = 0;
+      for (GpuTypeId t : list) {
+        if (t != kNone) b |= std::uint64_t{1} << t;
+      }
+      return b;
+    };
+    const std::uint64_t waits = bits(admission.quota_waits), allowed = bits(admission.allowed);
+    auto [it, added] = refused_nodes_.try_emplace({waits, allowed}, 0);
+    if (!added) return it->second;
+    std::vector<bool> seen(state_.node_count(), false);
+    for (GpuTypeId t : admission.quota_waits) {
+      if (t == kNone) continue;
+      for (NodeId n : state_.NodesOfType(t)) {
+        if (seen[n]) continue;
+        seen[n] = true;
+        if ((state_.node(n).gpu_types.bits() & allowed) == 0) ++it->second;
+      }
+    }
+    return it->second;
   }
 
   // The cycle's id of the shape of pending job `index`, the same for jobs of equal shape
@@ -1098,6 +1116,8 @@ class Cycle {
   // Why, per shape, allowed types, and whether it ends before the reservations.
   ShapeCache<Reason> explained_;
   ShapeCache<bool> ever_fits_;  // per shape and type: EverFits
+  // RefusedNodes, by the bits of the types quota refuses for now and of those it allows.
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::int32_t> refused_nodes_;
   // Shapes (per type) whose reservation failed, since placed_ had failed_reservations_at_ jobs
   // and the last reservation was made.
   ShapeCache<bool> failed_reservations_;
