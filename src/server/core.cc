@@ -255,27 +255,22 @@ Status Core::Warm::CatchUp(store::Store& store) {
 
 Status Core::Recover(std::unique_ptr<Warm> warm) {
   // The jobs are resolved against the configured names (queues, classes, GPU types, levels),
-  // which the stored quota overrides and node states do not change.
-  Result<ClusterState> names = ClusterState::Create(config_.cluster);
-  if (!names.ok()) return Status(names.status()).WithContext("configuration: ");
+  // which the stored quota overrides and node states do not change (Warm::names_).
   std::unique_lock inbox(inbox_mu_);
-  Result<store::Snapshot> snapshot = store::Snapshot();
-  std::uint64_t last_seq = 0;
-  if (warm) {
-    // A standby's copy: only what changed since it last read (nothing else writes now: this
-    // server leads, and the one before it is fenced).
-    if (Status st = warm->CatchUp(*store_); !st.ok()) return st;
-    jobs_ = std::move(warm->jobs_);
-    snapshot = store_->Load({.include_finished = false, .include_jobs = false});
-    last_seq = warm->last_seq_;
-  } else {
-    // The store hands the jobs over a batch at a time while it reads the next.
-    snapshot = store_->Load(
-        {.include_finished = false, .each_batch = [&](std::span<store::StoredJob> batch) {
-           return ResolveInto(batch, *names, jobs_);
-         }});
-    if (snapshot.ok()) last_seq = snapshot->last_seq;
+  // The active jobs: a standby's copy, caught up with what changed since it last read, else read
+  // whole the same way. (Nothing else writes meanwhile: a single server's store is its own, and a
+  // leader's predecessor is fenced.) Then the rest of the store.
+  if (!warm) {
+    Result<std::unique_ptr<Warm>> read = Warm::Load(config_, *store_);
+    if (!read.ok()) return read.status();
+    warm = std::move(read).value();
+  } else if (Status st = warm->CatchUp(*store_); !st.ok()) {
+    return st;
   }
+  jobs_ = std::move(warm->jobs_);
+  const std::uint64_t last_seq = warm->last_seq_;
+  Result<store::Snapshot> snapshot =
+      store_->Load({.include_finished = false, .include_jobs = false});
   if (!snapshot.ok()) return snapshot.status();
   std::map<std::string, Active>::iterator user = active_.end();
   for (auto& [id, entry] : jobs_) {
@@ -322,7 +317,7 @@ Status Core::Recover(std::unique_ptr<Warm> warm) {
   // it was counted when they were applied.
   std::vector<std::pair<Millis, std::int64_t>> completions;  // whole run time, GPU milli
   if (ReadsService(config_.engine.ordering.policy)) {
-    if (Status st = ReplayService(*names, last_seq, completions); !st.ok()) return st;
+    if (Status st = ReplayService(*warm->names_, last_seq, completions); !st.ok()) return st;
   }
   if (Status st = RebuildState(config_); !st.ok()) return st;
   for (const auto& [whole, milli] : completions)

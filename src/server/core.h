@@ -380,9 +380,9 @@ class Core {
 // it to Core::Open.
 class Core::Warm {
  public:
-  // Reads every active job of `store` (a read-only store is enough). Errors: as a recovery's (a
-  // job that no longer resolves), the store's, or "cancelled" once `cancel` holds (checked
-  // between batches).
+  // Reads every active job of `store` (a read-only store is enough), as a recovery without a
+  // copy does too. Errors: a job that no longer resolves, the store's, or "cancelled" once
+  // `cancel` holds (checked between batches).
   static Result<std::unique_ptr<Warm>> Load(const config::ClusterConfig& config,
                                             store::Store& store,
                                             const std::atomic<bool>* cancel = nullptr);
