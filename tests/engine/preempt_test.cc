@@ -323,6 +323,43 @@ TEST(Reclaim, ABorrowingQueueCannotReclaim) {
   EXPECT_GE(plan.evictions[0].job, 9u);
 }
 
+// Issue 42, defect 4: a borrowing preemptor of a higher-priority queue and a job within its
+// queue's guarantee both want the one borrowed job. The reclaimer goes first (guaranteed work
+// before borrowing work, in the preemption stage as in placement): one eviction, not two.
+TEST(Reclaim, AJobWithinItsGuaranteeReclaimsBeforeABorrowingPreemptor) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 2, "H800", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("x", "org"), testing::Queue("y", "org"),
+                 testing::Queue("lo", "org"), testing::Queue("hi", "org")};
+  spec.queues[1].quota["H800"].nominal = MilliGpu(8000);
+  spec.queues[2].quota["H800"].nominal = MilliGpu(8000);
+  spec.queues[3].quota["H800"].nominal = MilliGpu(0);
+  spec.queues[4].quota["H800"].nominal = MilliGpu(0);
+  spec.queues[4].quota["H800"].max = MilliGpu(8000);
+  spec.queues[4].priority = 10;
+  spec.queues[4].preempt_lower_priority = true;
+  ClusterState state = MakeState(spec);
+  Job y = WithClass(GpuJob(1, 1, 8000), kP2);
+  y.queue = *state.FindQueue("y");
+  Start(state, y, "h-0", 0, 0);
+  Job lo = WithClass(GpuJob(2, 1, 8000), kP2);
+  lo.queue = *state.FindQueue("lo");
+  Start(state, lo, "h-1", 0, 0);
+  Job hi = WithClass(GpuJob(10, 1, 8000), kP1);  // first in the order: its queue's priority
+  hi.queue = *state.FindQueue("hi");
+  Job x = WithClass(GpuJob(11, 1, 8000), kP2);
+  x.queue = *state.FindQueue("x");
+  Plan plan = RunCycle(state, {hi, x}, kHour);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, 2u);
+  EXPECT_EQ(plan.evictions[0].preemptor, 11u);
+  EXPECT_EQ(plan.evictions[0].kind, Eviction::Kind::kReclaim);
+  EXPECT_EQ(FindBind(plan, 10), nullptr);
+  // The next cycle takes nothing back from the reclaimer.
+  Plan next = RunCycle(state, {hi}, kHour + kMinute);
+  EXPECT_TRUE(next.evictions.empty());
+}
+
 // Queues in priority tiers (Slurm's partition_prio): serving may evict training in another queue,
 // but only work above the training queue's guarantee, and never the other way round.
 ClusterSpec Tiers(std::int64_t training_nominal = 0, std::int64_t serving_nominal = 0) {

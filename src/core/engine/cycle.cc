@@ -637,7 +637,7 @@ class Cycle {
   struct Admission {
     TypeList allowed;            // empty: refused (the reason is recorded) or deferred
     bool deferred = false;       // it fits only by borrowing, which waits for the second pass
-    bool borrow_needed = false;  // some type quota allows only by borrowing (first pass)
+    bool borrow_needed = false;  // some type its queue could take only by borrowing (first pass)
     // Types quota refuses for now (not by a static limit), and the first such refusal: a job
     // that can never be placed on the allowed types may still run on these once quota frees.
     TypeList quota_waits;
@@ -674,14 +674,17 @@ class Cycle {
     timer_.Run(Stage::kQuota, [&] {
       for (GpuTypeId t : types) {
         engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
-        if (!check.ok) {
+        // A type its queue could take only by borrowing waits for the second pass, whether
+        // quota then lets it borrow or not: its refusal, and any eviction for it, come after
+        // the jobs within their guarantee.
+        if (check.borrows && !allow_borrow) {
+          borrow_needed = true;
+        } else if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
           if (!engine::QuotaNeverFits(state_, job.queue, t, milli)) {
             if (out.quota_waits.empty()) out.wait_refusal = check;
             out.quota_waits.push_back(t);
           }
-        } else if (check.borrows && !allow_borrow) {
-          borrow_needed = true;
         } else {
           out.allowed.push_back(t);
         }
