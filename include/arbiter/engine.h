@@ -256,6 +256,15 @@ struct EngineOptions {
   bool explain_every_job = true;
 };
 
+// What no cycle may ever decide, checked on `plan` against the state and pending jobs it was made
+// on (before it is applied): no GPU device given beyond its capacity, no job evicted that is not
+// preemptible (its class or its queue), none evicted twice, and no job started that the quota
+// tree would not admit at its place in the plan (its victims gone first): none above a max, none
+// borrowing beyond a limit or above a tree's nominal quota. An error lists every violation. The
+// simulator's and the server's tests run it after every cycle (SimOptions::check_invariants,
+// CoreOptions::check_invariants).
+Status CheckPlan(const ClusterState& state, std::span<const Job> pending, const Plan& plan);
+
 // One engine schedules one cycle at a time: it keeps caches (the fragmentation models it built,
 // with the scratch space and remembered measures inside them, behind its pimpl) that its cycles
 // change, without locks. It cannot be copied, so that no two engines share them; a program that

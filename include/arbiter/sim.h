@@ -121,6 +121,11 @@ struct SimOptions {
   // the order can start (EngineOptions::explain_every_job). Decisions are the same either way;
   // off, every cycle runs on every waiting job (`arbiter explain --scenario` sees each).
   bool skip_unchanged_cycles = true;
+  // Checks every cycle's plan against what no cycle may decide (CheckPlan: a device given twice,
+  // non-preemptible work evicted, a queue raised above its quota); a violation ends the run with
+  // the error, the cycle's time and its jobs. The tests run with it; `arbiter sim
+  // --check-invariants`.
+  bool check_invariants = false;
   // Called now and then with the simulated time (for a progress bar).
   std::function<void(Millis now)> progress;
   // Called with every cycle's plan (made at `plan.now`), the pending jobs it was made for

@@ -540,7 +540,7 @@ int Submit(const ClientOptions& o) {
 
 // ---- listings ----
 
-std::string JobGpus(const Json& job) { return FormatGpus(job.value("gpu_milli", 0)); }
+std::string JobGpus(const Json& job) { return limits::FormatGpuCount(job.value("gpu_milli", 0)); }
 
 std::string Where(const Json& job) { return listing::Where(job); }
 
@@ -715,8 +715,8 @@ int JobDetail(const ClientOptions& o) {
   const Json& spec = j["spec"];
   const Json& status = j["status"];
   fmt::print("job {} ({})\n", j["id"].get<std::uint64_t>(), spec.value("name", ""));
-  fmt::print("  user {}, queue {}, class {}, {} GPUs\n", spec.value("user", ""),
-             spec.value("queue", ""), status.value("priority_class", ""), JobGpus(j));
+  fmt::print("  user {}, queue {}, class {}, {}\n", spec.value("user", ""), spec.value("queue", ""),
+             status.value("priority_class", ""), JobGpus(j));
   fmt::print("  state {}\n", status.value("state", ""));
   PrintTimes(j);
   if (j.contains("tasks")) fmt::print("  on {}\n", Where(j));
@@ -743,7 +743,7 @@ int Explain(const ClientOptions& o) {
   }
   const Json& spec = j["spec"];
   const std::string state = j["status"].value("state", "");
-  fmt::print("job {} ({}, queue {}, class {}, {} GPUs):\n", j["id"].get<std::uint64_t>(),
+  fmt::print("job {} ({}, queue {}, class {}, {}):\n", j["id"].get<std::uint64_t>(),
              spec.value("name", ""), spec.value("queue", ""),
              j["status"].value("priority_class", ""), JobGpus(j));
   if (state == "pending" || state == "held") {

@@ -75,6 +75,8 @@ struct Fidelity {
   };
   std::vector<Start> starts;
   std::size_t not_started = 0;  // started in the record, not in the replay
+  // Still pending at the window's end in the record: no recorded start, so in no figure above.
+  std::size_t pending_in_record = 0;
   double mean_error_s = 0;
   double p99_error_s = 0;
   double max_error_s = 0;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "arbiter/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/limits.h"
 #include "config/lint.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
@@ -170,7 +172,8 @@ std::vector<RunningBefore> RunningJobs(const ClusterState& state) {
 // when, and whether the cycle evicts it. `name` is a job's name, or its id.
 int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const Plan& plan,
                  const std::map<JobId, std::string>& victims, const std::string& name,
-                 const std::vector<RunningBefore>& running, const Clock& clock) {
+                 const std::vector<RunningBefore>& running,
+                 std::span<const config::SnapshotJob> stopping, const Clock& clock) {
   const Job* job = nullptr;
   for (const Job& j : jobs) {
     if (j.name == name) job = &j;
@@ -190,9 +193,9 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
   }
   if (was_running) {
     const RunningBefore& r = *was_running;
-    fmt::print("job {} (queue {}, class {}, {} GPUs) at {}:\n", r.job.name,
+    fmt::print("job {} (queue {}, class {}, {}) at {}:\n", r.job.name,
                state.queue(r.job.queue).spec.name, state.priority_class(r.job.priority_class).name,
-               Gpus(r.job.total_gpu().value()), clock.At(plan.now));
+               limits::FormatGpuCount(r.job.total_gpu().value()), clock.At(plan.now));
     fmt::print("  running since {} on {}\n", clock.At(r.start_time), r.where);
     if (r.last_checkpoint > r.start_time)
       fmt::print("  last checkpoint at {}\n", clock.At(r.last_checkpoint));
@@ -218,6 +221,25 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
     fmt::print("  this cycle leaves it running\n");
     return 0;
   }
+  // A job being evicted (a snapshot's `stopping`): neither running for the engine (its devices
+  // are its preemptor's) nor pending yet.
+  for (const config::SnapshotJob& s : stopping) {
+    if (job || was_running || (s.spec.name != name && std::to_string(s.id) != name)) continue;
+    fmt::print("job {} (queue {}, class {}) at {}:\n", s.spec.name, s.spec.queue,
+               s.spec.priority_class, clock.At(plan.now));
+    if (s.stop_time > plan.now) {
+      fmt::print(
+          "  being evicted: told to stop by {}; its devices are its preemptor's already, "
+          "and it waits again as a pending job from then\n",
+          clock.At(s.stop_time));
+    } else {
+      fmt::print(
+          "  evicted: stopped at {}; pending again from then (a snapshot taken later "
+          "lists it under pending)\n",
+          clock.At(s.stop_time));
+    }
+    return 0;
+  }
   if (!job) {
     std::string known;
     for (std::size_t i = 0; i < jobs.size() && i < 20; ++i) known += (i ? ", " : "") + jobs[i].name;
@@ -225,9 +247,9 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
                jobs.size() > 20 ? ", ..." : "");
     return 1;
   }
-  fmt::print("job {} (queue {}, class {}, {} GPUs) at {}:\n", job->name,
+  fmt::print("job {} (queue {}, class {}, {}) at {}:\n", job->name,
              state.queue(job->queue).spec.name, state.priority_class(job->priority_class).name,
-             Gpus(job->total_gpu().value()), clock.At(plan.now));
+             limits::FormatGpuCount(job->total_gpu().value()), clock.At(plan.now));
   for (const Bind& b : plan.binds) {
     if (b.job != job->id) continue;
     std::string tasks;
@@ -256,7 +278,8 @@ int PrintExplain(const ClusterState& state, const std::vector<Job>& jobs, const 
 // One cycle over `state` and `jobs` at `now`, applied and checked; prints the plan, or explains
 // the job named `explain`.
 int RunCycle(const config::ClusterConfig& config, ClusterState& state, const std::vector<Job>& jobs,
-             Millis now, bool json, const std::string& explain, const Clock& clock) {
+             Millis now, bool json, const std::string& explain, const Clock& clock,
+             std::span<const config::SnapshotJob> stopping = {}) {
   EngineOptions options = config.engine;
   options.clock_micros = [] {
     return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -276,7 +299,8 @@ int RunCycle(const config::ClusterConfig& config, ClusterState& state, const std
     fmt::print(stderr, "internal error: {}\n", st.message());
     return 3;
   }
-  if (!explain.empty()) return PrintExplain(state, jobs, plan, victims, explain, running, clock);
+  if (!explain.empty())
+    return PrintExplain(state, jobs, plan, victims, explain, running, stopping, clock);
   if (json) {
     PrintPlanJson(state, jobs, plan, clock);
   } else {
@@ -339,7 +363,7 @@ int RunPlanSnapshot(const std::string& path, const std::string& now_text, bool j
     return 2;
   }
   return RunCycle(snapshot.config, loaded->state, loaded->pending, now, json, explain,
-                  Clock{snapshot.calendar});
+                  Clock{snapshot.calendar}, snapshot.stopping);
 }
 
 // Loads the files (exit 1 when one is invalid), prints a summary and the lint warnings
@@ -424,20 +448,28 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile)
           ->excludes(explain_config)
           ->excludes(explain_jobs_option);
-  explain->add_option("--now", explain_now,
-                      "Time of the cycle (e.g. 90s, 2h); default: the latest submit time (with "
-                      "--snapshot: its taken_at, a time as it writes them, or +DURATION after it)");
+  CLI::Option* explain_now_option = explain->add_option(
+      "--now", explain_now,
+      "Time of the cycle (e.g. 90s, 2h); default: the latest submit time (with "
+      "--snapshot: its taken_at, a time as it writes them, or +DURATION after it)");
   CLI::Option* explain_scenario =
       explain->add_option("--scenario", explain_sim.scenario, "Simulator scenario (YAML)")
           ->check(CLI::ExistingFile)
+          ->excludes(explain_now_option)
           ->excludes(explain_config)
           ->excludes(explain_jobs_option)
           ->excludes(explain_snapshot_option);
-  explain->add_option("--at", explain_sim.at, "With --scenario: the moment (e.g. 1d10h)");
-  explain->add_option("--run", explain_sim.run,
-                      "With --scenario: the configuration (default: the first)");
+  // (Each of these is refused without --scenario, rather than ignored: the time of a cycle over
+  // --config/--jobs or --snapshot is --now.)
+  explain->add_option("--at", explain_sim.at, "With --scenario: the moment (e.g. 1d10h)")
+      ->needs(explain_scenario);
+  explain
+      ->add_option("--run", explain_sim.run,
+                   "With --scenario: the configuration (default: the first)")
+      ->needs(explain_scenario);
   CLI::Option* explain_seed_option =
-      explain->add_option("--seed", explain_seed, "With --scenario: replaces the file's seed");
+      explain->add_option("--seed", explain_seed, "With --scenario: replaces the file's seed")
+          ->needs(explain_scenario);
 
   std::string lint_cluster, lint_jobs, lint_scenario;
   bool lint_strict = false;
@@ -536,6 +568,10 @@ int main(int argc, char** argv) {
   server->add_flag("--virtual-nodes", server_args.virtual_nodes,
                    "Run the configured nodes inside the server: a job runs for its runtime "
                    "estimate");
+  server->add_flag("--check-invariants", server_args.check_invariants,
+                   "Check every cycle's plan against what no cycle may decide (a device given "
+                   "twice, non-preemptible work evicted, a queue raised above its quota); a "
+                   "violation is printed and stops the server with exit status 70 (for tests)");
   server->add_option(
       "--threads", server_args.threads,
       "Threads for the API's handlers (default: processors + 2); connections hold none");

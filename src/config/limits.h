@@ -104,6 +104,11 @@ inline std::string FormatGpus(std::int64_t milli) {
   return out;
 }
 
+// Milli-GPU with its noun: "1 GPU", "2 GPUs", "0.5 GPUs".
+inline std::string FormatGpuCount(std::int64_t milli) {
+  return FormatGpus(milli) + (milli == kMilliPerGpu ? " GPU" : " GPUs");
+}
+
 // Checks of one value, shared by the validator and the trace readers. Each returns an
 // invalid-argument Status naming `field`.
 

@@ -175,6 +175,9 @@ class Linter {
     HighPriorityQueueWithoutQuota();
     NothingEvicts();
     GuaranteesExceedCapacity();
+    LimitsAboveCluster();
+    TopClassesAlike();
+    PreemptionCapZero();
     MemoryWithoutUnit(config_.bare_memory);
     MemoryWithoutUnit(job_memory_);
     if (!jobs_.empty()) {
@@ -388,16 +391,6 @@ class Linter {
     }
   }
 
-  // Whether something bounds what queue q takes of quota resource r: the tree's nominal quota,
-  // or a max on q or above it.
-  bool Bounded(QueueId q, std::size_t r) const {
-    if (state_.quota(q, r).limited) return true;
-    for (QueueId x = q; x != kNone; x = state_.queue(x).parent) {
-      if (state_.quota(x, r).max >= 0) return true;
-    }
-    return false;
-  }
-
   // high-priority-queue-without-quota: a leaf queue that evicts lower-priority queues of its tree
   // (preempt_lower_priority, with some preemptable lower-priority leaf queue there) while some GPU
   // model of the cluster is bounded by no quota for it (neither the model nor "gpu": no nominal
@@ -409,7 +402,9 @@ class Linter {
       if (!a_.leaf(q) || !s.preempt_lower_priority) continue;
       std::vector<std::string> unbounded;
       for (GpuTypeId t = 0; t < state_.gpu_type_count(); ++t) {
-        if (!Bounded(q, 0) && !Bounded(q, 1 + t)) unbounded.push_back(state_.gpu_type_name(t));
+        const QuotaTree& quota = state_.quota_tree();
+        if (!quota.Bounded(q, 0) && !quota.Bounded(q, 1 + t))
+          unbounded.push_back(state_.gpu_type_name(t));
       }
       if (unbounded.empty()) continue;
       std::vector<QueueId> victims;
@@ -462,17 +457,18 @@ class Linter {
               : "it never runs on borrowed quota, so there is nothing to reclaim from it";
       Warn(kLintPreemptibleQueueNothingEvicts, QueueField(v),
            fmt::format(
-               "queue '{}' is preemptable, but no rule can evict its work: {}; {}; {}. Blocked "
+               "queue '{}' is preemptible, but no rule can evict its work: {}; {}; {}. Blocked "
                "jobs of other queues wait until its jobs end, however important they are; set "
                "preempt_lower_priority on the queues that should take its GPUs, or give them "
-               "nominal quota to reclaim, or mark this queue preemptable: false to say what it is",
+               "nominal quota to reclaim, or mark this queue preemptible: false to say what it is",
                s.name, within, across, reclaim));
     }
   }
 
   // guarantees-exceed-capacity: per quota resource, the nominal quota of the root queues (each
   // the sum over its tree) adds up to more GPUs than the cluster has.
-  void GuaranteesExceedCapacity() {
+  // The GPUs (milli) of each quota resource in the cluster: all nodes, cordoned ones included.
+  std::vector<std::int64_t> Capacity() const {
     std::vector<std::int64_t> capacity(state_.quota_resource_count(), 0);
     for (NodeId n = 0; n < state_.node_count(); ++n) {
       for (const DeviceState& d : state_.node(n).devices) {
@@ -480,6 +476,70 @@ class Linter {
         capacity[1 + d.type] += kMilliPerGpu;
       }
     }
+    return capacity;
+  }
+
+  // limit-above-cluster: a queue's max or borrowing limit for a quota resource above the
+  // cluster's GPUs of that resource: it can never bind, and reads as a limit that does.
+  void LimitsAboveCluster() {
+    const std::vector<std::int64_t> capacity = Capacity();
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      for (const auto& [resource, quota] : state_.queue(q).spec.quota) {
+        std::size_t r = 0;
+        if (resource != kAllGpusResource) r = 1 + *state_.FindGpuType(resource);
+        const std::pair<const char*, const std::optional<MilliGpu>*> limits[] = {
+            {"max", &quota.max}, {"borrowing_limit", &quota.borrowing_limit}};
+        for (const auto& [name, limit] : limits) {
+          if (!*limit || (*limit)->value() <= capacity[r]) continue;
+          Warn(kLintLimitAboveCluster, fmt::format("{}.quota.{}.{}", QueueField(q), resource, name),
+               fmt::format("queue '{}': {} {} is more than the cluster's {} {}: it can never "
+                           "bind; give the {} the cluster can reach, or leave it out",
+                           state_.queue(q).spec.name, name, Gpus((*limit)->value()),
+                           Gpus(capacity[r]),
+                           r == 0 ? std::string("GPUs of all models") : resource + " GPUs", name));
+        }
+      }
+    }
+  }
+
+  // top-classes-alike: two or more priority classes share the highest value: their names differ,
+  // their rank does not (no order among them, and none evicts another).
+  void TopClassesAlike() {
+    std::int32_t top = std::numeric_limits<std::int32_t>::min();
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c)
+      top = std::max(top, state_.priority_class(c).value);
+    std::vector<std::string> names;
+    PriorityClassId first = 0;
+    for (PriorityClassId c = 0; c < state_.priority_class_count(); ++c) {
+      if (state_.priority_class(c).value != top) continue;
+      if (names.empty()) first = c;
+      names.push_back(state_.priority_class(c).name);
+    }
+    if (names.size() < 2) return;
+    Warn(kLintTopClassesAlike, ClassField(first),
+         fmt::format("the priority classes {} all have the top value {}: the names differ but "
+                     "the classes do not (none goes first or evicts another); give each the "
+                     "value that ranks it, or merge them",
+                     NameList(names), top));
+  }
+
+  // preemption-cap-zero: preemption is on, but a cycle may evict no GPUs or try no search.
+  void PreemptionCapZero() {
+    const PreemptionOptions& p = config_.engine.preemption;
+    if (!p.enabled) return;
+    if (p.max_gpus_per_cycle == 0 || p.max_attempts_per_cycle == 0) {
+      const char* field = p.max_gpus_per_cycle == 0 ? "scheduler.preemption.max_gpus_per_cycle"
+                                                    : "scheduler.preemption.max_attempts_per_cycle";
+      Warn(kLintPreemptionCapZero, field,
+           fmt::format("preemption is on but {} is 0: nothing is ever evicted, while every "
+                       "waiting job's reason says preemption was tried; set "
+                       "scheduler.preemption.enabled: false to say so, or raise the cap",
+                       field));
+    }
+  }
+
+  void GuaranteesExceedCapacity() {
+    const std::vector<std::int64_t> capacity = Capacity();
     for (std::size_t r = 0; r < state_.quota_resource_count(); ++r) {
       std::int64_t total = 0;
       std::vector<std::string> parts;
@@ -491,8 +551,7 @@ class Linter {
         parts.push_back(fmt::format("{} {}", state_.queue(q).spec.name, Gpus(nominal)));
       }
       if (total <= capacity[r]) continue;
-      const std::string resource = r == 0 ? std::string(kAllGpusResource)
-                                          : state_.gpu_type_name(static_cast<GpuTypeId>(r - 1));
+      const std::string resource = state_.quota_resource_name(r);
       const std::string what = r == 0 ? "GPUs of all models" : resource + " GPUs";
       Warn(kLintGuaranteesExceedCapacity, "queues",
            fmt::format(

@@ -32,6 +32,9 @@ inline constexpr const char* kLintExampleToken = "example-token";
 inline constexpr const char* kLintAliasSpelling = "alias-spelling";
 inline constexpr const char* kLintHeterogeneityWithoutThroughput =
     "heterogeneity-without-throughput";
+inline constexpr const char* kLintTopClassesAlike = "top-classes-alike";
+inline constexpr const char* kLintLimitAboveCluster = "limit-above-cluster";
+inline constexpr const char* kLintPreemptionCapZero = "preemption-cap-zero";
 // Scenarios only (LintConfiguration, src/scenario/scenario.h).
 inline constexpr const char* kLintCheckpointIntervalIgnored = "checkpoint-interval-ignored";
 

@@ -96,9 +96,7 @@ Answer Core::ListQueues() {
       const QuotaLimits& limits = state.quota(q, r);
       const std::int64_t usage = state.usage(q, r);
       if (!limits.limited && limits.max < 0 && usage == 0) continue;
-      Json res{{"resource", r == 0 ? std::string(kAllGpusResource)
-                                   : state.gpu_type_name(static_cast<GpuTypeId>(r - 1))},
-               {"usage_milli", usage}};
+      Json res{{"resource", state.quota_resource_name(r)}, {"usage_milli", usage}};
       if (limits.limited) {
         res["nominal_milli"] = limits.nominal;
         res["borrowing_limit_milli"] = MilliOrNull(limits.borrowing_limit);
@@ -346,8 +344,7 @@ Answer Core::QueueUsageHistory() {
       if (!used && !state.quota(q, r).limited) continue;
       Json values = Json::array();
       for (const UsageSample* s : samples) values.push_back(s->milli[i]);
-      series[r == 0 ? std::string(kAllGpusResource)
-                    : state.gpu_type_name(static_cast<GpuTypeId>(r - 1))] = std::move(values);
+      series[state.quota_resource_name(r)] = std::move(values);
     }
     queues.push_back(Json{{"name", state.queue(q).spec.name}, {"usage_milli", std::move(series)}});
   }
@@ -423,10 +420,6 @@ void Core::CollectMetrics(std::vector<prometheus::MetricFamily>& out) {
     DrainInboxLocked();
     state_->AccrueUsage(Now());
     const ClusterState& state = *state_;
-    auto resource_name = [&](std::size_t r) {
-      return r == 0 ? std::string(kAllGpusResource)
-                    : state.gpu_type_name(static_cast<GpuTypeId>(r - 1));
-    };
     auto gpus = [](std::int64_t milli) { return static_cast<double>(milli) / kMilliPerGpu; };
 
     // Quotas and usage, per queue and quota resource (`gpu`: all types together), as
@@ -451,7 +444,8 @@ void Core::CollectMetrics(std::vector<prometheus::MetricFamily>& out) {
         const QuotaLimits& limits = state.quota(q, r);
         const std::int64_t used = state.usage(q, r);
         if (!limits.limited && limits.max < 0 && used == 0) continue;
-        const prometheus::Labels labels{{"queue", queue}, {"gpu_type", resource_name(r)}};
+        const prometheus::Labels labels{{"queue", queue},
+                                        {"gpu_type", state.quota_resource_name(r)}};
         usage.Add(labels).Set(gpus(used));
         if (limits.max >= 0) max_gpus.Add(labels).Set(gpus(limits.max));
         if (!limits.limited) continue;

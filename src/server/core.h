@@ -63,6 +63,9 @@ struct CoreOptions {
   // The leader's term with a shared store (docs/design/ha.md), 0 with a single server: sent with
   // every answer to an agent, which ignores answers of an older term.
   std::uint64_t epoch = 0;
+  // Check every cycle's plan against what no cycle may decide (CheckPlan, include/arbiter/
+  // engine.h); a violation is printed and stops the process at once (exit 70). For tests.
+  bool check_invariants = false;
 };
 
 // What `GET /v1/jobs` lists: a job matches when each non-empty list holds its value (the query's

@@ -1249,6 +1249,7 @@ class ServerImpl : public Server {
     if (!store.ok()) return store.status();
     CoreOptions core_options;
     core_options.virtual_nodes = args.virtual_nodes;
+    core_options.check_invariants = args.check_invariants;
     Result<std::unique_ptr<Core>> core =
         Core::Open(*config, std::move(store).value(), std::move(core_options));
     if (!core.ok()) return core.status();
@@ -1417,6 +1418,7 @@ class ServerImpl : public Server {
     if (!store.ok()) return Lose(store.status());
     CoreOptions core_options;
     core_options.virtual_nodes = args_.virtual_nodes;
+    core_options.check_invariants = args_.check_invariants;
     core_options.epoch = epoch;
     Result<std::unique_ptr<Core>> core =
         Core::Open(config_, std::move(store).value(), std::move(core_options), std::move(warm));

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "arbiter/attained_service.h"
@@ -82,6 +84,14 @@ void Core::CycleLocked(Millis now) {
   state_->AccrueUsage(now);
   const Plan plan = engine_.Schedule(*state_, pending, now);
   stable_until_ = plan.stable_until;
+  if (options_.check_invariants) {
+    if (Status st = CheckPlan(*state_, pending, plan); !st.ok()) {
+      fmt::print(stderr, "internal error: cycle at {}: {}\n", FormatTime(now, TimeStyle::kCalendar),
+                 st.message());
+      std::fflush(stderr);
+      std::_Exit(70);
+    }
+  }
 
   std::vector<Event> events;
   for (const Eviction& e : plan.evictions) {

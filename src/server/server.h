@@ -16,6 +16,8 @@ struct ServerArgs {
   std::string data = "arbiter-data";      // the store's directory
   std::string listen = "127.0.0.1:8642";  // HOST:PORT; port 0 picks a free one
   bool virtual_nodes = false;
+  // Check every cycle's plan (CoreOptions::check_invariants): for tests.
+  bool check_invariants = false;
   // Threads that run the API's handlers (0: processors + 2). Connections hold none: any number
   // are served by a thread per processor (docs/design/server.md).
   int threads = 0;

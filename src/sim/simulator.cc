@@ -746,6 +746,9 @@ Status Simulation::Cycle(Millis now) {
   capacity_ = plan.capacity;
   if (plan.unexplained > 0) ++cycles_stopped_early_;
   if (options_.on_cycle) options_.on_cycle(plan, pending_, state_);
+  if (options_.check_invariants) {
+    if (Status st = CheckPlan(state_, pending_, plan); !st.ok()) return st;
+  }
   for (const Eviction& e : plan.evictions) {
     const std::uint32_t r = RunOf(e.job);
     struct Run& run = runs_[r];
@@ -874,15 +877,7 @@ Status Simulation::Start() {
   below_guarantee_ms_.assign(queues, 0);
   guarantee_.assign(queues, 0);
   for (QueueId q = 0; q < queues; ++q) {
-    double g = 0;
-    if (state_.quota(q, 0).limited) {
-      g = static_cast<double>(state_.quota(q, 0).nominal);
-    } else {
-      for (std::size_t t = 1; t < state_.quota_resource_count(); ++t) {
-        if (state_.quota(q, t).limited) g += static_cast<double>(state_.quota(q, t).nominal);
-      }
-    }
-    guarantee_[q] = g;
+    guarantee_[q] = static_cast<double>(state_.quota_tree().Guarantee(q));
   }
   double total_milli = 0;
   for (NodeId n = 0; n < state_.node_count(); ++n) total_milli += NodeMilli(n);

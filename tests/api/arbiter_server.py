@@ -39,7 +39,7 @@ class Server:
         with open(config, "w", encoding="utf-8") as f:
             f.write(config_yaml)
         self.process = subprocess.Popen(
-            [arbiter, "server", "--dev", "--config", config, "--data",
+            [arbiter, "server", "--dev", "--check-invariants", "--config", config, "--data",
              os.path.join(self.dir, "data"), "--listen", "127.0.0.1:0", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.port = None

@@ -118,6 +118,37 @@ TEST_F(SnapshotCli, ExplainSaysWhoIsEvictedAndWhoIsProtected) {
   EXPECT_TRUE(HasSubstr(later.output, "evicted by this cycle for urgent")) << later.output;
 }
 
+// Issue 42, item 8: a job being evicted (a snapshot's `stopping`) is explained, not "no job
+// named"; a 1-GPU job reads "1 GPU"; --at, which only --scenario reads, is refused elsewhere
+// rather than ignored.
+TEST_F(SnapshotCli, ExplainsAJobBeingEvictedAndRefusesAtWithoutAScenario) {
+  std::string text = kSnapshot;
+  text += R"(stopping:
+  - {id: 4, name: leaving, queue: main, priority_class: low, submit_time: "2026-05-01T09:00:00Z",
+     gpus: 1, stop_time: "2026-05-01T10:00:30Z"}
+)";
+  const std::string file = dir_.Write("stopping.yaml", text);
+  CommandResult leaving = Run("explain --snapshot " + file + " leaving");
+  ASSERT_EQ(leaving.status, 0) << leaving.output;
+  EXPECT_TRUE(HasSubstr(leaving.output, "job leaving (queue main, class low) at"))
+      << leaving.output;
+  EXPECT_TRUE(HasSubstr(leaving.output, "being evicted: told to stop by 2026-05-01T10:00:30Z"))
+      << leaving.output;
+  CommandResult by_id = Run("explain --snapshot " + file + " 4");
+  EXPECT_EQ(by_id.status, 0) << by_id.output;
+
+  std::string one = kSnapshot;
+  one.replace(one.find("     gpus: 4}"), 13, "     gpus: 1}");
+  const std::string one_file = dir_.Write("one.yaml", one);
+  CommandResult urgent = Run("explain --snapshot " + one_file + " urgent");
+  ASSERT_EQ(urgent.status, 0) << urgent.output;
+  EXPECT_TRUE(HasSubstr(urgent.output, "class high, 1 GPU) at")) << urgent.output;
+
+  CommandResult at = Run("explain --snapshot " + file_ + " --at 1h urgent");
+  EXPECT_NE(at.status, 0);
+  EXPECT_TRUE(HasSubstr(at.output, "--at requires --scenario")) << at.output;
+}
+
 TEST_F(SnapshotCli, BadInputIsRefused) {
   CommandResult unknown = Run("explain --snapshot " + file_ + " nosuch");
   EXPECT_EQ(unknown.status, 1);

@@ -100,6 +100,56 @@ std::string Describe(const std::vector<LintWarning>& warnings) {
   return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
 }
 
+// ---- limit-above-cluster, top-classes-alike, preemption-cap-zero ----
+
+TEST(LintLimitAboveCluster, WarnsForAMaxOrBorrowingLimitTheClusterCannotReach) {
+  const std::string queues = R"(queues:
+  - name: org
+  - name: a
+    parent: org
+    quota:
+      H800: {nominal: 4, borrowing_limit: 40}
+  - name: b
+    parent: org
+    quota:
+      gpu: {max: 100}
+      A100-80G: {max: 8}
+)";
+  std::vector<LintWarning> w =
+      WithCode(LintYaml(Cluster(kProtectedClasses, queues)), kLintLimitAboveCluster);
+  ASSERT_EQ(w.size(), 2u) << Describe(w);
+  EXPECT_EQ(w[0].field, "queues[1].quota.H800.borrowing_limit");
+  EXPECT_TRUE(HasSubstr(w[0].message, "borrowing_limit 40 is more than the cluster's 16 H800"));
+  EXPECT_EQ(w[1].field, "queues[2].quota.gpu.max");
+  EXPECT_TRUE(HasSubstr(w[1].message, "max 100 is more than the cluster's 24 GPUs of all models"));
+}
+
+TEST(LintTopClassesAlike, WarnsWhenClassesShareTheTopValue) {
+  const std::string classes = R"(priority_classes:
+  - {name: urgent, value: 100, preemptible: false}
+  - {name: critical, value: 100, preemptible: false}
+  - {name: lo, value: 10, min_runtime: 10m}
+)";
+  std::vector<LintWarning> w =
+      WithCode(LintYaml(Cluster(classes, kOneQueue)), kLintTopClassesAlike);
+  ASSERT_EQ(w.size(), 1u) << Describe(w);
+  EXPECT_EQ(w[0].field, "priority_classes[0]");
+  EXPECT_TRUE(HasSubstr(w[0].message, "urgent, critical all have the top value 100"));
+  EXPECT_TRUE(
+      WithCode(LintYaml(Cluster(kProtectedClasses, kOneQueue)), kLintTopClassesAlike).empty());
+}
+
+TEST(LintPreemptionCapZero, WarnsWhenPreemptionIsOnButMayEvictNothing) {
+  const std::string capped = "scheduler:\n  preemption: {enabled: true, max_gpus_per_cycle: 0}\n";
+  std::vector<LintWarning> w =
+      WithCode(LintYaml(Cluster(kProtectedClasses, kOneQueue, capped)), kLintPreemptionCapZero);
+  ASSERT_EQ(w.size(), 1u) << Describe(w);
+  EXPECT_EQ(w[0].field, "scheduler.preemption.max_gpus_per_cycle");
+  const std::string off = "scheduler:\n  preemption: {enabled: false, max_gpus_per_cycle: 0}\n";
+  EXPECT_TRUE(WithCode(LintYaml(Cluster(kProtectedClasses, kOneQueue, off)), kLintPreemptionCapZero)
+                  .empty());
+}
+
 // ---- top-class-majority ----
 
 TEST(LintTopClassMajority, WarnsWhenMostGpusAreTopPriority) {
@@ -201,7 +251,7 @@ TEST(LintAgingOvertakesEvictingClass, QuietWhenTheLeadHoldsOrNothingEvictsWithin
                     .empty())
         << ordering;
   }
-  // No eviction within the queue: 'lo' not preemptible, the queue not preemptable or without
+  // No eviction within the queue: 'lo' not preemptible, the queue not preemptible or without
   // preempt_within_queue, preemption disabled.
   const std::string pinned_class = R"(priority_classes:
   - {name: hi, value: 100}

@@ -418,6 +418,75 @@ TEST(QueuePriority, NeverTakesTheLowerQueueBelowItsGuarantee) {
   EXPECT_EQ(state.usage(training, 0), 14000);
 }
 
+// Issue 42, item 3. A tree above its nominal quota is the rule at work: a queue within its
+// guarantee is never refused by quota (Quota.WithinNominalIsNeverRefusedByQuota), so it takes its
+// guarantee back from free capacity while a sibling keeps what it borrowed. A preemptor that would
+// borrow is then refused by the tree's quota, and evicting the sibling's borrowed work cannot
+// change that. Its reason must not count the sibling's jobs of another GPU model as "protected by
+// their queue's guarantee": they could never make room for it.
+TEST(QueuePriority, JobsOfAnotherModelAreNotCountedAsProtected) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 2, "H800", 8));
+  Add(spec, Nodes("a", 1, "A100", 8));
+  spec.queues = {testing::Queue("org"), testing::Queue("hi", "org"), testing::Queue("lo", "org")};
+  spec.queues[1].priority = 10;
+  spec.queues[1].preempt_lower_priority = true;
+  spec.queues[1].quota["H800"].nominal = MilliGpu(4000);
+  spec.queues[2].quota["H800"].nominal = MilliGpu(8000);
+  spec.queues[2].quota["A100"].nominal = MilliGpu(8000);
+  ClusterState state = MakeState(spec);
+  const GpuTypeId h800 = *state.FindGpuType("H800");
+  const GpuTypeId a100 = *state.FindGpuType("A100");
+  const QueueId org = *state.FindQueue("org");
+  auto job = [&](JobId id, const char* queue, GpuTypeId type, std::int64_t milli,
+                 PriorityClassId c) {
+    Job j = WithClass(GpuJob(id, 1, milli), c);
+    j.queue = *state.FindQueue(queue);
+    j.gpu_types.Add(type);
+    j.submit_time = static_cast<Millis>(id);
+    return j;
+  };
+  std::vector<Job> lo;
+  for (JobId id = 1; id <= 3; ++id) lo.push_back(job(id, "lo", h800, 4000, kP2));
+  for (JobId id = 11; id <= 18; ++id) lo.push_back(job(id, "lo", a100, 1000, kP2));
+  ASSERT_EQ(RunCycle(state, lo, 0).binds.size(), 11u);  // lo borrows 4 H800 of hi's idle 4
+  // hi takes its guarantee back from free capacity: the tree runs 16 H800 of its 12.
+  ASSERT_NE(FindBind(RunCycle(state, {job(20, "hi", h800, 4000, kP0)}, kMinute), 20), nullptr);
+  EXPECT_EQ(state.usage(org, 1 + h800), 16000);
+  EXPECT_EQ(state.quota(org, 1 + h800).nominal, 12000);
+  // Four more would borrow 4 where nothing is left to lend, even with lo's borrowed job gone.
+  Plan plan = RunCycle(state, {job(21, "hi", h800, 4000, kP0)}, kHour);
+  EXPECT_TRUE(plan.evictions.empty());
+  const Unplaced* u = FindUnplaced(plan, 21);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->reason.cause, Cause::kQuotaCohort);
+  EXPECT_EQ(u->reason.Describe().find("protected by their queue's guarantee"), std::string::npos)
+      << u->reason.Describe();
+}
+
+// Quota of all models together binds the preemptor: work of another model is still a victim
+// (evicting it frees that quota).
+TEST(Preempt, AJobOfAnotherModelIsEvictedForQuotaOfAllModels) {
+  ClusterSpec spec = Cluster();
+  Add(spec, Nodes("h", 1, "H800", 8));
+  Add(spec, Nodes("a", 1, "A100", 8));
+  spec.queues[0].quota["gpu"].max = MilliGpu(8000);
+  ClusterState state = MakeState(spec);
+  const GpuTypeId h800 = *state.FindGpuType("H800");
+  const GpuTypeId a100 = *state.FindGpuType("A100");
+  Job serve = WithClass(GpuJob(1, 1, 4000), kP0);  // not preemptible
+  serve.gpu_types.Add(h800);
+  Job batch = WithClass(GpuJob(2, 1, 4000), kP2);
+  batch.gpu_types.Add(a100);
+  ASSERT_EQ(RunCycle(state, {serve, batch}, 0).binds.size(), 2u);
+  Job more = WithClass(GpuJob(3, 1, 4000), kP0);  // 12 of the 8 all models may use
+  more.gpu_types.Add(h800);
+  Plan plan = RunCycle(state, {more}, kHour);
+  ASSERT_NE(FindBind(plan, 3), nullptr);
+  ASSERT_EQ(plan.evictions.size(), 1u);
+  EXPECT_EQ(plan.evictions[0].job, 2u);
+}
+
 TEST(QueuePriority, OffByDefault) {
   ClusterSpec spec = Tiers();
   spec.queues[1].preempt_lower_priority = false;

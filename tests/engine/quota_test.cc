@@ -210,5 +210,26 @@ TEST(Quota, AJobThatCanFitOnlyByBorrowingAnotherModelIsTriedOnIt) {
   EXPECT_EQ(state.gpu_type_name(plan.binds[0].allocation.gpu_type), "A100");
 }
 
+// What a sibling keeps back beyond its lending limit is never lent, whatever runs: a job larger
+// than the tree's quota less that can never pass, and is told so (the verdict oracle found it
+// told to wait; tests/property/verdict_oracle_test.cc, seed 1001).
+TEST(Quota, ARequestAboveWhatTheTreeCanEverLendCanNeverFit) {
+  ClusterState state = MakeState(TwoTeams(Quota(4), Quota(8, {}, 2)));  // b keeps 6 back
+  const QueueId a = *state.FindQueue("a");
+  const GpuTypeId h800 = *state.FindGpuType("H800");
+  const QuotaTree& quota = state.quota_tree();
+  EXPECT_FALSE(quota.NeverAdmits(a, h800, 6000));  // 4 own + 2 lent
+  EXPECT_TRUE(quota.NeverAdmits(a, h800, 7000));
+  EXPECT_FALSE(quota.Admit(a, h800, 7000).ok);
+  Job big = GpuJob(1, 1, 7000);
+  big.queue = a;
+  Plan plan = RunCycle(state, {big}, 0);
+  const Unplaced* u = FindUnplaced(plan, 1);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->reason.verdict, Verdict::kNever) << u->reason.Describe();
+  EXPECT_EQ(u->reason.cause, Cause::kQuotaCohort);
+  EXPECT_TRUE(engine::CanNeverRun(state, big));
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -77,7 +77,7 @@ TEST(VictimPolicy, GuardsSayWhichProtectionRefusesAndWhenItLifts) {
   const VictimPolicy policy(state, OrderingWeights{});
   const QueueId train = *state.FindQueue("train"), other = *state.FindQueue("other");
   EXPECT_STREQ(policy.Protection(train, 2), "priority class not preemptible");
-  EXPECT_STREQ(policy.Protection(other, 0), "queue not preemptable");
+  EXPECT_STREQ(policy.Protection(other, 0), "queue not preemptible");
   EXPECT_EQ(policy.Protection(train, 0), nullptr);
   EXPECT_TRUE(policy.Unguarded(train, 0));
   EXPECT_FALSE(policy.Unguarded(train, 1));  // a minimum runtime

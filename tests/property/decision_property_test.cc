@@ -104,6 +104,8 @@ void RunCycles() {
     for (int i = 0; i < arrivals; ++i) pending.push_back(RandomJob(state, next_id++, now));
 
     const Plan plan = engine.Schedule(state, pending, now);
+    Status lawful = CheckPlan(state, pending, plan);
+    RC_ASSERT(lawful.ok());
     // (1) Evictions against the order of the cycles their victims started in.
     for (const Eviction& e : plan.evictions) {
       const RunningJob* victim = state.FindRunning(e.job);

@@ -261,6 +261,8 @@ void RunRandomCycles(int max_nodes, int max_arrivals, int end_one_in, bool simpl
     Plan plan = engine.Schedule(state, pending, now);
     Status restored = state.CheckInvariants();
     RC_ASSERT(restored.ok());
+    Status lawful = CheckPlan(state, pending, plan);
+    RC_ASSERT(lawful.ok());
     // The cycle gave back all it took, and the nodes' stamps with it.
     for (NodeId n = 0; n < state.node_count(); ++n) RC_ASSERT(state.NodeStamp(n) == stamps[n]);
     // Deterministic: the same inputs give the same plan, the second time from what the engine

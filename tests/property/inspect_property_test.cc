@@ -95,6 +95,7 @@ Case RandomCase(Random& rnd) {
     c.workload.jobs.push_back(std::move(job));
   }
   c.options.horizon = 2 * kHour;
+  c.options.check_invariants = true;
   c.options.cycle_period = rnd.Of<Millis>({30 * kSecond, 30 * kSecond, 45 * kSecond});
   c.options.min_cycle_interval = rnd.Of<Millis>({kSecond, 5 * kSecond});
   c.options.sample_interval = 0;

@@ -107,6 +107,7 @@ Case RandomCase(Random& rnd) {
         {static_cast<NodeId>(rnd.In(0, nodes - 1)), rnd.In(10, 90) * kMinute, 20 * kMinute});
   }
   c.options.horizon = rnd.Chance(50) ? 4 * kHour : 0;
+  c.options.check_invariants = true;
   c.options.cycle_period = rnd.Of<Millis>({30 * kSecond, 45 * kSecond});
   c.options.min_cycle_interval = rnd.Of<Millis>({kSecond, 5 * kSecond});
   c.options.sample_interval = 0;

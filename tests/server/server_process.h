@@ -82,8 +82,11 @@ class ServerProcess {
       ::close(out[0]);
       ::close(out[1]);
       // --dev: the tests' configurations write their tokens in the file.
-      std::vector<std::string> args = {ARBITER_BINARY, "server",   "--config", config, "--data",
-                                       data,           "--listen", listen,     "--dev"};
+      // --check-invariants: every cycle's plan is checked (CheckPlan); a violation stops the
+      // server, which fails the test.
+      std::vector<std::string> args = {
+          ARBITER_BINARY, "server",   "--config", config,  "--data",
+          data,           "--listen", listen,     "--dev", "--check-invariants"};
       for (std::string& e : extra) args.push_back(std::move(e));
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());

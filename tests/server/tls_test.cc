@@ -67,6 +67,7 @@ class TlsTest : public ::testing::Test {
     args.listen = "127.0.0.1:0";
     args.dev = true;
     args.threads = 8;
+    args.check_invariants = true;  // every cycle checked (CheckPlan)
     return args;
   }
   std::string File(const char* name) const { return (dir_.path() / name).string(); }

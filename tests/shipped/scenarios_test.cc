@@ -7,6 +7,7 @@
 
 #include "arbiter/sim.h"
 #include "scenario/scenario.h"
+#include "testing/builders.h"
 #include "testing/sanitized.h"
 
 namespace arbiter {
@@ -28,7 +29,7 @@ std::vector<sim::RunResult> Simulate(const std::string& file) {
   if (!scenario.ok()) return runs;
   for (const config::SimConfiguration& c : scenario->configurations) {
     Result<sim::RunResult> r =
-        sim::Simulate(c.cluster, c.engine, c.workload, scenario->options, c.name);
+        sim::Simulate(c.cluster, c.engine, c.workload, testing::Checked(scenario->options), c.name);
     EXPECT_TRUE(r.ok()) << r.status().message();
     if (r.ok()) runs.push_back(std::move(*r));
   }

@@ -217,6 +217,7 @@ TEST(SimInspect, ReportsTheRunsOwnCycleWithItsEvictionBudget) {
   w.jobs.push_back(MakeJob("high-a", WorkKind::kBatch, 4, kHour, kHour, kP0));
   w.jobs.push_back(MakeJob("high-b", WorkKind::kBatch, 4, kHour, kHour, kP0));
   SimOptions options;
+  options.check_invariants = true;
   options.horizon = 3 * kHour;
   auto inspect = [&](const std::string& job, Millis at) {
     Result<JobStatusAt> r = Inspect(spec, engine, w, options, job, at);
@@ -254,6 +255,7 @@ TEST(SimInspect, NoCycleBeforeTheHorizon) {
   w.jobs.push_back(MakeJob("a", WorkKind::kBatch, 8, 0, 10 * kHour));
   w.jobs.push_back(MakeJob("b", WorkKind::kBatch, 8, kHour, kHour));
   SimOptions options;
+  options.check_invariants = true;
   options.horizon = kHour + 10 * kSecond;
   Result<JobStatusAt> r = Inspect(OneNode(8), EngineOptions{}, w, options, "b", kHour + kSecond);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -560,6 +562,7 @@ TEST(SimInference, EnoughGpusServeTheWantedReplicas) {
   Workload w;
   w.services.push_back(Service(100));
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult r = RunSim(OneNode(16), w, o);
   const ServiceMetrics& m = Svc(r);
@@ -583,6 +586,7 @@ TEST(SimInference, EnoughGpusServeTheWantedReplicas) {
 
 TEST(SimInference, ReplicasAreClampedToTheirBounds) {
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = 10 * kMinute;
   Workload low;
   low.services.push_back(Service(1));
@@ -603,6 +607,7 @@ TEST(SimInference, TooFewGpusTimeOutAndMissTheSlo) {
   w.services.push_back(Service(100));
   w.services[0].slo = 200;
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult r = RunSim(OneNode(4), w, o);
   const ServiceMetrics& m = Svc(r);
@@ -618,6 +623,7 @@ TEST(SimInference, TooFewGpusTimeOutAndMissTheSlo) {
 TEST(SimInference, TheSloCountsOnlyTheIntervalsThatMissIt) {
   // 15 replicas serve with a P99 around 470 ms: within 1 s, beyond 200 ms.
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   Workload w;
   w.services.push_back(Service(100));
@@ -641,6 +647,7 @@ TEST(SimInference, StartupDelaysServingOfReplicasStartedAfterTimeZero) {
   w.services[0].startup = 30 * kSecond;
   w.services[0].rate.spikes.push_back({10 * kMinute, 10 * kMinute, 2});
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult run = RunSim(OneNode(32), w, o);  // (m points into it)
   const ServiceMetrics& m = Svc(run);
@@ -661,6 +668,7 @@ TEST(SimInference, P99PerWindowAndTheWorstWindow) {
   w.services[0].startup = 2 * kMinute;
   w.services[0].rate.spikes.push_back({70 * kMinute, 20 * kMinute, 3});
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = 3 * kHour;
   const RunResult run = RunSim(OneNode(16), w, o);
   const ServiceMetrics& m = Svc(run);
@@ -702,6 +710,7 @@ TEST(SimInference, ScaleDownStopsPendingReplicasFirst) {
   w.services.push_back(Service(14));
   w.services[0].rate.spikes = {{10 * kMinute, 10 * kMinute, 3}, {20 * kMinute, 10 * kMinute, 2}};
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult r = RunSim(OneNode(4), w, o);
   const ServiceMetrics& m = Svc(r);
@@ -733,6 +742,7 @@ TEST(SimInference, EvictedReplicasStopServingAtTheSignalAndComeBack) {
   SimJob urgent = MakeJob("urgent", WorkKind::kBatch, 4, 10 * kMinute, 10 * kMinute, kP0);
   w.jobs.push_back(urgent);
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult r = RunSim(OneNode(4), w, o);
   const ServiceMetrics& m = Svc(r);
@@ -759,6 +769,7 @@ TEST(SimInference, P99PerHourByHandOnOneReplica) {
   w.services[0].max_replicas = 1;
   w.services[0].rate.spikes.push_back({kHour, kHour, 1.6});
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = 3 * kHour;
   const RunResult run = RunSim(OneNode(1), w, o);
   const ServiceMetrics& m = Svc(run);
@@ -781,6 +792,7 @@ TEST(SimSeries, AllocationPerGpuModel) {
   Workload w;
   w.jobs.push_back(MakeJob("big", WorkKind::kBatch, 4, 0, 30 * kMinute));
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   o.sample_interval = 20 * kMinute;
   const RunResult r = RunSim(spec, w, o);
@@ -883,6 +895,7 @@ TEST(SimTermination, TheHorizonCutsTheRun) {
   w.jobs.push_back(Training("training", 2, 0, 3 * kHour, 0, 0, 0));
   w.jobs.push_back(MakeJob("later", WorkKind::kBatch, 2, 2 * kHour, kHour));
   SimOptions o;
+  o.check_invariants = true;
   o.horizon = kHour;
   const RunResult r = RunSim(OneNode(8), w, o);
   EXPECT_EQ(r.horizon, kHour);

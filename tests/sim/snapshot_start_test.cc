@@ -12,6 +12,7 @@
 
 #include "arbiter/sim.h"
 #include "scenario/scenario.h"
+#include "testing/builders.h"
 
 namespace arbiter::config {
 namespace {
@@ -117,7 +118,7 @@ TEST_F(SnapshotStart, RunningJobsKeepTheirDevicesAndEndWhenTheirEstimatesSay) {
   EXPECT_EQ(b->nodes, std::vector<std::string>{"g-1[0-3]"});
 
   Result<sim::RunResult> run =
-      sim::Simulate(c.cluster, c.engine, c.workload, scenario->options, c.name);
+      sim::Simulate(c.cluster, c.engine, c.workload, testing::Checked(scenario->options), c.name);
   ASSERT_TRUE(run.ok()) << run.status().message();
   std::map<std::string, sim::JobRecord> jobs;
   for (const sim::JobRecord& r : run->jobs) jobs[r.name] = r;
@@ -144,7 +145,7 @@ TEST_F(SnapshotStart, ARunningJobEvictedAndRestartedKeepsItsFirstStartAndItsChec
   ASSERT_TRUE(scenario.ok()) << scenario.status().message();
   const SimConfiguration& c = scenario->configurations.at(0);
   Result<sim::RunResult> run =
-      sim::Simulate(c.cluster, c.engine, c.workload, scenario->options, c.name);
+      sim::Simulate(c.cluster, c.engine, c.workload, testing::Checked(scenario->options), c.name);
   ASSERT_TRUE(run.ok()) << run.status().message();
   std::map<std::string, sim::JobRecord> jobs;
   for (const sim::JobRecord& r : run->jobs) jobs[r.name] = r;

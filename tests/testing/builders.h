@@ -9,9 +9,17 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
+#include "arbiter/sim.h"
 #include "core/state/cluster_state.h"
 
 namespace arbiter::testing {
+
+// Simulator options with every cycle's plan checked against what no cycle may decide
+// (CheckPlan): the simulator's tests run with them.
+inline sim::SimOptions Checked(sim::SimOptions options) {
+  options.check_invariants = true;
+  return options;
+}
 
 // `count` nodes named prefix-0.. with `gpus` devices of `type` in NVLink groups of `group_size`
 // (0: one group), 64 cores and 512 GiB each, all in the given domains (one per operator level).

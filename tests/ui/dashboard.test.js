@@ -90,7 +90,7 @@ function startServer(dir, config, { agents = false } = {}) {
   fs.writeFileSync(path.join(dir, 'cluster.yaml'), config);
   return new Promise((resolve, reject) => {
     const child = spawn(args.arbiter, ['server', '--config', path.join(dir, 'cluster.yaml'),
-      '--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--dev',
+      '--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--dev', '--check-invariants',
       ...(agents ? [] : ['--virtual-nodes'])],
     { stdio: ['ignore', 'pipe', 'pipe'] });
     let stopped = false;

@@ -327,7 +327,9 @@ class Cycle {
       const std::size_t before = plan_.unplaced.size();
       if (!ScheduleJob(index, /*allow_borrow=*/false)) {
         deferred.push_back(index);
-        if (state_.queue(pending_[index].queue).spec.strict_fifo)
+        // (A deferred head holds its queue until its turn in the second pass, unless it can
+        // never run: then it holds nothing, there as here.)
+        if (state_.queue(pending_[index].queue).spec.strict_fifo && !NeverRuns(index))
           fifo_blocked_.emplace(pending_[index].queue, index);
       } else if (plan_.unplaced.size() > before) {
         BlockStep(index);
@@ -649,6 +651,8 @@ class Cycle {
   // a blocked head.)
   bool BehindBlockedHead(std::uint32_t index) {
     if (fifo_blocked_.empty() || !fifo_blocked_.count(pending_[index].queue)) return false;
+    // One that can never run waits for nothing: admit says why (and it blocks nothing).
+    if (NeverRuns(index)) return false;
     NotPlaced(index, Reason{Stage::kPlace, Verdict::kWait, Cause::kQueueOrder, 0, {}, {}});
     return true;
   }
@@ -676,8 +680,10 @@ class Cycle {
         engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
         // A type its queue could take only by borrowing waits for the second pass, whether
         // quota then lets it borrow or not: its refusal, and any eviction for it, come after
-        // the jobs within their guarantee.
-        if (check.borrows && !allow_borrow) {
+        // the jobs within their guarantee. (One that static limits refuse for ever is refused
+        // now: it waits for nothing, and blocks no strict-FIFO queue meanwhile.)
+        if (check.borrows && !allow_borrow &&
+            (check.ok || !engine::QuotaNeverFits(state_, job.queue, t, milli))) {
           borrow_needed = true;
         } else if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
@@ -895,6 +901,18 @@ class Cycle {
     return key;
   }
 
+  // engine::CanNeverRun of a validated job, with EverFits' answers kept for its shape.
+  bool NeverRuns(std::uint32_t index) {
+    const Job& job = pending_[index];
+    const std::int64_t milli = job.total_gpu().value();
+    for (GpuTypeId t : AcceptedTypes(state_, job)) {
+      if ((t == kNone || !engine::QuotaNeverFits(state_, job.queue, t, milli)) &&
+          EverFits(index, t))
+        return false;
+    }
+    return true;
+  }
+
   // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
   // cycle: the answer reads only the configuration).
   bool EverFits(std::uint32_t index, GpuTypeId t) {
@@ -948,7 +966,11 @@ class Cycle {
     const Job& job = pending_[index];
     Unplaced& entry = plan_.unplaced.back();
     if (entry.reason.cause == Cause::kQueueOrder) return;  // its queue is blocked already
-    if (state_.queue(job.queue).spec.strict_fifo) fifo_blocked_.emplace(job.queue, index);
+    // A head that can never run blocks nothing (it would hold its queue for ever, as Kueue sets
+    // an inadmissible workload aside); the jobs behind it are taken in their turn.
+    if (state_.queue(job.queue).spec.strict_fifo &&
+        !(entry.reason.verdict == Verdict::kNever && engine::CanNeverRun(state_, job)))
+      fifo_blocked_.emplace(job.queue, index);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
         entry.reason.stage == Stage::kQuota || entry.reason.cause == Cause::kQueueOrder) {
@@ -971,18 +993,51 @@ class Cycle {
       std::optional<Reservation> r = timer_.Run(Stage::kBackfill, [&] {
         return engine::Reserve(cycle_, filter, placed_, now_, options_);
       });
+      // A reservation is a promise only if the order still puts the job first when it starts:
+      // a job whose age stops at max_age before then is overtaken by the jobs behind it that
+      // still age (AgesReorderAt), and one of those would take the devices. It goes to them.
+      const bool overtaken = r && OvertakenBefore(job, r->start, r->allocation.gpu_type);
+      if (overtaken) r.reset();
       if (r) {
         r->pending_index = index;
         entry.reason.reserved_start = r->start;
         holds_.Add(*r);
         plan_.reservations.push_back(std::move(*r));
-        failed_reservations_.clear();  // the holds changed
-      } else if (cacheable) {
+        failed_reservations_.clear();        // the holds changed
+      } else if (cacheable && !overtaken) {  // (the shape itself may still be reserved)
         failed_reservations_.Emplace(KeyOf(index, type), true);
       }
       holds_.Apply(cycle_);
       if (r) break;
     }
+  }
+
+  // Whether a waiting job that the order now puts behind `job`, and that could take devices of
+  // `type`, is ahead of it by `start` (the ages alone reorder: `job` reached max_age first). A job
+  // of a strict-FIFO queue starts only as its queue's first then: the others wait behind it.
+  bool OvertakenBefore(const Job& job, Millis start, GpuTypeId type) const {
+    const OrderingWeights& w = options_.ordering;
+    if (w.policy != OrderPolicy::kMultifactor || w.age <= 0 || w.max_age <= 0 ||
+        job.submit_time + w.max_age >= start)
+      return false;
+    const engine::OrderingKeys keys(state_, w);
+    auto waits = [&](const Job& other) {
+      return other.submit_time <= now_ && other.queue < state_.queue_count() &&
+             other.priority_class < state_.priority_class_count();
+    };
+    std::unordered_map<QueueId, const Job*> first;  // strict-FIFO queue -> its first at `start`
+    for (const Job& other : pending_) {
+      if (!waits(other) || !state_.queue(other.queue).spec.strict_fifo) continue;
+      const Job*& f = first[other.queue];
+      if (f == nullptr || keys.Before(other, *f, start)) f = &other;
+    }
+    return std::any_of(pending_.begin(), pending_.end(), [&](const Job& other) {
+      if (&other == &job || !waits(other) || (type != kNone && !other.gpu_types.Accepts(type)))
+        return false;
+      const auto head = first.find(other.queue);
+      return (head == first.end() || head->second == &other) && !keys.Before(other, job, now_) &&
+             keys.Before(other, job, start);
+    });
   }
 
   // preempt: blocked jobs, in order, may evict cheaper work; each search is a transaction on the
@@ -1155,6 +1210,17 @@ class Cycle {
 }  // namespace
 
 namespace engine {
+
+bool CanNeverRun(const ClusterState& state, const Job& job) {
+  if (ValidateJob(state, job)) return true;
+  const std::int64_t milli = job.total_gpu().value();
+  for (GpuTypeId t : AcceptedTypes(state, job)) {
+    if ((t == kNone || !QuotaNeverFits(state, job.queue, t, milli)) &&
+        EverFitOn(state, job, t).fits())
+      return false;
+  }
+  return true;
+}
 
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
               const CycleOptions& options, std::span<const std::uint32_t> order_hint) {

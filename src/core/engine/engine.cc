@@ -115,6 +115,9 @@ bool Engine::StaysBehind(const ClusterState& state, const Job& ahead, const Job&
   if (ahead.queue != job.queue || job.queue >= state.queue_count() ||
       !state.queue(job.queue).spec.strict_fifo || engine::ValidateJob(state, job))
     return false;
+  // A head that can never run does not block its queue (Cycle's BlockStep), and a job that can
+  // never run is told so rather than that it waits behind one (BehindBlockedHead).
+  if (engine::CanNeverRun(state, ahead) || engine::CanNeverRun(state, job)) return false;
   if (o.preemption.enabled && engine::VictimPolicy(state, o.ordering).AnyMayEverEvict())
     return false;
   return engine::OrderingKeys(state, o.ordering).StaysBefore(ahead, job, now);

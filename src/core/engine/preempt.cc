@@ -30,36 +30,9 @@ namespace {
 
 std::int64_t GpusOf(const RunningJob& r) { return r.job.total_gpu().value(); }
 
-// Quota resources of `type` that limit queue q (the type itself, and "gpu" for all types).
-// At most two: a fixed list, since the victim search asks for every running job it weighs.
-struct Resources {
-  std::array<std::size_t, 2> at{};
-  std::size_t count = 0;
-  bool empty() const { return count == 0; }
-  const std::size_t* begin() const { return at.data(); }
-  const std::size_t* end() const { return at.data() + count; }
-};
-
-Resources LimitedResources(const ClusterState& state, QueueId q, GpuTypeId type) {
-  Resources out;
-  if (type == kNone) return out;
-  for (std::size_t r : {std::size_t{1} + type, std::size_t{0}}) {
-    if (state.quota(q, r).limited) out.at[out.count++] = r;
-  }
-  return out;
-}
-
-// Whether the victim runs on quota its queue borrowed: evicting it leaves the queue at or above
-// its nominal quota in every limited resource (so reclaim never takes a queue below its own
-// guarantee, and the reclaimed queue has no claim to take it back).
+// Whether the victim runs on quota its queue borrowed (QuotaTree::RunsOnBorrowed).
 bool RunsOnBorrowedQuota(const ClusterState& state, const RunningJob& r) {
-  const Resources resources = LimitedResources(state, r.job.queue, r.allocation.gpu_type);
-  if (resources.empty()) return false;
-  for (std::size_t res : resources) {
-    if (state.usage(r.job.queue, res) - GpusOf(r) < state.quota(r.job.queue, res).nominal)
-      return false;
-  }
-  return true;
+  return state.quota_tree().RunsOnBorrowed(r.job.queue, r.allocation.gpu_type, GpusOf(r));
 }
 
 struct Candidate {
@@ -96,7 +69,7 @@ class Search {
         lease_(lease) {
     const QuotaCheck quota = CheckQuota(state_, job_.queue, filter.type, job_.total_gpu().value());
     can_reclaim_ = state_.queue(job_.queue).spec.reclaim && quota.ok && !quota.borrows &&
-                   !LimitedResources(state_, job_.queue, filter.type).empty();
+                   !state_.quota_tree().Limiting(job_.queue, filter.type).empty();
     relations_ = policy_.RelationsOf(job_.queue, job_.priority_class, can_reclaim_);
     // Least attained service: a job of a higher service queue may be evicted from any queue of
     // the preemptor's tree (the search asks each running job).
@@ -125,6 +98,9 @@ class Search {
             *kind != Eviction::Kind::kReclaim && policy_.OrderMayProtect(job_, q, c);
       }
     }
+    // Quota of all GPU models together bounds the preemptor (limited in its tree, or a max on
+    // its queue or one above): then evicting work of any model may make it fit quota.
+    all_gpus_bound_ = filter.type != kNone && state_.quota_tree().Bounded(job_.queue, 0);
     for (const TaskGroup& g : job_.groups) {
       milli_ += g.count * g.request.gpu.value();
       const TaskRequest& r = g.request;
@@ -319,19 +295,14 @@ class Search {
     return std::max<std::int64_t>(0, whole - most_free) * kMilliPerGpu;
   }
 
-  // How far queue q is above its nominal quota for GPU type t (the least over its limited
-  // resources; a queue that no resource limits has no borrowed work), as the search started.
+  // How far queue q is above its nominal quota for GPU type t (QuotaTree::AboveNominal), as the
+  // search started.
   std::int64_t Slack(QueueId q, GpuTypeId t) {
     const std::size_t key = q * state_.gpu_type_count() + t;
     if (slack_.empty())
       slack_.assign(state_.queue_count() * state_.gpu_type_count(), kUnknownSlack);
     std::int64_t& slack = slack_[key];
-    if (slack == kUnknownSlack) {
-      const Resources resources = LimitedResources(state_, q, t);
-      slack = resources.empty() ? -1 : INT64_MAX;
-      for (std::size_t r : resources)
-        slack = std::min(slack, state_.usage(q, r) - state_.quota(q, r).nominal);
-    }
+    if (slack == kUnknownSlack) slack = state_.quota_tree().AboveNominal(q, t);
     return slack;
   }
   static constexpr std::int64_t kUnknownSlack = INT64_MIN;
@@ -357,11 +328,22 @@ class Search {
     return RunsOnBorrowedQuota(state_, *v.running);
   }
 
+  // Whether evicting work on node n may help the preemptor: the node has devices of its GPU
+  // model (what they free, devices, CPU or memory, it may use), or quota of all models together
+  // bounds it. Elsewhere an eviction frees neither capacity it can use nor quota it is refused
+  // by: such jobs are no candidates, and are not counted among those a guard protected (a
+  // gang of one model was told that jobs of another were "protected by their queue's
+  // guarantee").
+  bool MayHelpOn(NodeId n) const {
+    return filter_.type == kNone || all_gpus_bound_ || state_.NodeDevices(n, filter_.type) > 0;
+  }
+
   // Eligible victims with a task in [begin, end), each once, into `out` (in no particular order:
   // SortForEviction orders them). A job on several nodes of the scope is met once per node.
   void VictimsIn(NodeId begin, NodeId end, std::vector<const Victim*>& out) {
     out.clear();
     for (NodeId n = begin; n < end; ++n) {
+      if (!MayHelpOn(n)) continue;
       for (const Resident& res : state_.node(n).residents) {
         if (const Victim* v = Eligible(res.job)) out.push_back(v);
       }
@@ -422,6 +404,7 @@ class Search {
     std::int64_t held = 0;
     bool any = false;
     for (NodeId n = begin; n < end; ++n) {
+      if (!MayHelpOn(n)) continue;
       for (const Resident& res : state_.node(n).residents) {
         const std::optional<double> cost = QuickCost(res);
         if (!cost) continue;
@@ -605,6 +588,7 @@ class Search {
   const std::unordered_set<JobId>& excluded_;
   const CycleOptions& options_;
   bool can_reclaim_ = false;
+  bool all_gpus_bound_ = false;  // quota of all models together bounds the preemptor (MayHelpOn)
   int las_queue_ = -1;       // the preemptor's service queue under least attained service; else -1
   const LeaseOrder* lease_;  // under a lease order; else nullptr
   double standing_ = 0;      // the preemptor's standing under a lease order

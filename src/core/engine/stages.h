@@ -82,6 +82,9 @@ std::vector<GpuTypeId> PreferredModels(const ClusterState& state, std::span<cons
 
 // ---- quota ----
 
+// Milli-GPU as GPUs, as the reasons write them: "2", "1.5", "0.25".
+std::string FormatGpus(std::int64_t milli);
+
 struct QuotaCheck {
   bool ok = true;
   bool borrows = false;  // the queue would use more than its nominal quota
@@ -362,6 +365,10 @@ struct EverFit {
   bool fits() const { return ever && (type == kNone || largest >= devices); }
 };
 EverFit EverFitOn(const ClusterState& state, const Job& job, GpuTypeId t);
+// Whether the job can never run on the cluster as configured, whatever runs: it is invalid, or on
+// every GPU type it accepts a static quota limit refuses it or it never fits (EverFitOn). A
+// strict-FIFO head the cycle finds never-fit, and for which this holds, does not block its queue.
+bool CanNeverRun(const ClusterState& state, const Job& job);
 
 // Why the job cannot be placed now on any of `types` (the GPU types quota allows; {kNone} for a
 // job without GPUs): per node, the first failing cause for the job's largest task, or the

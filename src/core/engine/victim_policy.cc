@@ -15,12 +15,8 @@ VictimPolicy::VictimPolicy(const ClusterState& state, const OrderingWeights& ord
     while (state.queue(r).parent != kNone) r = state.queue(r).parent;
     root_[q] = r;
     queue_preemptable_.push_back(state.queue(q).spec.preemptable ? 1 : 0);
-    for (std::size_t res = 0; res < state.quota_resource_count(); ++res) {
-      const QuotaLimits& l = state.quota(q, res);
-      if (!l.limited) continue;
-      if (state.queue(q).spec.reclaim && l.nominal > 0) may_reclaim_[q] = true;
-      if (l.borrowing_limit != 0 && (l.max < 0 || l.max > l.nominal)) may_borrow_[q] = true;
-    }
+    may_reclaim_[q] = state.queue(q).spec.reclaim && state.quota_tree().HasGuarantee(q);
+    may_borrow_[q] = state.quota_tree().MayBorrow(q);
   }
   for (PriorityClassId c = 0; c < state.priority_class_count(); ++c) {
     const PriorityClassSpec& pc = state.priority_class(c);
@@ -90,7 +86,7 @@ bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId
       return true;
     case Eviction::Kind::kQueuePriority:
       if (type == kNone) return false;
-      return state_.quota(of, 1 + type).limited || state_.quota(of, 0).limited;
+      return !state_.quota_tree().Limiting(of, type).empty();
   }
   return true;
 }

@@ -104,7 +104,7 @@ class VictimPolicy {
   // ---- Protection ----
   // The protection that keeps every job of (queue, class) from eviction, whoever asks, or nullptr.
   static constexpr const char* kClassNotPreemptible = "priority class not preemptible";
-  static constexpr const char* kQueueNotPreemptable = "queue not preemptable";
+  static constexpr const char* kQueueNotPreemptable = "queue not preemptible";
   const char* Protection(QueueId queue, PriorityClassId cls) const {
     if (!class_preemptible_[cls]) return kClassNotPreemptible;
     if (!queue_preemptable_[queue]) return kQueueNotPreemptable;

@@ -103,67 +103,21 @@ Result<ClusterState> ClusterState::Create(const ClusterSpec& spec) {
     q.depth = depth;
   }
 
-  // Quota limits per queue and resource; nominal is summed over each subtree.
-  const std::size_t resources = 1 + types;
-  s.limits_.assign(s.queues_.size() * resources, QuotaLimits{});
-  s.usage_.assign(s.queues_.size() * resources, 0);
+  // Quota limits per queue and resource (QuotaTree).
+  {
+    std::vector<QueueSpec> specs;
+    std::vector<QuotaTree::QueueLink> links;
+    for (const QueueInfo& q : s.queues_) {
+      specs.push_back(q.spec);
+      links.push_back({q.parent, q.children, q.depth});
+    }
+    Result<QuotaTree> quota = QuotaTree::Resolve(
+        specs, links, types, [&](const std::string& name) { return s.FindGpuType(name); });
+    if (!quota.ok()) return std::move(quota).status();
+    s.quota_ = std::move(*quota);
+  }
   s.recent_usage_.assign(s.queues_.size(), 0.0);
   s.period_usage_.assign(s.queues_.size(), 0.0);
-  std::vector<std::int64_t> own_nominal(s.queues_.size() * resources, 0);
-  std::vector<bool> declared(s.queues_.size() * resources, false);
-  for (const QueueInfo& q : s.queues_) {
-    for (const auto& [resource, quota] : q.spec.quota) {
-      std::size_t r = 0;
-      if (resource != kAllGpusResource) {
-        auto t = s.FindGpuType(resource);
-        if (!t)
-          return Status::InvalidArgument(
-              Quoted(resource) + " is neither 'gpu' nor a GPU model of any node",
-              "queues." + q.spec.name + ".quota");
-        r = 1 + *t;
-      }
-      const std::string field = "queues." + q.spec.name + ".quota." + resource;
-      auto negative = [](const std::optional<MilliGpu>& v) { return v && v->value() < 0; };
-      if (quota.nominal.value() < 0 || negative(quota.borrowing_limit) ||
-          negative(quota.lending_limit) || negative(quota.max)) {
-        return Status::InvalidArgument("quantities must not be negative", field);
-      }
-      QuotaLimits& l = s.limits_[q.id * resources + r];
-      own_nominal[q.id * resources + r] = quota.nominal.value();
-      if (quota.borrowing_limit) l.borrowing_limit = quota.borrowing_limit->value();
-      if (quota.lending_limit) l.lending_limit = quota.lending_limit->value();
-      if (quota.max) l.max = quota.max->value();
-      // A max alone caps this queue only (QuotaLimits::limited).
-      if (quota.nominal.value() > 0 || quota.borrowing_limit || quota.lending_limit)
-        declared[q.id * resources + r] = true;
-    }
-  }
-  // Deepest first, so children are summed before their parents.
-  std::vector<QueueId> by_depth(s.queues_.size());
-  for (QueueId i = 0; i < by_depth.size(); ++i) by_depth[i] = i;
-  std::stable_sort(by_depth.begin(), by_depth.end(),
-                   [&](QueueId a, QueueId b) { return s.queues_[a].depth > s.queues_[b].depth; });
-  for (QueueId q : by_depth) {
-    for (std::size_t r = 0; r < resources; ++r) {
-      std::int64_t nominal = own_nominal[q * resources + r];
-      for (QueueId c : s.queues_[q].children) nominal += s.limits_[c * resources + r].nominal;
-      s.limits_[q * resources + r].nominal = nominal;
-    }
-  }
-  // A resource is limited throughout a tree when any queue of the tree declares a nominal quota
-  // or a borrowing or lending limit for it.
-  for (std::size_t r = 0; r < resources; ++r) {
-    std::map<QueueId, bool> root_declares;
-    auto root_of = [&](QueueId q) {
-      while (s.queues_[q].parent != kNone) q = s.queues_[q].parent;
-      return q;
-    };
-    for (QueueId q = 0; q < s.queues_.size(); ++q) {
-      if (declared[q * resources + r]) root_declares[root_of(q)] = true;
-    }
-    for (QueueId q = 0; q < s.queues_.size(); ++q)
-      s.limits_[q * resources + r].limited = root_declares.count(root_of(q)) > 0;
-  }
 
   // Topology domains: identity is (parent domain, name); ids in order of first appearance.
   s.domains_by_level_.assign(static_cast<std::size_t>(operator_levels), {});
@@ -629,12 +583,7 @@ void Transaction::Discard() {
 }
 
 void ClusterState::Charge(QueueId queue, GpuTypeId type, std::int64_t milli) {
-  if (type == kNone || milli == 0) return;
-  const std::size_t resources = quota_resource_count();
-  for (QueueId q = queue; q != kNone; q = queues_[q].parent) {
-    usage_[q * resources] += milli;
-    usage_[q * resources + 1 + type] += milli;
-  }
+  quota_.Charge(queue, type, milli);
 }
 
 // Checks one task against what is free now, given what earlier tasks of the same job took.
@@ -1099,7 +1048,7 @@ Status ClusterState::CheckInvariants() const {
   // Every (node, job) of a running task, once each, by node. (The check allocates nothing per
   // node: the tests run it after every discard, under the sanitizers too.)
   std::vector<std::pair<NodeId, JobId>> node_jobs;
-  std::vector<std::int64_t> usage(usage_.size(), 0);
+  std::vector<std::int64_t> usage(quota_.usage().size(), 0);
   const std::size_t resources = quota_resource_count();
   for (const auto& [id, r] : running_) {
     for (const TaskAllocation& t : r.allocation.tasks) {
@@ -1164,7 +1113,7 @@ Status ClusterState::CheckInvariants() const {
       }
     }
   }
-  if (usage != usage_)
+  if (!std::equal(usage.begin(), usage.end(), quota_.usage().begin(), quota_.usage().end()))
     return Status::Internal("invariant: queue usage does not match the running jobs");
   std::uint64_t digest = 0;
   for (const auto& [key, count] : running_shapes_) digest += ShapeDigest(key, count);

@@ -22,6 +22,7 @@
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
 #include "arbiter/status.h"
+#include "core/state/quota_tree.h"
 
 namespace arbiter {
 
@@ -161,19 +162,6 @@ struct QueueInfo {
   int depth = 0;
 };
 
-// Limits of one quota resource of one queue, resolved from the QueueSpecs (milli-GPU).
-struct QuotaLimits {
-  // Whether the resource's nominal quota rules this tree: some queue of it declares a nominal
-  // quota above 0, a borrowing limit or a lending limit for it. A `max` alone caps its own queue
-  // (and the queues below it) and never makes the tree limited: it must not lower what the
-  // other queues may use.
-  bool limited = false;
-  std::int64_t nominal = 0;           // own nominal plus the children's (the subtree's guarantee)
-  std::int64_t borrowing_limit = -1;  // -1: unlimited
-  std::int64_t lending_limit = -1;    // -1: lends all unused nominal
-  std::int64_t max = -1;              // -1: none; applies whether or not `limited`
-};
-
 // The shape of a task as fragmentation-aware placement sees it: its GPU (milli), CPU (milli-cores)
 // and memory (MiB), and the GPU types its job accepts.
 struct TaskShapeKey {
@@ -204,6 +192,10 @@ class ClusterState {
   const Topology& topology() const { return topology_; }
   std::size_t gpu_type_count() const { return gpu_types_.size(); }
   const std::string& gpu_type_name(GpuTypeId type) const { return gpu_types_[type]; }
+  // A quota resource's name: "gpu" (0) or the GPU model's (1 + t).
+  std::string quota_resource_name(std::size_t r) const {
+    return r == 0 ? std::string(kAllGpusResource) : gpu_types_[r - 1];
+  }
   std::optional<GpuTypeId> FindGpuType(const std::string& name) const;
   std::size_t queue_count() const { return queues_.size(); }
   const QueueInfo& queue(QueueId id) const { return queues_[id]; }
@@ -310,13 +302,13 @@ class ClusterState {
   // ---- Queues ----
   // Quota resources: 0 is "all GPUs", 1 + t is GPU type t.
   std::size_t quota_resource_count() const { return 1 + gpu_types_.size(); }
+  // The queues' quota: limits, usage and the arithmetic over them (quota_tree.h).
+  const QuotaTree& quota_tree() const { return quota_; }
   const QuotaLimits& quota(QueueId q, std::size_t resource) const {
-    return limits_[q * quota_resource_count() + resource];
+    return quota_.limits(q, resource);
   }
   // Milli-GPU in use by the queue's subtree.
-  std::int64_t usage(QueueId q, std::size_t resource) const {
-    return usage_[q * quota_resource_count() + resource];
-  }
+  std::int64_t usage(QueueId q, std::size_t resource) const { return quota_.usage(q, resource); }
   // GPU-milli-milliseconds of recent use, decayed with the fair-share half-life, as of the last
   // call to AccrueUsage.
   double recent_usage(QueueId q) const { return recent_usage_[q]; }
@@ -549,8 +541,7 @@ class ClusterState {
   std::uint64_t capacity_digest_ = 0;
   static std::uint64_t NextStateId();
 
-  std::vector<QuotaLimits> limits_;
-  std::vector<std::int64_t> usage_;
+  QuotaTree quota_;
   std::vector<double> recent_usage_;
   std::vector<double> period_usage_;  // recent_usage_ at the last period boundary passed
   Millis last_accrual_ = 0;
