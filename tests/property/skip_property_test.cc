@@ -83,11 +83,7 @@ Case RandomCase(Random& rnd) {
   for (int j = 0; j < jobs; ++j) {
     SimJob job;
     const std::int64_t gpus = rnd.Of<std::int64_t>({1, 1, 2, 4, 8});
-    const bool gang = gpus >= 2 && rnd.Chance(20);
-    job.job = testing::GpuJob(0, gang ? 2 : 1, (gang ? gpus / 2 : gpus) * kMilliPerGpu);
-    job.job.name = "j" + std::to_string(j);
-    job.job.queue = static_cast<QueueId>(rnd.In(1, queues));
-    job.job.priority_class = static_cast<PriorityClassId>(rnd.In(0, 2));
+    job.job = testing::RandomGpuJob(rnd, j, gpus, 20, queues);
     job.job.submit_time = rnd.Chance(30) ? rnd.In(0, 6) * 10 * kMinute : rnd.In(0, 2 * kHour);
     job.work = rnd.In(1, 50) * kMinute + rnd.In(0, 999);
     // Estimates that hold, that overrun (the reservation slides) and none.

@@ -96,11 +96,7 @@ Case RandomCase(Random& rnd) {
   for (int j = 0; j < jobs; ++j) {
     SimJob job;
     const std::int64_t gpus = rnd.Of<std::int64_t>({1, 1, 2, 4, 8, 16});
-    const bool gang = gpus >= 2 && rnd.Chance(30);
-    job.job = testing::GpuJob(0, gang ? 2 : 1, (gang ? gpus / 2 : gpus) * kMilliPerGpu);
-    job.job.name = "j" + std::to_string(j);
-    job.job.queue = static_cast<QueueId>(rnd.In(1, queues));
-    job.job.priority_class = static_cast<PriorityClassId>(rnd.In(0, 2));
+    job.job = testing::RandomGpuJob(rnd, j, gpus, 30, queues);
     if (rnd.Chance(25) && state.ok()) {
       const std::optional<GpuTypeId> t = state->FindGpuType(rnd.Chance(50) ? "H800" : "A100");
       if (t) job.job.gpu_types = GpuTypeSet::Of(*t);

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <random>
+#include <string>
+
+#include "testing/builders.h"
 
 namespace arbiter::testing {
 
@@ -35,5 +38,16 @@ class Random {
  private:
   std::mt19937_64 gen_;
 };
+
+// A job of `gpus` GPUs (a gang of two tasks `gang_percent`% of the time when it has two or
+// more), named "j<index>", in a queue of 1..queues and a class of 0..2 drawn from `rnd`.
+inline Job RandomGpuJob(Random& rnd, int index, std::int64_t gpus, int gang_percent, int queues) {
+  const bool gang = gpus >= 2 && rnd.Chance(gang_percent);
+  Job job = GpuJob(0, gang ? 2 : 1, (gang ? gpus / 2 : gpus) * kMilliPerGpu);
+  job.name = "j" + std::to_string(index);
+  job.queue = static_cast<QueueId>(rnd.In(1, queues));
+  job.priority_class = static_cast<PriorityClassId>(rnd.In(0, 2));
+  return job;
+}
 
 }  // namespace arbiter::testing
