@@ -122,8 +122,8 @@ struct SimOptions {
   // off, every cycle runs on every waiting job (`arbiter explain --scenario` sees each).
   bool skip_unchanged_cycles = true;
   // Checks every cycle's plan against what no cycle may decide (CheckPlan: a device given twice,
-  // non-preemptible work evicted, a queue raised above its quota); a violation ends the run with
-  // the error, the cycle's time and its jobs. The tests run with it; `arbiter sim
+  // non-preemptible work evicted, a job started beyond its quota); a violation ends the run with
+  // an error naming each one and the cycle's time. The tests run with it; `arbiter sim
   // --check-invariants`.
   bool check_invariants = false;
   // Called now and then with the simulated time (for a progress bar).

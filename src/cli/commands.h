@@ -47,6 +47,8 @@ struct SimArgs {
   std::string html;
   std::string csv;
   bool quiet = false;  // no progress bar
+  // Every cycle's plan checked (sim::SimOptions::check_invariants): a violation ends the run.
+  bool check_invariants = false;
 };
 
 // `arbiter whatif` (docs/whatif.md): a history file (`arbiter history -o FILE`) replayed under the

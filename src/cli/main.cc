@@ -503,6 +503,10 @@ int main(int argc, char** argv) {
   sim->add_option("--html", sim_args.html, "Write a self-contained HTML report to FILE");
   sim->add_option("--csv", sim_args.csv, "Write time series and per-job CSV files into DIR");
   sim->add_flag("--quiet", sim_args.quiet, "No progress bar");
+  sim->add_flag("--check-invariants", sim_args.check_invariants,
+                "Check every cycle's plan against what no cycle may decide (a device given "
+                "twice, non-preemptible work evicted, a job started beyond its quota); a "
+                "violation ends the run with an error naming it and the cycle's time");
 
   arbiter::cli::WhatifArgs whatif_args;
   CLI::App* whatif = app.add_subcommand(

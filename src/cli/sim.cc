@@ -229,6 +229,7 @@ int RunSim(const SimArgs& args) {
     fmt::print(stderr, "error: {}\n", scenario.status().message());
     return 1;
   }
+  scenario->options.check_invariants = args.check_invariants;
   Result<std::vector<const config::SimConfiguration*>> chosen =
       config::ChooseConfigurations(*scenario, args.runs);
   if (!chosen.ok()) {
