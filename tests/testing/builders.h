@@ -136,6 +136,8 @@ inline Plan RunCycle(ClusterState& state, const std::vector<Job>& pending, Milli
   Plan plan = engine.Schedule(state, pending, now);
   Status before = state.CheckInvariants();
   EXPECT_TRUE(before.ok()) << "state not restored by the cycle: " << before.message();
+  Status lawful = CheckPlan(state, pending, plan);  // what no cycle may decide
+  EXPECT_TRUE(lawful.ok()) << lawful.message();
   Status applied = state.Apply(plan, pending);
   EXPECT_TRUE(applied.ok()) << applied.message();
   Status after = state.CheckInvariants();

@@ -74,6 +74,23 @@ Status CheckPlan(const ClusterState& state, std::span<const Job> pending, const 
   if (violations.empty()) return Status::Ok();
   std::string text = "the plan at " + std::to_string(plan.now) + " ms breaks an invariant: ";
   for (std::size_t i = 0; i < violations.size(); ++i) text += (i ? "; " : "") + violations[i];
+  // The cycle's state, as far as the rules read it: the jobs, and each queue's use of each
+  // quota resource it uses or is limited in (in use / nominal, max).
+  text += ". The state: " + std::to_string(state.running().size()) + " running, " +
+          std::to_string(pending.size()) + " pending, " + std::to_string(plan.binds.size()) +
+          " bound, " + std::to_string(plan.evictions.size()) + " evicted; queues:";
+  const QuotaTree& tree = state.quota_tree();
+  for (QueueId q = 0; q < state.queue_count(); ++q) {
+    for (std::size_t r = 0; r < tree.resource_count(); ++r) {
+      const QuotaLimits& l = tree.limits(q, r);
+      if (tree.usage(q, r) == 0 && !l.limited && l.max < 0) continue;
+      text += " " + state.queue(q).spec.name + "/" + state.quota_resource_name(r) + " " +
+              FormatGpus(tree.usage(q, r));
+      if (l.limited) text += " of " + FormatGpus(l.nominal);
+      if (l.max >= 0) text += " max " + FormatGpus(l.max);
+      text += ";";
+    }
+  }
   return Status::Internal(text);
 }
 
