@@ -26,12 +26,7 @@ constexpr Millis kHour = 60 * kMinute;
 
 using testing::Random;
 
-struct Case {
-  ClusterSpec cluster;
-  EngineOptions engine;
-  Workload workload;
-  SimOptions options;
-};
+using Case = testing::SimCase;
 
 // A few nodes of 2 to 8 GPUs; 2 or 3 queues under one root, with quotas and borrowing; 3 classes
 // with preemption; a small per-cycle eviction cap; 30 to 80 jobs over the first hour.

@@ -27,12 +27,7 @@ constexpr Millis kSecond = kMillisPerSecond;
 constexpr Millis kMinute = 60 * kSecond;
 constexpr Millis kHour = 60 * kMinute;
 
-struct Case {
-  ClusterSpec cluster;
-  EngineOptions engine;
-  Workload workload;
-  SimOptions options;
-};
+using Case = testing::SimCase;
 
 Case RandomCase(Random& rnd) {
   Case c;

@@ -35,12 +35,7 @@ constexpr Millis kSlack = 2 * kMinute;    // a cycle or two late is on time
 
 using testing::Random;
 
-struct Case {
-  ClusterSpec cluster;
-  EngineOptions engine;
-  Workload workload;
-  SimOptions options;
-};
+using Case = testing::SimCase;
 
 QuotaSpec RandomQuota(Random& rnd) {
   QuotaSpec quota;

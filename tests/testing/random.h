@@ -39,6 +39,15 @@ class Random {
   std::mt19937_64 gen_;
 };
 
+// One random simulation of a property test: the cluster, the engine's options, the workload and
+// the simulator's options.
+struct SimCase {
+  ClusterSpec cluster;
+  EngineOptions engine;
+  sim::Workload workload;
+  sim::SimOptions options;
+};
+
 // A job of `gpus` GPUs (a gang of two tasks `gang_percent`% of the time when it has two or
 // more), named "j<index>", in a queue of 1..queues and a class of 0..2 drawn from `rnd`.
 inline Job RandomGpuJob(Random& rnd, int index, std::int64_t gpus, int gang_percent, int queues) {

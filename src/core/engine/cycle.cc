@@ -192,6 +192,18 @@ TypeList AcceptedTypes(const ClusterState& state, const Job& job) {
   return types;
 }
 
+// Whether no GPU type the (valid) job accepts can ever take it: on each, a static quota limit
+// refuses it or `ever_fits(t)` (EverFitOn, or the cycle's cache of it) says no.
+template <typename EverFitsOn>
+bool NoTypeCanEverRun(const ClusterState& state, const Job& job, EverFitsOn ever_fits) {
+  const std::int64_t milli = job.total_gpu().value();
+  for (GpuTypeId t : AcceptedTypes(state, job)) {
+    if ((t == kNone || !engine::QuotaNeverFits(state, job.queue, t, milli)) && ever_fits(t))
+      return false;
+  }
+  return true;
+}
+
 // What the validation needs to know of the pending list's ids: whether one occurs twice, and
 // whether one is also a running job's. None repeats when the ids ascend (a driver that appends
 // arrivals); ids within a range of 64 times the list's length (a driver's that counts them, in
@@ -678,16 +690,16 @@ class Cycle {
     timer_.Run(Stage::kQuota, [&] {
       for (GpuTypeId t : types) {
         engine::QuotaCheck check = engine::CheckQuota(state_, job.queue, t, milli);
+        const bool never = !check.ok && engine::QuotaNeverFits(state_, job.queue, t, milli);
         // A type its queue could take only by borrowing waits for the second pass, whether
         // quota then lets it borrow or not: its refusal, and any eviction for it, come after
         // the jobs within their guarantee. (One that static limits refuse for ever is refused
         // now: it waits for nothing, and blocks no strict-FIFO queue meanwhile.)
-        if (check.borrows && !allow_borrow &&
-            (check.ok || !engine::QuotaNeverFits(state_, job.queue, t, milli))) {
+        if (check.borrows && !allow_borrow && !never) {
           borrow_needed = true;
         } else if (!check.ok) {
           if (first_refusal.ok) first_refusal = check;
-          if (!engine::QuotaNeverFits(state_, job.queue, t, milli)) {
+          if (!never) {
             if (out.quota_waits.empty()) out.wait_refusal = check;
             out.quota_waits.push_back(t);
           }
@@ -901,16 +913,20 @@ class Cycle {
     return key;
   }
 
-  // engine::CanNeverRun of a validated job, with EverFits' answers kept for its shape.
+  // engine::CanNeverRun of a validated job, kept once a cycle per shape, accepted models and
+  // queue (the jobs behind a blocked head ask it each).
   bool NeverRuns(std::uint32_t index) {
     const Job& job = pending_[index];
-    const std::int64_t milli = job.total_gpu().value();
-    for (GpuTypeId t : AcceptedTypes(state_, job)) {
-      if ((t == kNone || !engine::QuotaNeverFits(state_, job.queue, t, milli)) &&
-          EverFits(index, t))
-        return false;
-    }
-    return true;
+    auto never = [&] {
+      return NoTypeCanEverRun(state_, job, [&](GpuTypeId t) { return EverFits(index, t); });
+    };
+    if (!job.affinity.empty()) return never();  // (a shape's key leaves the terms out)
+    ShapeKey key = KeyOf(index, kNone);
+    key.types = job.gpu_types.bits();  // (a shape leaves out the models it accepts)
+    key.more = job.queue;
+    auto [cached, added] = never_runs_.Emplace(key, false);
+    if (added) *cached = never();
+    return *cached;
   }
 
   // Whether the job could ever be placed on type t, whatever runs (once per shape and type per
@@ -969,7 +985,8 @@ class Cycle {
     // A head that can never run blocks nothing (it would hold its queue for ever, as Kueue sets
     // an inadmissible workload aside); the jobs behind it are taken in their turn.
     if (state_.queue(job.queue).spec.strict_fifo &&
-        !(entry.reason.verdict == Verdict::kNever && engine::CanNeverRun(state_, job)))
+        !(entry.reason.verdict == Verdict::kNever &&
+          (entry.reason.stage == Stage::kValidate || NeverRuns(index))))
       fifo_blocked_.emplace(job.queue, index);
     if (static_cast<int>(plan_.reservations.size()) >= options_.backfill.reservations ||
         entry.reason.verdict == Verdict::kNever || entry.reason.stage == Stage::kValidate ||
@@ -1173,7 +1190,8 @@ class Cycle {
   ShapeCache<bool> failed_shapes_;
   // Why, per shape, allowed types, and whether it ends before the reservations.
   ShapeCache<Reason> explained_;
-  ShapeCache<bool> ever_fits_;  // per shape and type: EverFits
+  ShapeCache<bool> ever_fits_;   // per shape and type: EverFits
+  ShapeCache<bool> never_runs_;  // per shape, accepted models and queue: NeverRuns
   // RefusedNodes, by the bits of the types quota refuses for now and of those it allows.
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::int32_t> refused_nodes_;
   // Shapes (per type) whose reservation failed, since placed_ had failed_reservations_at_ jobs
@@ -1212,14 +1230,8 @@ class Cycle {
 namespace engine {
 
 bool CanNeverRun(const ClusterState& state, const Job& job) {
-  if (ValidateJob(state, job)) return true;
-  const std::int64_t milli = job.total_gpu().value();
-  for (GpuTypeId t : AcceptedTypes(state, job)) {
-    if ((t == kNone || !QuotaNeverFits(state, job.queue, t, milli)) &&
-        EverFitOn(state, job, t).fits())
-      return false;
-  }
-  return true;
+  return ValidateJob(state, job) ||
+         NoTypeCanEverRun(state, job, [&](GpuTypeId t) { return EverFitOn(state, job, t).fits(); });
 }
 
 Plan RunCycle(ClusterState& state, std::span<const Job> pending, Millis now,
