@@ -108,6 +108,10 @@ struct OrderingWeights {
   double fair_share = 2000;       // 2^(-recent usage share / target share) of the job's queue
   double age = 1000;              // waiting time / max_age, capped at 1
   Millis max_age = 7 * 24 * 3600 * kMillisPerSecond;
+  // kMultifactor (the other orders ignore it): a job that has waited this long is starving and goes
+  // ahead of every job that is not, the longest-waiting first, whatever the weights: each starving
+  // job runs in turn. 0: never.
+  Millis starvation_wait = 0;
 };
 
 // Least attained service (OrderPolicy kLas, kLas2d, kGittins). A job's service as the order counts

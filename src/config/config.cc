@@ -223,8 +223,8 @@ class ClusterLoader {
                   "placement", "preemption", "backfill"});
     if (const Value* v = m.Find("ordering")) {
       Map o(*v, {"policy", "priority_class_weight", "queue_priority_weight", "fair_share_weight",
-                 "age_weight", "max_age", "las_thresholds", "starvation_factor", "gittins_quantum",
-                 "gittins_window", "ftf_lease", "gavel_round", "heterogeneity"});
+                 "age_weight", "max_age", "starvation_wait", "las_thresholds", "starvation_factor",
+                 "gittins_quantum", "gittins_window", "ftf_lease", "gavel_round", "heterogeneity"});
       OrderingWeights& w = out_.engine.ordering;
       const Value* policy = o.Find("policy");
       if (policy) {
@@ -275,6 +275,14 @@ class ClusterLoader {
       if (const Value* x = o.Find("fair_share_weight")) w.fair_share = x->Number(0);
       if (const Value* x = o.Find("age_weight")) w.age = x->Number(0);
       if (const Value* x = o.Find("max_age")) w.max_age = PositiveDuration(*x);
+      if (const Value* x = o.Find("starvation_wait")) {
+        w.starvation_wait = x->Duration();
+        if (w.starvation_wait > 0 && w.policy != OrderPolicy::kMultifactor)
+          x->Fail(fmt::format(
+              "starvation_wait orders the multifactor policy's jobs, not {}'s{}",
+              OrderPolicyName(w.policy),
+              IsLas(w.policy) ? " (its starvation promotion is starvation_factor)" : ""));
+      }
     }
     if (const Value* v = m.Find("fair_share_half_life")) {
       out_.cluster.fair_share_half_life = PositiveDuration(*v);

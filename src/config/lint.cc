@@ -171,6 +171,7 @@ class Linter {
     ClassProtection();
     AgingWithoutMinRuntime();
     AgingOvertakesEvictingClass();
+    AgedJobPassedAgain();
     HeterogeneityWithoutThroughput();
     HighPriorityQueueWithoutQuota();
     NothingEvicts();
@@ -243,9 +244,12 @@ class Linter {
                        DurationText(ordering().max_age));
   }
 
-  // Whether the engine's order puts a job of class `low` in queue q that has waited max_age ahead
-  // of a job of class `high` of the same queue that has just arrived.
+  // Whether the engine's order, by its weights alone (no starvation_wait), puts a job of class
+  // `low` in queue q that has waited max_age ahead of a job of class `high` of the same queue that
+  // has just arrived.
   bool AgedAhead(QueueId q, PriorityClassId low, PriorityClassId high) const {
+    OrderingWeights weights = ordering();
+    weights.starvation_wait = 0;
     std::vector<Job> two(2);
     two[0].id = 1;
     two[0].queue = q;
@@ -255,7 +259,30 @@ class Linter {
     two[1].queue = q;
     two[1].priority_class = high;
     two[1].submit_time = ordering().max_age;
-    return engine::OrderPending(state_, two, ordering().max_age, ordering()).front() == 0;
+    return engine::OrderPending(state_, two, ordering().max_age, weights).front() == 0;
+  }
+  // Pairs (low, high) of classes, each with the leaf queues where jobs of both classes may be
+  // (with jobs, where some are), `keep` holds and AgedAhead.
+  using ClassPairs = std::map<std::pair<PriorityClassId, PriorityClassId>, std::vector<QueueId>>;
+  template <class Keep>
+  ClassPairs AgedAheadPairs(Keep keep) const {
+    std::set<std::pair<QueueId, PriorityClassId>> used;  // (queue, class) of some job
+    for (const Job& j : jobs_) used.emplace(j.queue, j.priority_class);
+    auto may_have = [&](QueueId q, PriorityClassId c) {
+      return jobs_.empty() || used.count({q, c}) > 0;
+    };
+    ClassPairs pairs;
+    for (QueueId q = 0; q < state_.queue_count(); ++q) {
+      if (!a_.leaf(q)) continue;
+      for (PriorityClassId high = 0; high < state_.priority_class_count(); ++high) {
+        if (!may_have(q, high)) continue;
+        for (PriorityClassId low = 0; low < state_.priority_class_count(); ++low) {
+          if (low == high || !may_have(q, low) || !keep(q, low, high)) continue;
+          if (AgedAhead(q, low, high)) pairs[{low, high}].push_back(q);
+        }
+      }
+    }
+    return pairs;
   }
   // What the order gives a job of class `high` over one of class `low` in queue q that waited as
   // long.
@@ -337,24 +364,11 @@ class Linter {
   void AgingOvertakesEvictingClass() {
     if (!a_.preemption() || !Aging()) return;
     const engine::VictimPolicy& policy = a_.policy();
-    std::set<std::pair<QueueId, PriorityClassId>> used;  // (queue, class) of some job
-    for (const Job& j : jobs_) used.emplace(j.queue, j.priority_class);
-    auto may_have = [&](QueueId q, PriorityClassId c) {
-      return jobs_.empty() || used.count({q, c}) > 0;
-    };
-    std::map<std::pair<PriorityClassId, PriorityClassId>, std::vector<QueueId>> pairs;
-    for (QueueId q = 0; q < state_.queue_count(); ++q) {
-      if (!a_.leaf(q)) continue;
-      for (PriorityClassId high = 0; high < state_.priority_class_count(); ++high) {
-        if (!may_have(q, high)) continue;
-        const engine::VictimPolicy::Relations relations = policy.RelationsOf(q, high, false);
-        for (PriorityClassId low = 0; low < state_.priority_class_count(); ++low) {
-          if (low == high || !may_have(q, low) || policy.Protection(q, low) != nullptr) continue;
-          if (relations.Kind(q, low) != Eviction::Kind::kWithinQueue) continue;
-          if (AgedAhead(q, low, high)) pairs[{low, high}].push_back(q);
-        }
-      }
-    }
+    const ClassPairs pairs =
+        AgedAheadPairs([&](QueueId q, PriorityClassId low, PriorityClassId high) {
+          return policy.Protection(q, low) == nullptr &&
+                 policy.RelationsOf(q, high, false).Kind(q, low) == Eviction::Kind::kWithinQueue;
+        });
     const OrderingWeights& w = ordering();
     for (const auto& [pair, queues] : pairs) {
       const auto [low, high] = pair;
@@ -388,6 +402,41 @@ class Linter {
                "ordering.priority_class_weight above {}",
                AgingText(), low_name, high_name, where, low_name, DurationText(after), high_name,
                high_name, Number(lead), Number(w.priority_class * w.age / lead)));
+    }
+  }
+
+  // aged-job-passed-again: with aging on under the multifactor order and no starvation_wait, a
+  // class `low` whose job that has waited max_age the order puts ahead of a `high` job that has
+  // just arrived (in some leaf queue; with jobs, one where jobs of both classes are), while `high`
+  // leads `low`: a `high` job that has waited long enough passes the aged job again. One warning
+  // per pair.
+  void AgedJobPassedAgain() {
+    const OrderingWeights& w = ordering();
+    if (!Aging() || w.policy != OrderPolicy::kMultifactor || w.starvation_wait > 0) return;
+    const ClassPairs pairs =
+        AgedAheadPairs([&](QueueId q, PriorityClassId low, PriorityClassId high) {
+          return ClassLead(q, low, high) > 0;
+        });
+    for (const auto& [pair, queues] : pairs) {
+      const auto [low, high] = pair;
+      const std::string& low_name = state_.priority_class(low).name;
+      const std::string& high_name = state_.priority_class(high).name;
+      // A high job that has waited d has the key of an aged low job when
+      // lead + age_weight x d / max_age = age_weight.
+      const double lead = ClassLead(queues.front(), low, high);
+      const Millis after =
+          static_cast<Millis>(std::ceil(static_cast<double>(w.max_age) * (w.age - lead) / w.age));
+      Warn(kLintAgedJobPassedAgain, "scheduler.ordering",
+           fmt::format(
+               "aging ({}) orders a class '{}' job that has waited {} ahead of a class '{}' job "
+               "that has just arrived (within queue{} {}), but a '{}' job that has waited {} "
+               "passes it again: while '{}' jobs keep the devices busy and wait that long, aged "
+               "'{}' jobs after the first may never start; set ordering.starvation_wait (a job "
+               "that has waited that long goes ahead of every job that has not, the "
+               "longest-waiting first)",
+               AgingText(), low_name, DurationText(w.max_age), high_name,
+               queues.size() == 1 ? "" : "s", QueueNames(queues), high_name, DurationText(after),
+               high_name, low_name));
     }
   }
 

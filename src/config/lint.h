@@ -27,6 +27,7 @@ inline constexpr const char* kLintPreemptibleQueueNothingEvicts =
     "preemptible-queue-nothing-evicts";
 inline constexpr const char* kLintAgingOvertakesEvictingClass = "aging-overtakes-evicting-class";
 inline constexpr const char* kLintAgingWithoutMinRuntime = "aging-without-min-runtime";
+inline constexpr const char* kLintAgedJobPassedAgain = "aged-job-passed-again";
 inline constexpr const char* kLintMemoryWithoutUnit = "memory-without-unit";
 inline constexpr const char* kLintExampleToken = "example-token";
 inline constexpr const char* kLintAliasSpelling = "alias-spelling";

@@ -379,6 +379,8 @@ class Writer {
     }
     if (w.heterogeneity != HeterogeneityPolicy::kOff)
       las += fmt::format(", heterogeneity: {}", HeterogeneityPolicyName(w.heterogeneity));
+    if (w.starvation_wait > 0 && w.policy == OrderPolicy::kMultifactor)
+      las += ", starvation_wait: " + Duration(w.starvation_wait);
     Line(fmt::format(
         "  ordering: {{priority_class_weight: {}, queue_priority_weight: {}, fair_share_weight: "
         "{}, age_weight: {}, max_age: {}{}}}",

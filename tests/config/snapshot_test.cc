@@ -112,8 +112,12 @@ constexpr const char* kJobs = R"y(jobs:
     idempotency_key: key-1
 )y";
 
+// kCluster, its multifactor order with a starvation wait.
 ClusterConfig Config() {
-  Result<ClusterConfig> c = ParseCluster(kCluster, "cluster.yaml");
+  std::string text = kCluster;
+  const std::string from = "max_age: 2d}";
+  text.replace(text.find(from), from.size(), "max_age: 2d, starvation_wait: 3d}");
+  Result<ClusterConfig> c = ParseCluster(text, "cluster.yaml");
   EXPECT_TRUE(c.ok()) << c.status().message();
   return std::move(c).value();
 }
@@ -291,6 +295,8 @@ TEST(Snapshot, AStateReadBackIsTheSameStateAndACycleDecidesTheSame) {
   EXPECT_EQ(a.ordering.fair_share, b.ordering.fair_share);
   EXPECT_EQ(a.ordering.age, b.ordering.age);
   EXPECT_EQ(a.ordering.max_age, b.ordering.max_age);
+  EXPECT_EQ(a.ordering.starvation_wait, b.ordering.starvation_wait);
+  EXPECT_EQ(a.ordering.starvation_wait, 3 * 24 * 3600 * kMillisPerSecond);
   EXPECT_EQ(a.placement.policy, b.placement.policy);
   EXPECT_EQ(a.placement.seed, b.placement.seed);
   EXPECT_EQ(a.preemption.max_gpus_per_cycle, b.preemption.max_gpus_per_cycle);

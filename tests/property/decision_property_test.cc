@@ -84,6 +84,7 @@ void RunCycles() {
   // Aging strong enough to lift a lower class above a higher one.
   options.ordering.age = *rc::gen::element(0.0, 1000.0, 9500.0, 20000.0);
   options.ordering.max_age = *rc::gen::element<Millis>(600000, 3600000);
+  options.ordering.starvation_wait = *rc::gen::element<Millis>(0, 0, 1200000);
   // Fair share moves the keys of jobs of different queues between a victim's start and its
   // eviction (the rule reads today's): the property is exact within a queue, or without it.
   options.ordering.fair_share = *rc::gen::element(0.0, 2000.0);

@@ -1,13 +1,13 @@
 // Skipping the cycles that nothing changed (SimOptions::skip_unchanged_cycles, Plan::stable_until)
 // changes no decision: over random simulations that exercise every input the promise reads
-// (aging that reaches max_age, fair share with and without a refresh period, backfill
-// reservations behind estimates that hold or overrun, preemption guards that lift, a loss
-// threshold that checkpoints lower, strict-FIFO queues, node outages) and the capacity promise
-// (ends and arrivals that leave every waiting job short, arrivals behind a blocked head), and
-// the jobs parked behind a strict-FIFO anchor (Engine::StaysBehind), and the cycles that stop
-// once none of the rest of the order can start (EngineOptions::explain_every_job), the run with
-// these shortcuts and the run without them start, evict and end every job at the same times.
-// Seeded and deterministic.
+// (aging that reaches max_age, jobs that start to starve, fair share with and without a refresh
+// period, backfill reservations behind estimates that hold or overrun, preemption guards that
+// lift, a loss threshold that checkpoints lower, strict-FIFO queues, node outages) and the
+// capacity promise (ends and arrivals that leave every waiting job short, arrivals behind a
+// blocked head), and the jobs parked behind a strict-FIFO anchor (Engine::StaysBehind), and the
+// cycles that stop once none of the rest of the order can start (EngineOptions::explain_every_job),
+// the run with these shortcuts and the run without them start, evict and end every job at the same
+// times. Seeded and deterministic.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -67,6 +67,7 @@ Case RandomCase(Random& rnd) {
   c.engine.ordering.fair_share = rnd.Of<double>({0, 2000, 20000});
   c.engine.ordering.age = rnd.Of<double>({0, 1000, 20000});
   c.engine.ordering.max_age = rnd.Of<Millis>({20 * kMinute, kHour, 7 * 24 * kHour});
+  c.engine.ordering.starvation_wait = rnd.Of<Millis>({0, 0, 30 * kMinute, 2 * kHour});
   c.engine.preemption.enabled = rnd.Chance(70);
   c.engine.preemption.max_gpus_per_cycle = rnd.Of<std::int64_t>({-1, 2 * kMilliPerGpu});
   c.engine.preemption.max_loss_per_gpu = rnd.Of<std::int64_t>({-1, -1, 10 * kMinute});

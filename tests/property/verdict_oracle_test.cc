@@ -82,6 +82,7 @@ Case RandomCase(Random& rnd) {
   }
   c.engine.ordering.age = rnd.Of<double>({0, 1000, 20000});
   c.engine.ordering.max_age = rnd.Of<Millis>({20 * kMinute, kHour, 7 * 24 * kHour});
+  c.engine.ordering.starvation_wait = rnd.Of<Millis>({0, 0, 30 * kMinute, 2 * kHour});
   c.engine.preemption.enabled = rnd.Chance(50);
   c.engine.backfill.reservations = static_cast<int>(rnd.In(0, 2));
 

@@ -435,7 +435,7 @@ class Cycle {
     // The order. Fair share reads the usage of the last refresh; it matters only between queues:
     // among the pending jobs, or to the rule of who may evict whom when a queue may evict
     // lower-priority queues.
-    if (pending_.size() > 1 && w.age > 0 && w.max_age > 0) {
+    if (pending_.size() > 1 && ((w.age > 0 && w.max_age > 0) || w.starvation_wait > 0)) {
       const Millis reorder = AgesReorderAt();
       if (reorder <= now_) return now_;
       upto(reorder);
@@ -547,7 +547,8 @@ class Cycle {
   // The first time the ages alone may reorder the pending jobs. Ages grow alike while they are
   // below max_age, so jobs that all age keep their order; a job whose age reaches max_age (or, not
   // yet submitted, starts to age) stops keeping pace, and an aging job then overtakes a capped one
-  // whose key it reaches. (Times are taken a millisecond early: keys are floating point.)
+  // whose key it reaches; a job that starts to starve goes ahead of those that do not. (Times are
+  // taken a millisecond early: keys are floating point.)
   Millis AgesReorderAt() const {
     const OrderingWeights& w = options_.ordering;
     // A promoted job ages from its promotion, not its submission: no promise from the ages then.
@@ -558,6 +559,12 @@ class Cycle {
     }
     const engine::OrderingKeys keys(state_, w);
     Millis at = kForever;
+    if (keys.starves()) {
+      for (const Job& job : pending_) {
+        if (!keys.Starving(job, now_)) at = std::min(at, job.submit_time + w.starvation_wait);
+      }
+    }
+    if (!keys.ages()) return at;
     std::vector<double> capped;  // keys of the jobs whose age no longer grows
     for (const Job& job : pending_) {
       if (job.submit_time > now_) at = std::min(at, job.submit_time);
@@ -1030,14 +1037,16 @@ class Cycle {
   }
 
   // Whether a waiting job that the order now puts behind `job`, and that could take devices of
-  // `type`, is ahead of it by `start` (the ages alone reorder: `job` reached max_age first). A job
-  // of a strict-FIFO queue starts only as its queue's first then: the others wait behind it.
+  // `type`, is ahead of it by `start` (the ages alone reorder: `job` reached max_age first, or the
+  // other starts to starve first). A job of a strict-FIFO queue starts only as its queue's first
+  // then: the others wait behind it.
   bool OvertakenBefore(const Job& job, Millis start, GpuTypeId type) const {
     const OrderingWeights& w = options_.ordering;
-    if (w.policy != OrderPolicy::kMultifactor || w.age <= 0 || w.max_age <= 0 ||
-        job.submit_time + w.max_age >= start)
-      return false;
     const engine::OrderingKeys keys(state_, w);
+    // Ages alike reorder nothing while `job` still ages; a job behind it that starts to starve
+    // first does.
+    const bool capped = keys.ages() && job.submit_time + w.max_age < start;
+    if (w.policy != OrderPolicy::kMultifactor || (!capped && !keys.starves())) return false;
     auto waits = [&](const Job& other) {
       return other.submit_time <= now_ && other.queue < state_.queue_count() &&
              other.priority_class < state_.priority_class_count();

@@ -74,6 +74,7 @@ double OrderingKeys::Base(QueueId queue, PriorityClassId cls) const {
 double OrderingKeys::Key(const Job& job, Millis at) const {
   if (job.queue >= state_.queue_count() || job.priority_class >= state_.priority_class_count())
     return 0.0;  // (refused by validation)
+  if (Starving(job, at)) return kStarving;
   const OrderingWeights& w = weights_;
   const double age_factor =
       w.max_age > 0
@@ -99,9 +100,12 @@ bool OrderingKeys::StaysBefore(const Job& a, const Job& b, Millis at) const {
   const double w = ages() ? weights_.age : 0.0;
   const double a_base = Base(a.queue, a.priority_class);
   const double b_base = Base(b.queue, b.priority_class);
-  // Of at least b's base and submitted no later, a is never younger: its key stays at least b's.
+  // Of at least b's base and submitted no later, a is never younger: its key stays at least b's
+  // (and a starves no later than b, first among the starving by submission, then id).
   if (w >= 0 && a_base >= b_base && a.submit_time <= b.submit_time)
-    return a_base > b_base || a_first_on_ties;
+    return (a_base > b_base && !starves()) || a_first_on_ties;
+  // Otherwise b, which may starve, passes a unless a starves now and was submitted first.
+  if (starves()) return Starving(a, at) && a_first_on_ties;
   const double a_least = w >= 0 ? Key(a, at) : a_base + w;
   const double b_most = w >= 0 ? b_base + w : Key(b, at);
   if (a_least != b_most) return a_least > b_most;

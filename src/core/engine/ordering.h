@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "arbiter/engine.h"
@@ -18,8 +19,14 @@ class OrderingKeys {
 
   // The key of `job` as of `at`: weighted class value, queue priority, fair share (as of the
   // state) and age (`at` - submit time, over max_age, in [0, 1]: a job not yet submitted at `at`
-  // has age 0). Larger is scheduled first.
+  // has age 0). Larger is scheduled first. A job that has waited starvation_wait by `at` is
+  // starving: its key is kStarving, above every other, and starving jobs go by submission.
   double Key(const Job& job, Millis at) const;
+  static constexpr double kStarving = std::numeric_limits<double>::infinity();
+  // Whether `job` is starving at `at` (OrderingWeights::starvation_wait).
+  bool Starving(const Job& job, Millis at) const {
+    return starves() && at - job.submit_time >= weights_.starvation_wait;
+  }
   // Whether the order puts `a` before `b` as of `at`: key descending, then submit time, then id.
   bool Before(const Job& a, const Job& b, Millis at) const;
   // Whether the order puts `a` before `b` as of `at` and at every later time, whatever their ages:
@@ -28,6 +35,10 @@ class OrderingKeys {
   bool StaysBefore(const Job& a, const Job& b, Millis at) const;
   // Whether aging can change the order at all (an age weight and a max_age).
   bool ages() const { return weights_.age > 0 && weights_.max_age > 0; }
+  // Whether a waiting job may become starving (a starvation_wait, under the multifactor order).
+  bool starves() const {
+    return weights_.starvation_wait > 0 && weights_.policy == OrderPolicy::kMultifactor;
+  }
   // The key of a job of (queue, class) without its age: a job's key lies within the age weight of
   // it, so a job whose base exceeds another's by more than the age weight is always first.
   double Base(QueueId queue, PriorityClassId cls) const;
@@ -36,6 +47,7 @@ class OrderingKeys {
   // Whether every job of (queue a, class a) is before every job of (queue b, class b), at any
   // time, whatever their ages.
   bool AlwaysBefore(QueueId a, PriorityClassId a_class, QueueId b, PriorityClassId b_class) const {
+    if (starves()) return false;  // a job of (b, b_class) that starves goes first
     const double spread = ages() ? std::abs(weights_.age) : 0.0;
     return Base(a, a_class) > Base(b, b_class) + spread;
   }
