@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "arbiter/fill.h"
-#include "arbiter/trace.h"
+#include "sim/fill.h"
+#include "trace/trace.h"
 #include "workload.h"
 
 namespace arbiter::bench {

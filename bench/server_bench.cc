@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "server/server.h"
 #include "store/codec.h"
 #include "workload.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/sim.h"
-#include "arbiter/trace.h"
-#include "arbiter/workload.h"
+#include "sim/sim.h"
+#include "trace/trace.h"
+#include "sim/workload.h"
 #include "workload.h"
 
 namespace arbiter::bench {

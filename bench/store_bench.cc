@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "testing/postgres.h"
 #include "workload.h"
 

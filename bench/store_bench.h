@@ -4,7 +4,7 @@
 
 namespace arbiter::bench {
 
-// The durable store (include/arbiter/store.h), SQLite under a fresh temporary directory:
+// The durable store (src/store/store.h), SQLite under a fresh temporary directory:
 // `threads` threads submit jobs for `seconds` each with group commit and with one transaction per
 // submit, then the store is filled with `recovery_jobs` pending jobs, closed, and reopened and
 // loaded. Prints BENCH store_submits_per_s, store_submit_p50_us, store_submit_p99_us (group

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/store.h"
-#include "arbiter/trace.h"
+#include "store/store.h"
+#include "trace/trace.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/snapshot.h"

@@ -14,17 +14,17 @@ core_api='arbiter/(model|quantity|plan|status|state|engine|attained_service)\.h|
 
 # folder | what its files may include (an extended regular expression over the quoted path)
 rules=(
-  "include/arbiter|^arbiter/.*$"
+  "include/arbiter|^arbiter/(model|quantity|plan|status|state|engine|attained_service)\.h$"
   "src/core|^(${core_api}|core/.*)$"
-  "src/sim|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|core/model/.*|sim/.*)$"
-  "src/trace|^(arbiter/(model|quantity|status|trace|workload)\.h|core/model/.*|config/limits\.h|trace/.*)$"
-  "src/store|^(${core_api}|arbiter/store\.h|core/model/.*|config/limits\.h|store/.*)$"
+  "src/sim|^(${core_api}|trace/trace\.h|core/model/.*|sim/.*)$"
+  "src/trace|^(arbiter/(model|quantity|status)\.h|core/model/.*|config/limits\.h|trace/.*)$"
+  "src/store|^(${core_api}|core/model/.*|config/limits\.h|store/.*)$"
   "src/crypto|^(crypto/.*)$"
-  "src/config|^(${core_api}|arbiter/store\.h|core/engine/(victim_policy|stages)\.h|store/names\.h|crypto/crypto\.h|config/.*)$"
-  "src/scenario|^(${core_api}|arbiter/(sim|workload|trace|store)\.h|config/.*|scenario/.*)$"
-  "src/report|^(${core_api}|arbiter/(sim|workload|fill|trace)\.h|report/.*)$"
+  "src/config|^(${core_api}|store/(store|names)\.h|core/engine/(victim_policy|stages)\.h|crypto/crypto\.h|config/.*)$"
+  "src/scenario|^(${core_api}|sim/(sim|workload)\.h|trace/trace\.h|store/store\.h|config/.*|scenario/.*)$"
+  "src/report|^(${core_api}|sim/(sim|workload|fill)\.h|trace/trace\.h|report/.*)$"
   "src/net|^(arbiter/status\.h|net/.*)$"
-  "src/server|^(${core_api}|version\.h|arbiter/store\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
+  "src/server|^(${core_api}|version\.h|config/.*|store/.*|crypto/crypto\.h|net/.*|server/.*)$"
   "src/agent|^(version\.h|arbiter/status\.h|crypto/crypto\.h|net/.*|agent/.*)$"
 )
 
@@ -41,6 +41,17 @@ for rule in "${rules[@]}"; do
       status=1
     fi
   done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' | sed -E 's/:[0-9]+:/:/')
+done
+
+# include/arbiter holds the engine library's public API alone: a driver's header lives next to its
+# driver (src/sim/sim.h, src/store/store.h, ...).
+public='^(model|quantity|plan|status|state|engine|attained_service)\.h$'
+for header in include/arbiter/*; do
+  name=${header#include/arbiter/}
+  grep -Eq "$public" <<<"$name" || {
+    echo "layers: $header is not the engine library's public API: move it next to its driver"
+    status=1
+  }
 done
 
 # Every folder of src/ has a rule, so that a new one is placed in a layer when it is added.

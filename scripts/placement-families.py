@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Placement across families of workloads: the fill experiment (`arbiter fill`) on openb's node
 list with workloads derived from openb's pod list by the published variants' method
-(`--variant`, include/arbiter/fill.h), over a grid of each kind and mixes of them. For each
+(`--variant`, src/sim/fill.h), over a grid of each kind and mixes of them. For each
 workload and seed it records the GPU allocation (%) when the arrived request reaches 100% of the
 cluster's GPUs, and prints a Markdown table: the default (`arbiter`), FGD, the best other
 policy, and the default's lead over FGD with its noise (two standard errors of the mean of the

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/fill.h"
+#include "sim/fill.h"
 #include "arbiter/state.h"
 #include "arbiter/status.h"
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 #include "config/config.h"
 #include "report/plan.h"
 #include "report/report.h"

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "arbiter/quantity.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/history.h"

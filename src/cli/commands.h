@@ -64,7 +64,7 @@ struct WhatifArgs {
   std::string html;
 };
 }  // namespace arbiter::cli
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "cli/history.h"
 namespace arbiter::cli {
 // How the replay of the current configuration compares with what happened: per job that started

@@ -1,7 +1,7 @@
-// `arbiter fill`: the fill experiment of "Beware of Fragmentation" (include/arbiter/fill.h) for one
+// `arbiter fill`: the fill experiment of "Beware of Fragmentation" (include/sim/fill.h) for one
 // or more placement policies; prints the allocation ratio per policy and arrived GPU request, and
 // writes the JSON the docs describe (docs/placement.md).
-#include "arbiter/fill.h"
+#include "sim/fill.h"
 
 #include <fmt/core.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 #include "cli/commands.h"
 
 namespace arbiter::cli {

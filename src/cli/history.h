@@ -15,9 +15,9 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "arbiter/status.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
 

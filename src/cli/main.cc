@@ -16,7 +16,7 @@
 
 #include "agent/agent.h"
 #include "arbiter/engine.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "config/limits.h"

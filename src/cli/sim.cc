@@ -1,6 +1,6 @@
 // `arbiter sim`: load a scenario, run its configurations (in parallel threads, each on its own
 // copy of the cluster), print the comparison and write the reports asked for.
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 
 #include <fmt/core.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "cli/commands.h"
 #include "cli/history.h"
 #include "config/config.h"

@@ -19,7 +19,7 @@
 #include "arbiter/model.h"
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "core/state/cluster_state.h"
 
 namespace arbiter::config {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "config/loaders.h"

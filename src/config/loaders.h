@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "arbiter/model.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "config/reader.h"
 #include "core/state/cluster_state.h"

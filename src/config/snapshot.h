@@ -20,7 +20,7 @@
 
 #include "arbiter/model.h"
 #include "arbiter/status.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 

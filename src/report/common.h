@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 
 namespace arbiter::report::internal {
 

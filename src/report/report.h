@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "arbiter/status.h"
 
 namespace arbiter::report {

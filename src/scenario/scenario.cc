@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/store.h"
-#include "arbiter/trace.h"
-#include "arbiter/workload.h"
+#include "store/store.h"
+#include "trace/trace.h"
+#include "sim/workload.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 #include "config/snapshot.h"

@@ -13,7 +13,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "arbiter/status.h"
 #include "config/config.h"
 #include "config/lint.h"

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 #include "server/agent_wire.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::server {
 

@@ -23,7 +23,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "crypto/crypto.h"

@@ -1,5 +1,5 @@
-// The fill experiment (include/arbiter/fill.h, docs/placement.md).
-#include "arbiter/fill.h"
+// The fill experiment (include/sim/fill.h, docs/placement.md).
+#include "sim/fill.h"
 
 #include <algorithm>
 #include <atomic>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/workload.h"
+#include "sim/workload.h"
 
 namespace arbiter::sim {
 namespace {

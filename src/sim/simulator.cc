@@ -18,7 +18,7 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "core/state/cluster_state.h"
 #include "sim/latency.h"
 

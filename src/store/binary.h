@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "arbiter/status.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 

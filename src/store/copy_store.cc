@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "store/pg.h"
 
 namespace arbiter::store {

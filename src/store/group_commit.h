@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "arbiter/status.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::store::internal {
 

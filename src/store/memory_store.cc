@@ -7,7 +7,7 @@
 #include <mutex>
 #include <utility>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "store/internal.h"
 
 namespace arbiter::store {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::store::pg {
 namespace {

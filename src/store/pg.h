@@ -19,7 +19,7 @@
 #include "arbiter/status.h"
 
 namespace arbiter::store {
-class Severance;  // arbiter/store.h
+class Severance;  // store/store.h
 }
 
 namespace arbiter::store::pg {

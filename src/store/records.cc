@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/limits.h"
 #include "store/codec.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "core/model/edit_distance.h"
 #include "core/state/cluster_state.h"
 #include "store/names.h"

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "store/binary.h"
 #include "store/codec.h"
 #include "store/group_commit.h"

@@ -11,7 +11,7 @@
 
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 #include "config/limits.h"
 
 namespace arbiter::trace::internal {

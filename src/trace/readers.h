@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "arbiter/status.h"
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 
 namespace arbiter::trace::internal {
 

@@ -1,7 +1,7 @@
 // Format names, detection, GPU splitting, the bad rows' descriptions and the entry points; the
 // formats themselves are in philly.cc, tiresias.cc, openb.cc, pai.cc, helios.cc, swf.cc,
 // sacct.cc, arbiter_csv.cc and arbiter_json.cc.
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <array>

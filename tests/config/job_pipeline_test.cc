@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "config/limits.h"
 #include "core/state/cluster_state.h"

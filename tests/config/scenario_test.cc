@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "arbiter/trace.h"
-#include "arbiter/workload.h"
+#include "trace/trace.h"
+#include "sim/workload.h"
 #include "core/state/cluster_state.h"
 
 namespace arbiter::config {

@@ -15,7 +15,7 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "core/engine/stages.h"
 #include "core/state/cluster_state.h"

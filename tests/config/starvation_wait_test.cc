@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "config/lint.h"
 #include "scenario/scenario.h"
 

@@ -11,8 +11,8 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "arbiter/sim.h"
-#include "arbiter/workload.h"
+#include "sim/sim.h"
+#include "sim/workload.h"
 #include "core/engine/linear_program.h"
 #include "core/engine/stages.h"
 #include "testing/builders.h"

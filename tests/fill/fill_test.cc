@@ -1,5 +1,5 @@
-// Placement policies (EngineOptions::placement) and the fill experiment (arbiter/fill.h).
-#include "arbiter/fill.h"
+// Placement policies (EngineOptions::placement) and the fill experiment (sim/fill.h).
+#include "sim/fill.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 #include "testing/builders.h"

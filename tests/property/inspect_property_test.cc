@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "testing/builders.h"
 #include "testing/random.h"
 

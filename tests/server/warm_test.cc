@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "config/config.h"
 #include "server/core.h"
 #include "server/server_process.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "scenario/scenario.h"
 #include "testing/builders.h"
 #include "testing/sanitized.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/workload.h"
+#include "sim/workload.h"
 #include "testing/builders.h"
 
 namespace arbiter::sim {

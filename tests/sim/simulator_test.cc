@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/sim.h"
-#include "arbiter/workload.h"
+#include "sim/sim.h"
+#include "sim/workload.h"
 #include "sim/latency.h"
 #include "testing/builders.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "scenario/scenario.h"
 #include "testing/builders.h"
 

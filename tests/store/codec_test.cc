@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "store/binary.h"
 #include "testing/builders.h"
 

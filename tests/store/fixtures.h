@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 
 namespace arbiter::store::fixtures {
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "arbiter/store.h"
+#include "store/store.h"
 #include "store/fixtures.h"
 #include "store/leader.h"
 #include "store/pg.h"

@@ -3,7 +3,7 @@
 // a private server, testing/postgres.h), then what only the SQLite store
 // promises: recovery after reopening, acknowledged submissions surviving a SIGKILL, the schema
 // version check, one process per data directory, and group commit under concurrent submitters.
-#include "arbiter/store.h"
+#include "store/store.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

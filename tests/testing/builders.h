@@ -9,7 +9,7 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 #include "core/state/cluster_state.h"
 
 namespace arbiter::testing {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 
 namespace arbiter::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 
 #include <gtest/gtest.h>
 

@@ -25,7 +25,7 @@
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
 #include "arbiter/status.h"
-#include "arbiter/trace.h"
+#include "trace/trace.h"
 
 namespace arbiter::fill {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "arbiter/model.h"
-#include "arbiter/sim.h"
+#include "sim/sim.h"
 
 namespace arbiter::sim {
 
