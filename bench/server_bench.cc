@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "store/store.h"
 #include "server/server.h"
 #include "store/codec.h"
+#include "store/store.h"
 #include "workload.h"
 
 namespace arbiter::bench {
@@ -169,9 +169,9 @@ void RunRecovery(std::int64_t jobs) {
     if (!opened.ok()) Fail(opened.status().message());
     constexpr std::int64_t kChunk = 5000;
     for (std::int64_t first = 0; first < jobs; first += kChunk) {
-      std::vector<store::JobSpec> specs;
+      std::vector<job::JobSpec> specs;
       for (std::int64_t i = first; i < std::min(jobs, first + kChunk); ++i) {
-        Result<store::JobSpec> spec = store::DecodeJobSpec(Body(0, i));
+        Result<job::JobSpec> spec = store::DecodeJobSpec(Body(0, i));
         if (!spec.ok()) Fail(spec.status().message());
         spec->user = "bench";
         spec->submit_time = 1'700'000'000'000 + i;

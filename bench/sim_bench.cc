@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/sim.h"
-#include "trace/trace.h"
 #include "sim/workload.h"
+#include "trace/trace.h"
 #include "workload.h"
 
 namespace arbiter::bench {

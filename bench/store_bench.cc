@@ -27,8 +27,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A typical submission: one gang of GPU tasks, a GPU type, labels, a command.
-store::JobSpec BenchSpec(int thread, std::int64_t i) {
-  store::JobSpec s;
+job::JobSpec BenchSpec(int thread, std::int64_t i) {
+  job::JobSpec s;
   s.name = "job-" + std::to_string(thread) + "-" + std::to_string(i);
   s.user = "user-" + std::to_string(thread);
   s.queue = "training";
@@ -90,7 +90,7 @@ void RunSubmitters(int threads, double seconds, std::size_t max_batch, const std
 void Fill(store::Store& store, std::int64_t jobs) {
   constexpr std::int64_t kChunk = 5000;
   for (std::int64_t first = 0; first < jobs; first += kChunk) {
-    std::vector<store::JobSpec> specs;
+    std::vector<job::JobSpec> specs;
     for (std::int64_t i = first; i < std::min(jobs, first + kChunk); ++i) {
       specs.push_back(BenchSpec(static_cast<int>(i % 8), i));
     }
@@ -103,7 +103,7 @@ void Fill(store::Store& store, std::int64_t jobs) {
       e.job = (*r)[k].id;
       e.time = 1'700'000'100'000;
       for (std::uint32_t t = 0; t < 2; ++t) {
-        store::StoredTask task;
+        job::StoredTask task;
         task.index = t;
         task.node = "h800-" + std::to_string((k + t) % 10'000);
         for (std::uint32_t d = 0; d < 8; ++d) {

@@ -14,16 +14,17 @@
 #include <utility>
 #include <vector>
 
-#include "store/store.h"
-#include "trace/trace.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
+#include "job/limits.h"
+#include "job/resolve.h"
 #include "scenario/scenario.h"
 #include "server/agent_wire.h"
 #include "store/binary.h"
 #include "store/codec.h"
+#include "store/store.h"
+#include "trace/trace.h"
 
 namespace arbiter::fuzz {
 namespace {
@@ -115,14 +116,14 @@ const Base& TheBase() {
 }
 
 // What decodes encodes again to the same value (for specs the store would write).
-void CheckSpecRoundTrips(const store::JobSpec& spec) {
+void CheckSpecRoundTrips(const job::JobSpec& spec) {
   const std::string text = store::EncodeJobSpec(spec);
-  Result<store::JobSpec> again = store::DecodeJobSpec(text);
+  Result<job::JobSpec> again = store::DecodeJobSpec(text);
   FuzzCheck(again.ok(), "an encoded job spec decodes");
   FuzzCheck(*again == spec, "a job spec's JSON round trip keeps it");
   FuzzCheck(store::EncodeJobSpec(*again) == text, "a job spec encodes to one text");
   const std::string bytes = store::EncodeJobSpecBinary(spec);
-  store::JobSpec binary;
+  job::JobSpec binary;
   FuzzCheck(store::DecodeJobSpecBinary(bytes, binary).ok(), "a binary job spec decodes");
   FuzzCheck(binary == spec, "a job spec's binary round trip keeps it");
 }
@@ -178,21 +179,21 @@ void FuzzTrace(const std::uint8_t* data, std::size_t size, trace::Format format)
 void FuzzJobSpec(const std::uint8_t* data, std::size_t size) {
   const std::string_view body = Text(data, size);
   // As Core::Submit: the reader, the validator, the resolver.
-  Result<store::JobSpec> spec = store::DecodeJobSpec(body);
+  Result<job::JobSpec> spec = store::DecodeJobSpec(body);
   // As a caller holding a JSON document.
   Result<nlohmann::json> json = ParseBody(body);
   if (json.ok()) {
-    Result<store::JobSpec> from_json = store::JobSpecFromJson(*json);
+    Result<job::JobSpec> from_json = store::JobSpecFromJson(*json);
     if (spec.ok() && from_json.ok()) {
       FuzzCheck(*spec == *from_json, "DecodeJobSpec and JobSpecFromJson agree");
     }
   }
   if (!spec.ok()) return;
-  if (!store::ValidateJobSpec(*spec).ok()) return;
+  if (!job::ValidateJobSpec(*spec).ok()) return;
   CheckSpecRoundTrips(*spec);
   const Base& base = TheBase();
-  Result<Job> job = store::ToJob(1, *spec, *base.state);
-  if (job.ok()) (void)store::ToSpec(*job, *base.state);
+  Result<Job> job = job::ToJob(1, *spec, *base.state);
+  if (job.ok()) (void)job::ToSpec(*job, *base.state);
 }
 
 void FuzzPriorityPatch(const std::uint8_t* data, std::size_t size) {
@@ -255,11 +256,11 @@ void FuzzJobsYaml(const std::uint8_t* data, std::size_t size) {
   (void)jobs;
   // As `arbiter submit -f`: the command's flags complete each spec.
   std::vector<std::string> notes;
-  Result<std::vector<store::JobSpec>> specs = config::ParseJobSpecs(
-      text, "job.yaml", [](store::JobSpec&) {}, &notes);
+  Result<std::vector<job::JobSpec>> specs = config::ParseJobSpecs(
+      text, "job.yaml", [](job::JobSpec&) {}, &notes);
   if (!specs.ok()) return;
-  for (const store::JobSpec& spec : *specs) {
-    FuzzCheck(store::ValidateJobSpec(spec).ok(), "submit -f gives valid specs");
+  for (const job::JobSpec& spec : *specs) {
+    FuzzCheck(job::ValidateJobSpec(spec).ok(), "submit -f gives valid specs");
     CheckSpecRoundTrips(spec);
   }
 }
@@ -315,21 +316,21 @@ void FuzzTraceSacct(const std::uint8_t* data, std::size_t size) {
 
 void FuzzBinaryRecords(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes = Text(data, size);
-  store::JobSpec spec;
+  job::JobSpec spec;
   if (store::DecodeJobSpecBinary(bytes, spec).ok()) {
     const std::string encoded = store::EncodeJobSpecBinary(spec);
-    store::JobSpec again;
+    job::JobSpec again;
     FuzzCheck(store::DecodeJobSpecBinary(encoded, again).ok(), "an encoded spec decodes");
     FuzzCheck(again == spec, "a binary spec's round trip keeps it");
   }
-  store::StoredAllocation allocation;
+  job::StoredAllocation allocation;
   if (store::DecodeAllocationBinary(bytes, allocation).ok()) {
     const std::string encoded = store::EncodeAllocationBinary(allocation);
-    store::StoredAllocation again;
+    job::StoredAllocation again;
     FuzzCheck(store::DecodeAllocationBinary(encoded, again).ok(), "an encoded allocation decodes");
     FuzzCheck(again == allocation, "a binary allocation's round trip keeps it");
     // The JSON form the API shows.
-    Result<store::StoredAllocation> json =
+    Result<job::StoredAllocation> json =
         store::AllocationFromJson(store::AllocationToJson(allocation));
     (void)json;
   }

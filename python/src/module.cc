@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "sim/fill.h"
 #include "arbiter/state.h"
 #include "arbiter/status.h"
-#include "trace/trace.h"
 #include "config/config.h"
 #include "report/plan.h"
 #include "report/report.h"
 #include "scenario/scenario.h"
+#include "sim/fill.h"
+#include "trace/trace.h"
 
 namespace py = pybind11;
 

@@ -32,17 +32,17 @@
 #include <vector>
 
 #include "arbiter/quantity.h"
-#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/history.h"
 #include "cli/http.h"
 #include "cli/listing.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "config/reader.h"
+#include "job/limits.h"
 #include "net/follow.h"
 #include "store/codec.h"
+#include "store/store.h"
 
 namespace arbiter::cli {
 
@@ -386,8 +386,8 @@ T Check(Result<T> r) {
 
 // A job from a file (`-f`, read as a jobs file: config::ParseJobSpecs) or from the flags alone,
 // the flags overriding the file; checked here by the same validator as the server's
-// (store::ValidateJobSpec), so that errors name the file's line or the flag.
-std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
+// (job::ValidateJobSpec), so that errors name the file's line or the flag.
+std::vector<job::JobSpec> SubmittedSpecs(const ClientOptions& o) {
   if (o.tasks && *o.tasks < 1) {
     throw UsageError{fmt::format("-n/--tasks: must be at least 1, got {}", *o.tasks)};
   }
@@ -421,7 +421,7 @@ std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   const std::string default_name = fmt::format("job-{}", NowMillis());
-  auto apply = [&](store::JobSpec& job) {
+  auto apply = [&](job::JobSpec& job) {
     if (!o.name.empty()) job.name = o.name;
     if (job.name.empty()) job.name = default_name;
     if (!o.queue.empty()) job.queue = o.queue;
@@ -455,15 +455,15 @@ std::vector<store::JobSpec> SubmittedSpecs(const ClientOptions& o) {
     Result<std::string> text = config::internal::ReadFile(o.file);
     if (!text.ok()) throw UsageError{text.status().message()};
     std::vector<std::string> notes;
-    Result<std::vector<store::JobSpec>> specs = config::ParseJobSpecs(*text, o.file, apply, &notes);
+    Result<std::vector<job::JobSpec>> specs = config::ParseJobSpecs(*text, o.file, apply, &notes);
     for (const std::string& note : notes) fmt::print(stderr, "note: {}\n", note);
     if (!specs.ok()) throw UsageError{specs.status().message()};
     return std::move(specs).value();
   }
-  store::JobSpec job;
+  job::JobSpec job;
   job.groups.push_back(TaskGroup{limits::DefaultGroupName(0, 1), 1, {}});
   apply(job);
-  if (Status st = store::ValidateJobSpec(job); !st.ok()) {
+  if (Status st = job::ValidateJobSpec(job); !st.ok()) {
     const std::string flag = FlagOf("submit", st.field());
     if (st.detail() == "must not be empty" && !flag.empty()) {
       throw UsageError{fmt::format("{}: required", flag)};
@@ -504,8 +504,8 @@ std::string RandomKey() {
 // have stored it, is reported with its key, so that submitting it again with that key settles it.
 int Submit(const ClientOptions& o) {
   int status = 0;
-  std::vector<store::JobSpec> specs = SubmittedSpecs(o);
-  for (store::JobSpec& job : specs) {
+  std::vector<job::JobSpec> specs = SubmittedSpecs(o);
+  for (job::JobSpec& job : specs) {
     const bool generated = job.idempotency_key.empty();
     if (generated) job.idempotency_key = RandomKey();
     bool unsettled = false;
@@ -1022,7 +1022,7 @@ int HistoryCommand(const ClientOptions& o) {
   for (const Json& j : *list) {
     store::StoredJob job;
     job.id = j.value("id", JobId{0});
-    Result<store::JobSpec> spec = store::JobSpecFromJson(j.value("spec", Json::object()), "spec");
+    Result<job::JobSpec> spec = store::JobSpecFromJson(j.value("spec", Json::object()), "spec");
     Result<store::JobStatus> status =
         store::JobStatusFromJson(j.value("status", Json::object()), "status");
     if (!spec.ok() || !status.ok()) {

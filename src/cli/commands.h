@@ -64,8 +64,8 @@ struct WhatifArgs {
   std::string html;
 };
 }  // namespace arbiter::cli
-#include "sim/sim.h"
 #include "cli/history.h"
+#include "sim/sim.h"
 namespace arbiter::cli {
 // How the replay of the current configuration compares with what happened: per job that started
 // in both, its recorded first start and its simulated one (relative to the window's start).

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/trace.h"
 #include "cli/commands.h"
+#include "trace/trace.h"
 
 namespace arbiter::cli {
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/reader.h"
+#include "job/resolve.h"
 #include "store/codec.h"
 
 namespace arbiter::cli {
@@ -56,7 +57,7 @@ Result<History> ParseHistory(std::string_view text, const std::string& file_name
     }
     store::StoredJob job;
     job.id = j["id"].get<JobId>();
-    Result<store::JobSpec> spec = store::JobSpecFromJson(j["spec"], at + ".spec");
+    Result<job::JobSpec> spec = store::JobSpecFromJson(j["spec"], at + ".spec");
     if (!spec.ok()) return fail(spec.status().message());
     Result<store::JobStatus> status = store::JobStatusFromJson(j["status"], at + ".status");
     if (!status.ok()) return fail(status.status().message());
@@ -86,21 +87,21 @@ Result<Replay> BuildReplay(const History& history, const ReplayWindow& window,
                            const ClusterState& state, const EngineOptions& engine) {
   Replay out;
   for (const store::StoredJob& stored : history.jobs) {
-    const store::JobSpec& spec = stored.spec;
+    const job::JobSpec& spec = stored.spec;
     const store::JobStatus& status = stored.status;
     if (spec.submit_time < window.since || spec.submit_time >= window.until) continue;
     const bool started = status.first_start_time >= 0 && status.first_start_time < window.until;
     const bool finished =
-        store::IsFinished(status.state) && status.end_time >= 0 && status.end_time <= window.until;
-    if (status.state == store::JobState::kHeld ||
-        (!started && (status.state == store::JobState::kCancelled ||
-                      status.state == store::JobState::kFailed))) {
+        job::IsFinished(status.state) && status.end_time >= 0 && status.end_time <= window.until;
+    if (status.state == job::JobState::kHeld ||
+        (!started &&
+         (status.state == job::JobState::kCancelled || status.state == job::JobState::kFailed))) {
       ++out.left_out;
       continue;
     }
-    store::JobSpec as_run = spec;
+    job::JobSpec as_run = spec;
     if (!status.priority_class.empty()) as_run.priority_class = status.priority_class;
-    Result<Job> job = store::ToJob(0, as_run, state);
+    Result<Job> job = job::ToJob(0, as_run, state);
     if (!job.ok()) {
       return Status::InvalidArgument(
           fmt::format("job {} ('{}'): {}", stored.id, spec.name, job.status().message()));

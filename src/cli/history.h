@@ -15,11 +15,11 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "sim/sim.h"
 #include "arbiter/status.h"
-#include "store/store.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
+#include "sim/sim.h"
+#include "store/store.h"
 
 namespace arbiter::cli {
 

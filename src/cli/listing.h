@@ -29,7 +29,7 @@
 
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
-#include "config/limits.h"
+#include "job/limits.h"
 
 namespace arbiter::cli::listing {
 

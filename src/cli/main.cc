@@ -16,17 +16,17 @@
 
 #include "agent/agent.h"
 #include "arbiter/engine.h"
-#include "store/store.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "config/lint.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
 #include "crypto/crypto.h"
+#include "job/limits.h"
 #include "report/plan.h"
 #include "server/server.h"
 #include "store/copy_store.h"
+#include "store/store.h"
 #include "version.h"
 
 namespace arbiter::cli {

@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "sim/sim.h"
 #include "cli/commands.h"
 #include "cli/history.h"
 #include "config/config.h"
@@ -22,6 +21,7 @@
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
 #include "report/report.h"
+#include "sim/sim.h"
 
 namespace arbiter::cli {
 namespace {

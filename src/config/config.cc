@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 #include "crypto/crypto.h"
+#include "job/limits.h"
 
 namespace arbiter::config {
 namespace {

@@ -19,8 +19,8 @@
 #include "arbiter/model.h"
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
-#include "store/store.h"
 #include "core/state/cluster_state.h"
+#include "job/spec.h"
 
 namespace arbiter::config {
 
@@ -126,8 +126,8 @@ Result<ClusterConfig> ParseCluster(std::string_view yaml, const std::string& fil
 // Reads and parses a jobs file. Jobs name leaf queues, priority classes, GPU types and topology
 // levels; the names are resolved against `state`. Ids are first_id, first_id + 1, ... in file
 // order, after `replicas` expansion. Each job goes the way of a job of the server's API: read into
-// a store::JobSpec, checked by store::ValidateJobSpec against the limits of config/limits.h,
-// resolved by store::ToJob; their errors are reported at the field's line. `bare_memory`, when
+// a job::JobSpec, checked by job::ValidateJobSpec against the limits of job/limits.h,
+// resolved by job::ToJob; their errors are reported at the field's line. `bare_memory`, when
 // given, receives the tasks' memory fields written as bare numbers, once per entry (for lint).
 Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterState& state,
                                       JobId first_id = 1,
@@ -137,14 +137,14 @@ Result<std::vector<Job>> ParseJobs(std::string_view yaml, const std::string& fil
                                    std::vector<BareMemory>* bare_memory = nullptr);
 
 // A job file for `arbiter submit -f`: one job, or a jobs file (`jobs:`), read as a jobs file and
-// checked by store::ValidateJobSpec, but not resolved (the server does that). `replicas` gives
+// checked by job::ValidateJobSpec, but not resolved (the server does that). `replicas` gives
 // that many specs (name-0, name-1, ...; an idempotency key gets the same suffix). The fields the
 // server sets itself (user, submit_time) are dropped, each with a note `FILE:LINE: PATH:
 // ignored: why` added to `notes`. `complete`, when given, changes each spec before it is checked
 // (the command's flags, which override the file).
-Result<std::vector<store::JobSpec>> ParseJobSpecs(
-    std::string_view yaml, const std::string& file_name,
-    const std::function<void(store::JobSpec&)>& complete, std::vector<std::string>* notes);
+Result<std::vector<job::JobSpec>> ParseJobSpecs(std::string_view yaml, const std::string& file_name,
+                                                const std::function<void(job::JobSpec&)>& complete,
+                                                std::vector<std::string>* notes);
 
 // Quantity parsers. An error reads `FIELD: problem`, naming `field`. Negative values are errors.
 //

@@ -1,8 +1,8 @@
 // The YAML reader of jobs: jobs files (`arbiter plan`, `lint`), `arbiter submit -f` and the job
 // templates of scenarios' workloads. Every one goes the same way as a job of the server's API:
 //
-//   YAML -> store::JobSpec (this reader) -> store::ValidateJobSpec (the limits of
-//   config/limits.h) -> store::ToJob (names resolved against the cluster)
+//   YAML -> job::JobSpec (this reader) -> job::ValidateJobSpec (the limits of
+//   job/limits.h) -> job::ToJob (names resolved against the cluster)
 //
 // The reader checks only the syntax (types, fields, quantities); the checks of values and names
 // are the validator's and the resolver's, whose errors name the spec's field path
@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "store/store.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
+#include "job/limits.h"
+#include "job/resolve.h"
 
 namespace arbiter::config {
 namespace {
@@ -69,7 +69,7 @@ class JobEntry {
  public:
   explicit JobEntry(const Value& self) : self_(self) {}
 
-  store::JobSpec spec;
+  job::JobSpec spec;
   std::int64_t replicas = 1;
   std::vector<BareMemory> bare_memory;  // its memory fields written as bare numbers (for lint)
 
@@ -104,7 +104,7 @@ class JobEntry {
     self_.FailAt(field.empty() ? "" : "." + field, status.detail(), status.code());
   }
 
-  // Validates the spec (store::ValidateJobSpec); a missing required field is reported as such.
+  // Validates the spec (job::ValidateJobSpec); a missing required field is reported as such.
   void Validate() const {
     for (const auto& [field, value] :
          {std::pair<const char*, const std::string*>{"name", &spec.name},
@@ -114,16 +114,16 @@ class JobEntry {
         self_.Fail(fmt::format("missing required field '{}'", field));
       }
     }
-    if (Status s = store::ValidateJobSpec(spec); !s.ok()) Fail(s);
+    if (Status s = job::ValidateJobSpec(spec); !s.ok()) Fail(s);
     // Replicas are named NAME-R (and `submit -f` keys them KEY-R): the longest suffix must keep
     // them within the limits too, or the server would refuse what the file reader accepted.
     if (replicas > 1) {
-      store::JobSpec last = spec;
+      job::JobSpec last = spec;
       last.name = fmt::format("{}-{}", spec.name, replicas - 1);
       if (!last.idempotency_key.empty()) {
         last.idempotency_key = fmt::format("{}-{}", spec.idempotency_key, replicas - 1);
       }
-      if (Status s = store::ValidateJobSpec(last); !s.ok()) {
+      if (Status s = job::ValidateJobSpec(last); !s.ok()) {
         Fail(Status::InvalidArgument(
             fmt::format("{} (with the replica suffix '-{}' of replicas: {})", s.detail(),
                         replicas - 1, replicas),
@@ -132,9 +132,9 @@ class JobEntry {
     }
   }
 
-  // The job with its names resolved against `state` (store::ToJob).
+  // The job with its names resolved against `state` (job::ToJob).
   Job Resolve(JobId id, const ClusterState& state) const {
-    Result<Job> job = store::ToJob(id, spec, state);
+    Result<Job> job = job::ToJob(id, spec, state);
     if (!job.ok()) Fail(job.status());
     return std::move(job).value();
   }
@@ -197,10 +197,10 @@ Toleration ReadToleration(const Value& value, const std::string& path, JobEntry&
   return t;
 }
 
-store::AffinitySpec ReadAffinity(const Value& value, const std::string& path, JobEntry& entry) {
+job::AffinitySpec ReadAffinity(const Value& value, const std::string& path, JobEntry& entry) {
   Map m(value, {"match", "level", "anti", "required"});
   entry.Mark(path, value);
-  store::AffinitySpec a;
+  job::AffinitySpec a;
   const Value& match = m.Get("match");
   a.match = match.StringMap();
   entry.Mark(path + ".match", match);
@@ -217,7 +217,7 @@ store::AffinitySpec ReadAffinity(const Value& value, const std::string& path, Jo
 // `submit_time` (a snapshot's times); else it is a duration.
 void ReadJob(const Map& m, JobEntry& entry,
              const std::function<Millis(const Value&)>& read_time = nullptr) {
-  store::JobSpec& s = entry.spec;
+  job::JobSpec& s = entry.spec;
   auto text = [&](std::string_view field, std::string& out) {
     if (const Value* v = m.Find(field)) {
       out = v->String();
@@ -382,7 +382,7 @@ Job LoadJobTemplate(const Value& item, const ClusterState& state,
 
 Job internal::LoadJobEntry(const Value& item, std::span<const std::string_view> extra,
                            const std::function<Millis(const Value&)>& read_time,
-                           const ClusterState& state, JobId id, store::JobSpec& spec) {
+                           const ClusterState& state, JobId id, job::JobSpec& spec) {
   std::vector<std::string_view> fields;
   for (std::string_view f : kJobFields) {
     if (f != "replicas") fields.push_back(f);
@@ -426,40 +426,39 @@ Result<std::vector<Job>> LoadJobsFile(const std::string& path, const ClusterStat
   return ParseJobs(*text, path, state, first_id, bare_memory);
 }
 
-Result<std::vector<store::JobSpec>> ParseJobSpecs(
-    std::string_view yaml, const std::string& file_name,
-    const std::function<void(store::JobSpec&)>& complete, std::vector<std::string>* notes) {
-  return internal::LoadDocument<std::vector<store::JobSpec>>(
-      yaml, file_name, [&](const Value& root) {
-        std::vector<store::JobSpec> specs;
-        for (JobEntry& entry : ReadEntries(root, true)) {
-          // What the server sets itself: dropped, with a note.
-          for (const auto& [field, why] :
-               {std::pair<const char*, const char*>{"user",
-                                                    "the server records the submitter from the "
-                                                    "token"},
-                {"submit_time_ms", "the server records the time it accepts the job"}}) {
-            if (const Value* v = entry.Find(field)) {
-              if (notes != nullptr) {
-                notes->push_back(fmt::format("{}:{}: {}: ignored: {}", file_name,
-                                             v->mark().line + 1, v->path(), why));
-              }
-            }
-          }
-          entry.spec.user.clear();
-          entry.spec.submit_time = 0;
-          if (complete) complete(entry.spec);
-          entry.Validate();
-          for (std::int64_t r = 0; r < entry.replicas; ++r) {
-            store::JobSpec& copy = specs.emplace_back(entry.spec);
-            copy.name = ReplicaName(entry.spec.name, entry.replicas, r);
-            if (!copy.idempotency_key.empty() && entry.replicas > 1) {
-              copy.idempotency_key = fmt::format("{}-{}", entry.spec.idempotency_key, r);
-            }
+Result<std::vector<job::JobSpec>> ParseJobSpecs(std::string_view yaml, const std::string& file_name,
+                                                const std::function<void(job::JobSpec&)>& complete,
+                                                std::vector<std::string>* notes) {
+  return internal::LoadDocument<std::vector<job::JobSpec>>(yaml, file_name, [&](const Value& root) {
+    std::vector<job::JobSpec> specs;
+    for (JobEntry& entry : ReadEntries(root, true)) {
+      // What the server sets itself: dropped, with a note.
+      for (const auto& [field, why] :
+           {std::pair<const char*, const char*>{"user",
+                                                "the server records the submitter from the "
+                                                "token"},
+            {"submit_time_ms", "the server records the time it accepts the job"}}) {
+        if (const Value* v = entry.Find(field)) {
+          if (notes != nullptr) {
+            notes->push_back(fmt::format("{}:{}: {}: ignored: {}", file_name, v->mark().line + 1,
+                                         v->path(), why));
           }
         }
-        return specs;
-      });
+      }
+      entry.spec.user.clear();
+      entry.spec.submit_time = 0;
+      if (complete) complete(entry.spec);
+      entry.Validate();
+      for (std::int64_t r = 0; r < entry.replicas; ++r) {
+        job::JobSpec& copy = specs.emplace_back(entry.spec);
+        copy.name = ReplicaName(entry.spec.name, entry.replicas, r);
+        if (!copy.idempotency_key.empty() && entry.replicas > 1) {
+          copy.idempotency_key = fmt::format("{}-{}", entry.spec.idempotency_key, r);
+        }
+      }
+    }
+    return specs;
+  });
 }
 
 }  // namespace arbiter::config

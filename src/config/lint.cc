@@ -366,7 +366,7 @@ class Linter {
     const engine::VictimPolicy& policy = a_.policy();
     const ClassPairs pairs =
         AgedAheadPairs([&](QueueId q, PriorityClassId low, PriorityClassId high) {
-          return policy.Protection(q, low) == nullptr &&
+          return !policy.Protection(q, low) &&
                  policy.RelationsOf(q, high, false).Kind(q, low) == Eviction::Kind::kWithinQueue;
         });
     const OrderingWeights& w = ordering();

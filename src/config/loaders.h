@@ -7,10 +7,10 @@
 #include <string_view>
 
 #include "arbiter/model.h"
-#include "store/store.h"
 #include "config/config.h"
 #include "config/reader.h"
 #include "core/state/cluster_state.h"
+#include "job/spec.h"
 
 namespace arbiter::config::internal {
 
@@ -31,6 +31,6 @@ std::int64_t MemoryMiB(const Value& v, BareMemory::Kind kind, std::vector<BareMe
 // them). Checked and resolved as a jobs file's job, with id `id`; `spec` gets the spec as read.
 Job LoadJobEntry(const Value& item, std::span<const std::string_view> extra,
                  const std::function<Millis(const Value&)>& read_time, const ClusterState& state,
-                 JobId id, store::JobSpec& spec);
+                 JobId id, job::JobSpec& spec);
 
 }  // namespace arbiter::config::internal

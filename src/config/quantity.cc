@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "config/limits.h"
+#include "job/limits.h"
 
 namespace arbiter::config {
 namespace {

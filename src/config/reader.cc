@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "config/config.h"
-#include "store/names.h"
+#include "job/names.h"
 
 namespace arbiter::config::internal {
 namespace {
@@ -308,12 +308,12 @@ Result<std::string> ReadFile(const std::string& path) {
 // ---- Names ----
 
 std::optional<std::string> Suggest(std::string_view name, const std::vector<std::string>& known) {
-  return store::Suggest(name, known);
+  return job::Suggest(name, known);
 }
 
 std::string UnknownName(std::string_view what, std::string_view name,
                         const std::vector<std::string>& known, std::string_view list_label) {
-  return store::UnknownName(what, name, known, list_label);
+  return job::UnknownName(what, name, known, list_label);
 }
 
 }  // namespace arbiter::config::internal

@@ -21,9 +21,10 @@
 #include <vector>
 
 #include "arbiter/attained_service.h"
-#include "config/limits.h"
 #include "config/loaders.h"
 #include "config/reader.h"
+#include "job/limits.h"
+#include "job/resolve.h"
 
 namespace arbiter::config {
 namespace {
@@ -480,7 +481,7 @@ class Writer {
 
   // A job as a jobs file has it, then the fields of its section.
   void WriteJob(const SnapshotJob& j, const char* section) {
-    const store::JobSpec& s = j.spec;
+    const job::JobSpec& s = j.spec;
     Line(fmt::format("  - id: {}", j.id));
     Line("    name: " + Quote(s.name));
     if (!s.user.empty()) Line("    user: " + Quote(s.user));
@@ -517,7 +518,7 @@ class Writer {
     if (!s.labels.empty()) Line("    labels: " + StringMap(s.labels));
     if (!s.affinity.empty()) {
       Line("    affinity:");
-      for (const store::AffinitySpec& a : s.affinity) {
+      for (const job::AffinitySpec& a : s.affinity) {
         Line(fmt::format("      - {{match: {}, level: {}, anti: {}, required: {}}}",
                          StringMap(a.match), Quote(a.level), Bool(a.anti), Bool(a.required)));
       }
@@ -563,7 +564,7 @@ class Writer {
       Line("    allocation:");
       if (!j.allocation.gpu_type.empty()) Line("      gpu_type: " + Quote(j.allocation.gpu_type));
       Line("      tasks:");
-      for (const store::StoredTask& t : j.allocation.tasks) {
+      for (const job::StoredTask& t : j.allocation.tasks) {
         const std::string group =
             t.group < s.groups.size() ? s.groups[t.group].name : std::to_string(t.group);
         std::string devices;
@@ -628,7 +629,7 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     const RunningJob& r = *state.FindRunning(id);
     SnapshotJob j;
     j.id = id;
-    j.spec = store::ToSpec(r.job, state);
+    j.spec = job::ToSpec(r.job, state);
     const std::span<const Millis> evictions = state.EvictionTimes(id);
     j.evictions.assign(evictions.begin(), evictions.end());
     j.start_time = r.start_time;
@@ -636,13 +637,13 @@ Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
     j.starved = r.job.starved;
     j.time_on_model = TimeOnModels(state, r.job);
     j.last_checkpoint = r.last_checkpoint > r.start_time ? r.last_checkpoint : -1;
-    j.allocation = store::ToStoredAllocation(r.allocation, state);
+    j.allocation = job::ToStoredAllocation(r.allocation, state);
     s.running.push_back(std::move(j));
   }
   for (const Job& job : pending) {
     SnapshotJob j;
     j.id = job.id;
-    j.spec = store::ToSpec(job, state);
+    j.spec = job::ToSpec(job, state);
     const std::span<const Millis> evictions = state.EvictionTimes(job.id);
     j.evictions.assign(evictions.begin(), evictions.end());
     j.attained = job.attained;
@@ -849,7 +850,7 @@ class SnapshotLoader {
     if (checkpoint) Check(state_->RecordCheckpoint(j.id, j.last_checkpoint), *checkpoint);
     const RunningJob& bound = *state_->FindRunning(j.id);
     if (bound.last_checkpoint <= bound.start_time) j.last_checkpoint = -1;
-    j.allocation = store::ToStoredAllocation(bound.allocation, *state_);
+    j.allocation = job::ToStoredAllocation(bound.allocation, *state_);
     s_.running.push_back(std::move(j));
   }
 

@@ -20,9 +20,9 @@
 
 #include "arbiter/model.h"
 #include "arbiter/status.h"
-#include "store/store.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
+#include "job/spec.h"
 
 namespace arbiter::config {
 
@@ -43,7 +43,7 @@ const char* SnapshotNodeStateName(SnapshotNode::State state);  // "schedulable",
 // what its section adds.
 struct SnapshotJob {
   JobId id = 0;
-  store::JobSpec spec;
+  job::JobSpec spec;
   std::vector<Millis> evictions;  // every eviction before now, oldest first
   // Its service as a least-attained-service order counts it (Job::attained, starved; pending:
   // service_time, when its waiting started to count). Written only when not zero.
@@ -56,7 +56,7 @@ struct SnapshotJob {
   // running:
   Millis start_time = -1;
   Millis last_checkpoint = -1;  // -1: none since it started
-  store::StoredAllocation allocation;
+  job::StoredAllocation allocation;
   // pending:
   bool held = false;  // not scheduled until released
   // stopping (evicted, told to stop by then; then pending again):
@@ -91,7 +91,7 @@ struct LoadedSnapshot {
 
 // The snapshot of `state` at `taken_at`: its configuration `config` (the state's own, with the
 // quotas of the moment), its nodes' cordons and health, its running jobs, and `pending` (their
-// specs from the jobs themselves: store::ToSpec). Folds the usage up to `taken_at` into the state
+// specs from the jobs themselves: job::ToSpec). Folds the usage up to `taken_at` into the state
 // first (AccrueUsage), as a cycle at that time does, so that the snapshot's usage is the state's.
 Snapshot MakeSnapshot(const ClusterConfig& config, ClusterState& state,
                       std::span<const Job> pending, Millis taken_at);

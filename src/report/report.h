@@ -6,8 +6,8 @@
 #include <span>
 #include <string>
 
-#include "sim/sim.h"
 #include "arbiter/status.h"
+#include "sim/sim.h"
 
 namespace arbiter::report {
 

@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "store/store.h"
-#include "trace/trace.h"
-#include "sim/workload.h"
 #include "config/loaders.h"
 #include "config/reader.h"
 #include "config/snapshot.h"
 #include "core/state/cluster_state.h"
+#include "job/resolve.h"
+#include "sim/workload.h"
+#include "trace/trace.h"
 
 namespace arbiter::config {
 namespace {
@@ -286,7 +286,7 @@ class ScenarioLoader {
     const Snapshot& snap = *snapshot_;
     const Millis t0 = snap.taken_at;
     auto job_of = [&](const SnapshotJob& j, const char* section) {
-      Result<Job> job = store::ToJob(0, j.spec, state);
+      Result<Job> job = job::ToJob(0, j.spec, state);
       if (!job.ok()) {
         at.Fail(fmt::format("{} job '{}' (id {}) of the snapshot: {}", section, j.spec.name, j.id,
                             job.status().message()));
@@ -304,7 +304,7 @@ class ScenarioLoader {
     for (const SnapshotJob& j : snap.running) {
       sim::InitialRun run;
       run.job = job_of(j, "running");
-      Result<Allocation> allocation = store::ToAllocation(j.allocation, state);
+      Result<Allocation> allocation = job::ToAllocation(j.allocation, state);
       if (!allocation.ok()) {
         at.Fail(fmt::format("running job '{}' (id {}) of the snapshot: {}", j.spec.name, j.id,
                             allocation.status().message()));
@@ -705,6 +705,15 @@ class ScenarioLoader {
       j.job.runtime_estimate =
           estimate_factor > 0 ? static_cast<Millis>(static_cast<double>(j.work) * estimate_factor)
                               : 0;
+      // The row's job passes the check of every reader of jobs (job::ValidateJobSpec, its name
+      // the trace's id), the template's fields with the row's: one outside it is a bad row.
+      if (Status valid = job::ValidateJobSpec(job::ToSpec(j.job, state), job::Naming::kTrace);
+          !valid.ok()) {
+        const std::string row = fmt::format("{}:{}: {}", file, tj.line, valid.message());
+        if (!skip) m.Get("file").Fail(row + " (set skip_bad_rows: true to skip such rows)");
+        if (out_.configurations.empty()) out_.skipped_rows.push_back(row);
+        continue;
+      }
       out.jobs.push_back(std::move(j));
       ++taken;
     }

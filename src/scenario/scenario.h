@@ -13,11 +13,11 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "sim/sim.h"
 #include "arbiter/status.h"
 #include "config/config.h"
 #include "config/lint.h"
 #include "core/state/cluster_state.h"
+#include "sim/sim.h"
 
 namespace arbiter::config {
 

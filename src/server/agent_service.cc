@@ -21,20 +21,20 @@ namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using job::JobState;
 using store::Event;
 using store::EventKind;
-using store::JobState;
 using Role = config::TokenSpec::Role;
 
 // The flat rank of a task (group, index) of a spec: tasks of earlier groups come first.
-std::uint32_t RankOf(const store::JobSpec& spec, std::uint32_t group, std::uint32_t index) {
+std::uint32_t RankOf(const job::JobSpec& spec, std::uint32_t group, std::uint32_t index) {
   std::uint32_t rank = 0;
   for (std::uint32_t g = 0; g < group && g < spec.groups.size(); ++g)
     rank += static_cast<std::uint32_t>(spec.groups[g].count);
   return rank + index;
 }
 
-std::uint32_t TaskCount(const store::JobSpec& spec) {
+std::uint32_t TaskCount(const job::JobSpec& spec) {
   std::uint32_t n = 0;
   for (const TaskGroup& g : spec.groups) n += static_cast<std::uint32_t>(g.count);
   return n;
@@ -122,9 +122,9 @@ void Core::FlushNodeHealthLocked() {
   }
 }
 
-void Core::TouchNodesLocked(const store::StoredAllocation& allocation) {
+void Core::TouchNodesLocked(const job::StoredAllocation& allocation) {
   if (!agents()) return;
-  for (const store::StoredTask& t : allocation.tasks) touched_nodes_.insert(t.node);
+  for (const job::StoredTask& t : allocation.tasks) touched_nodes_.insert(t.node);
 }
 
 std::vector<std::function<void()>> Core::PublishAssignmentsLocked() {
@@ -451,7 +451,7 @@ void Core::TakeReportsLocked(const std::string& node, const std::vector<TaskRepo
     const std::uint32_t tasks = TaskCount(entry.stored.spec);
     if (r.rank >= tasks) continue;
     bool on_node = false;
-    for (const store::StoredTask& t : status.allocation.tasks) {
+    for (const job::StoredTask& t : status.allocation.tasks) {
       if (t.node == node && RankOf(entry.stored.spec, t.group, t.index) == r.rank) on_node = true;
     }
     if (!on_node) continue;
@@ -576,7 +576,7 @@ Millis Core::LoseSilentNodesLocked(Millis now) {
       for (const Resident& r : state_->node(*n).residents) jobs.insert(r.job->job.id);
     }
     for (const auto& [id, stop] : draining_) {
-      for (const store::StoredTask& t : jobs_.at(id).stored.status.allocation.tasks) {
+      for (const job::StoredTask& t : jobs_.at(id).stored.status.allocation.tasks) {
         if (t.node == name) jobs.insert(id);
       }
     }
@@ -623,7 +623,7 @@ Json Core::AssignmentsLocked(const std::string& node) const {
   bool stopping_cpu_only = false;
   for (const auto& [id, stop] : draining_) {
     const Entry& entry = jobs_.at(id);
-    for (const store::StoredTask& t : entry.stored.status.allocation.tasks) {
+    for (const job::StoredTask& t : entry.stored.status.allocation.tasks) {
       if (t.node != node) continue;
       ids.push_back(id);
       if (t.devices.empty()) stopping_cpu_only = true;
@@ -635,19 +635,19 @@ Json Core::AssignmentsLocked(const std::string& node) const {
   const std::string root = config_.server.checkpoint_root;
   for (JobId id : ids) {
     const Entry& entry = jobs_.at(id);
-    const store::JobSpec& spec = entry.stored.spec;
+    const job::JobSpec& spec = entry.stored.spec;
     const store::JobStatus& status = entry.stored.status;
     const auto stop = draining_.find(id);
     const std::uint32_t world = TaskCount(spec);
     // Rank 0's node is the gang's rendezvous (MASTER_ADDR, as torch.distributed expects).
     std::string master = "127.0.0.1";
-    for (const store::StoredTask& t : status.allocation.tasks) {
+    for (const job::StoredTask& t : status.allocation.tasks) {
       if (RankOf(spec, t.group, t.index) != 0) continue;
       auto a = agent_nodes_.find(t.node);
       if (a != agent_nodes_.end() && !a->second.address.empty()) master = a->second.address;
     }
     std::uint32_t local = 0;
-    for (const store::StoredTask& t : status.allocation.tasks) {
+    for (const job::StoredTask& t : status.allocation.tasks) {
       if (t.node != node) continue;
       // A preemptor's task waits until the victims on its devices are gone.
       if (stop == draining_.end()) {
@@ -721,7 +721,7 @@ Answer Core::LogSource(JobId id, std::uint32_t rank) {
         fmt::format("job {} has {} task(s), 0 to {}", id, tasks, tasks - 1), "task");
   }
   std::string node;
-  for (const store::StoredTask& t : entry->stored.status.allocation.tasks) {
+  for (const job::StoredTask& t : entry->stored.status.allocation.tasks) {
     if (RankOf(entry->stored.spec, t.group, t.index) == rank) node = t.node;
   }
   if (node.empty() && rank < entry->last_nodes.size()) node = entry->last_nodes[rank];

@@ -10,7 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "config/limits.h"
+#include "job/limits.h"
 #include "store/codec.h"
 
 namespace arbiter::server {

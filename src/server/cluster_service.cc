@@ -13,9 +13,9 @@ namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using job::JobState;
 using store::Event;
 using store::EventKind;
-using store::JobState;
 using Role = config::TokenSpec::Role;
 
 Json MilliOrNull(std::int64_t v) { return v < 0 ? Json(nullptr) : Json(v); }
@@ -85,8 +85,8 @@ Answer Core::ListQueues() {
   const ClusterState& state = *state_;
   std::vector<std::map<std::string, std::int64_t>> counts(state.queue_count());
   for (const auto& [id, entry] : jobs_) {
-    if (store::IsFinished(entry.stored.status.state)) continue;
-    ++counts[entry.job.queue][store::JobStateName(entry.stored.status.state)];
+    if (job::IsFinished(entry.stored.status.state)) continue;
+    ++counts[entry.job.queue][job::JobStateName(entry.stored.status.state)];
   }
   Json queues = Json::array();
   for (QueueId q = 0; q < state.queue_count(); ++q) {

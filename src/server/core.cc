@@ -13,16 +13,17 @@
 
 #include "arbiter/attained_service.h"
 #include "crypto/crypto.h"
+#include "job/names.h"
+#include "job/resolve.h"
 #include "store/codec.h"
-#include "store/names.h"
 
 namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using job::JobState;
 using store::Event;
 using store::EventKind;
-using store::JobState;
 using Role = config::TokenSpec::Role;
 
 // The scheduling loop's engine times its stages (arbiter_cycle_stage_duration_seconds) with the
@@ -40,9 +41,9 @@ EngineOptions Timed(EngineOptions options) {
 bool ReadsService(OrderPolicy policy) { return IsLas(policy) || IsLeaseOrder(policy); }
 
 // The GPU milli-units of a stored run: all its tasks' shares.
-std::int64_t GpuMilliOf(const store::StoredAllocation& allocation) {
+std::int64_t GpuMilliOf(const job::StoredAllocation& allocation) {
   std::int64_t milli = 0;
-  for (const store::StoredTask& task : allocation.tasks) {
+  for (const job::StoredTask& task : allocation.tasks) {
     for (const DeviceShare& share : task.devices) milli += share.gpu.value();
   }
   return milli;
@@ -173,7 +174,7 @@ Status Core::ResolveInto(std::span<store::StoredJob> batch, const ClusterState& 
   auto resolve = [&](std::size_t p) {
     for (std::size_t i = batch.size() * p / parts; i < batch.size() * (p + 1) / parts; ++i) {
       store::StoredJob& stored = batch[i];
-      Result<Job> job = store::ToJob(stored.id, stored.spec, names, stored.status.priority_class);
+      Result<Job> job = job::ToJob(stored.id, stored.spec, names, stored.status.priority_class);
       if (!job.ok()) {
         errors[p] = job.status().message();
         failed[p] = i;
@@ -242,7 +243,7 @@ Status Core::Warm::CatchUp(store::Store& store) {
   if (!changes.ok()) return changes.status();
   std::vector<store::StoredJob> active;
   for (store::StoredJob& job : changes->jobs) {
-    if (store::IsFinished(job.status.state)) {
+    if (job::IsFinished(job.status.state)) {
       jobs_.erase(job.id);
     } else {
       active.push_back(std::move(job));
@@ -370,7 +371,7 @@ Status Core::ReplayService(const ClusterState& names, std::uint64_t last_seq,
       const Millis whole =
           CountRun(job, r.run_start, r.ran, r.ran_on, event, event.state, &names, w);
       if (whole >= 0 && completions_count) completions.emplace_back(whole, r.milli);
-      if (store::IsFinished(event.state)) runs.erase(event.job);
+      if (job::IsFinished(event.state)) runs.erase(event.job);
     }
     if (events->size() < kBatch || cursor >= last_seq) break;
   }
@@ -389,7 +390,7 @@ Status Core::RebuildState(const config::ClusterConfig& config) {
     if (!entry.stored.status.evictions.empty())
       state.RestoreEvictions(id, entry.stored.status.evictions);
     if (entry.stored.status.state != JobState::kRunning || draining_.count(id)) continue;
-    Result<Allocation> allocation = store::ToAllocation(entry.stored.status.allocation, state);
+    Result<Allocation> allocation = job::ToAllocation(entry.stored.status.allocation, state);
     if (!allocation.ok()) {
       return Status::Conflict(
           fmt::format("store: job {} runs where the configuration has no room: {}", id,
@@ -495,7 +496,7 @@ void Core::ApplyLocked(const Event& event) {
   if (it == jobs_.end()) return;
   Entry& entry = it->second;
   const JobState before = entry.stored.status.state;
-  const bool was_finished = store::IsFinished(before);
+  const bool was_finished = job::IsFinished(before);
   // The GPU model of the run this event may end (its service counts by the model); kNone if
   // unknown.
   GpuTypeId ran_on = kNone;
@@ -522,7 +523,7 @@ void Core::ApplyLocked(const Event& event) {
   if (event.kind != EventKind::kStarted && entry.stored.status.state == JobState::kPending &&
       before != JobState::kPending)
     entry.pending_since = event.time;
-  if (!was_finished && store::IsFinished(entry.stored.status.state)) {
+  if (!was_finished && job::IsFinished(entry.stored.status.state)) {
     if (whole >= 0 && state_)
       RecordCompletion(*state_, config_.engine.ordering, whole, entry.job.total_gpu().value());
     Finish(entry);
@@ -530,7 +531,7 @@ void Core::ApplyLocked(const Event& event) {
 }
 
 void Core::RememberNodes(Entry& entry) {
-  for (const store::StoredTask& t : entry.stored.status.allocation.tasks) {
+  for (const job::StoredTask& t : entry.stored.status.allocation.tasks) {
     std::uint32_t rank = t.index;
     for (std::uint32_t g = 0; g < t.group && g < entry.stored.spec.groups.size(); ++g)
       rank += static_cast<std::uint32_t>(entry.stored.spec.groups[g].count);
@@ -539,12 +540,12 @@ void Core::RememberNodes(Entry& entry) {
   }
 }
 
-void Core::Active::Add(const store::JobSpec& spec, int sign) {
+void Core::Active::Add(const job::JobSpec& spec, int sign) {
   jobs += sign;
   for (const TaskGroup& g : spec.groups) gpu_milli += sign * g.count * g.request.gpu.value();
 }
 
-void Core::ReleaseActiveLocked(const store::JobSpec& spec) {
+void Core::ReleaseActiveLocked(const job::JobSpec& spec) {
   auto it = active_.find(spec.user);
   if (it == active_.end()) return;
   it->second.Add(spec, -1);

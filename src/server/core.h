@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "store/store.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 #include "server/agent_wire.h"
 #include "server/auth.h"
 #include "server/event_feed.h"
 #include "server/metrics.h"
+#include "store/store.h"
 
 namespace arbiter::server {
 
@@ -72,7 +72,7 @@ struct CoreOptions {
 // comma-separated values: `state=pending,running`).
 struct JobFilter {
   std::vector<std::string> queues, users;
-  std::vector<store::JobState> states;
+  std::vector<job::JobState> states;
   std::size_t limit = 1000;
 };
 
@@ -83,7 +83,7 @@ struct JobFilter {
 // completes it (a Gittins order learns it), else -1. The same step for an event as the server
 // applies it and for the store's events replayed at a restart, so both count alike.
 Millis CountRun(Job& job, Millis& run_start, Millis& ran, GpuTypeId ran_on,
-                const store::Event& event, store::JobState after, const ClusterState* state,
+                const store::Event& event, job::JobState after, const ClusterState* state,
                 const OrderingWeights& w);
 
 class Core {
@@ -219,7 +219,7 @@ class Core {
   // committed. An error: refused, nothing recorded, `done` untouched.
   Status Admit(const Caller& caller, std::string_view body, std::function<void(Answer)>& done);
   // A committed submission (or the store's refusal) into the inbox; its answer.
-  Answer Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
+  Answer Committed(job::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
                    std::chrono::steady_clock::time_point t0);
   Status Recover(std::unique_ptr<Warm> warm);
   // Stored jobs resolved into entries (each processor a part), into `into` by id (an entry of
@@ -277,7 +277,7 @@ class Core {
   nlohmann::json AssignmentsLocked(const std::string& node) const;
   // The nodes whose tasks a change touched: their assignments are computed again when the
   // operation that changed them releases mu_ (Changes), and their waiting syncs woken.
-  void TouchNodesLocked(const store::StoredAllocation& allocation);
+  void TouchNodesLocked(const job::StoredAllocation& allocation);
   // Computes the touched nodes' assignments again; returns the waiting syncs to wake.
   std::vector<std::function<void()>> PublishAssignmentsLocked();
   // The answer to a sync at `revision` (under mu_).
@@ -362,11 +362,11 @@ class Core {
   struct Active {
     std::int64_t jobs = 0;
     std::int64_t gpu_milli = 0;
-    void Add(const store::JobSpec& spec, int sign);
+    void Add(const job::JobSpec& spec, int sign);
   };
   std::map<std::string, Active> active_;  // GUARDED_BY(inbox_mu_)
   // Takes `spec` out of its user's active count; forgets a user with nothing active.
-  void ReleaseActiveLocked(const store::JobSpec& spec);
+  void ReleaseActiveLocked(const job::JobSpec& spec);
   bool wake_ = false;                 // GUARDED_BY(inbox_mu_)
   bool stop_ = false;                 // GUARDED_BY(inbox_mu_)
   bool loop_waits_for_inbox_ = true;  // GUARDED_BY(inbox_mu_): a submission wakes it

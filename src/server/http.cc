@@ -23,10 +23,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "store/store.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "crypto/crypto.h"
+#include "job/limits.h"
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "server/agent_wire.h"
@@ -37,6 +36,7 @@
 #include "server/web_assets.h"
 #include "store/codec.h"
 #include "store/leader.h"
+#include "store/store.h"
 #include "version.h"
 
 namespace arbiter::server {
@@ -617,7 +617,7 @@ class Api {
       filter.queues = CommaList(req.Param("queue"));
       filter.users = CommaList(req.Param("user"));
       for (const std::string& s : CommaList(req.Param("state"))) {
-        const std::optional<store::JobState> state = store::ParseJobState(s);
+        const std::optional<job::JobState> state = job::ParseJobState(s);
         if (!state) {
           return Status::InvalidArgument(
               fmt::format("unknown job state '{}' (known: pending, held, "

@@ -8,18 +8,19 @@
 #include <optional>
 #include <span>
 
-#include "config/limits.h"
+#include "job/limits.h"
+#include "job/names.h"
+#include "job/resolve.h"
 #include "server/core.h"
 #include "store/codec.h"
-#include "store/names.h"
 
 namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using job::JobState;
 using store::Event;
 using store::EventKind;
-using store::JobState;
 using Role = config::TokenSpec::Role;
 
 // The id of the probe job a submission is checked with (never a stored id).
@@ -47,8 +48,8 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
         fmt::format("{} has the role viewer, which may not submit jobs (read only)", caller.name));
   }
   // The job pipeline of every reader of jobs: the JSON reader, the validator (the limits of
-  // config/limits.h), the resolver.
-  Result<store::JobSpec> spec = store::DecodeJobSpec(body);
+  // job/limits.h), the resolver.
+  Result<job::JobSpec> spec = store::DecodeJobSpec(body);
   if (!spec.ok()) {
     // An error of no one field (malformed JSON, not an object) concerns the whole body.
     if (spec.status().field().empty())
@@ -62,7 +63,7 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
   }
   spec->user = caller.name;
   spec->submit_time = Now();
-  if (Status st = store::ValidateJobSpec(*spec); !st.ok()) return st;
+  if (Status st = job::ValidateJobSpec(*spec); !st.ok()) return st;
   if (agents() && spec->argv.empty() && spec->command.empty()) {
     return Status::InvalidArgument(
         "the nodes' agents run each task: give argv (a program and its arguments) or command (a "
@@ -72,7 +73,7 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
   Job job;
   {
     std::lock_guard lock(probe_mu_);
-    Result<Job> resolved = store::ToJob(kProbeId, *spec, *probe_);
+    Result<Job> resolved = job::ToJob(kProbeId, *spec, *probe_);
     if (!resolved.ok()) return std::move(resolved).status();
     job = std::move(resolved).value();
     if (caller.role == Role::kUser &&
@@ -126,7 +127,7 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
   }
   // Committed by the store's writer with other submissions (group commit); the rest runs on
   // its thread once committed.
-  auto accepted = std::make_shared<std::pair<store::JobSpec, Job>>(*spec, std::move(job));
+  auto accepted = std::make_shared<std::pair<job::JobSpec, Job>>(*spec, std::move(job));
   store_->SubmitAsync(std::move(spec).value(), [this, accepted, t0, done = std::move(done)](
                                                    Result<store::Submitted> submitted) {
     done(Committed(std::move(accepted->first), std::move(accepted->second), submitted, t0));
@@ -134,7 +135,7 @@ Status Core::Admit(const Caller& caller, std::string_view body, std::function<vo
   return Status::Ok();
 }
 
-Answer Core::Committed(store::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
+Answer Core::Committed(job::JobSpec spec, Job job, const Result<store::Submitted>& submitted,
                        std::chrono::steady_clock::time_point t0) {
   std::lock_guard lock(inbox_mu_);
   if (!submitted.ok() || submitted->duplicate) {
@@ -187,7 +188,7 @@ Json Core::JobJson(const Entry& entry) const {
   }
   if (state == JobState::kRunning) {
     Json tasks = Json::array();
-    Result<Allocation> allocation = store::ToAllocation(entry.stored.status.allocation, *state_);
+    Result<Allocation> allocation = job::ToAllocation(entry.stored.status.allocation, *state_);
     if (allocation.ok()) {
       for (const TaskAllocation& t : allocation->tasks) tasks.push_back(state_->Describe(t));
     }
@@ -254,8 +255,8 @@ Answer Core::Cancel(const Caller& caller, JobId id) {
   if (!entry) return Status::NotFound(fmt::format("no active job {}", id), "job");
   if (Answer a = CheckOwner(caller, *entry, "cancel"); !a.ok()) return a;
   const JobState from = entry->stored.status.state;
-  if (store::IsFinished(from)) {
-    return Status::Conflict(fmt::format("job {} is already {}", id, store::JobStateName(from)));
+  if (job::IsFinished(from)) {
+    return Status::Conflict(fmt::format("job {} is already {}", id, job::JobStateName(from)));
   }
   Event ev;
   ev.time = Now();
@@ -281,7 +282,7 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
     std::vector<std::string> known;
     for (PriorityClassId c = 0; c < state_->priority_class_count(); ++c)
       known.push_back(state_->priority_class(c).name);
-    return Status::NotFound(store::UnknownName("priority class", priority_class, known),
+    return Status::NotFound(job::UnknownName("priority class", priority_class, known),
                             "priority_class");
   }
   // The one rule of submission: the classes the caller's token may use (Caller::MayUseClass).
@@ -291,9 +292,9 @@ Answer Core::SetPriority(const Caller& caller, JobId id, const std::string& prio
                     priority_class, Join(caller.priority_classes)),
         "priority_class");
   }
-  if (store::IsFinished(entry->stored.status.state)) {
+  if (job::IsFinished(entry->stored.status.state)) {
     return Status::Conflict(
-        fmt::format("job {} is already {}", id, store::JobStateName(entry->stored.status.state)));
+        fmt::format("job {} is already {}", id, job::JobStateName(entry->stored.status.state)));
   }
   Event ev;
   ev.time = Now();
@@ -337,8 +338,8 @@ Answer Core::Hold(const Caller& caller, JobId id, bool hold) {
   const JobState want = hold ? JobState::kPending : JobState::kHeld;
   if (entry->stored.status.state != want) {
     return Status::Conflict(fmt::format("job {} is {}; only a {} job can be {}", id,
-                                        store::JobStateName(entry->stored.status.state),
-                                        store::JobStateName(want), hold ? "held" : "released"));
+                                        job::JobStateName(entry->stored.status.state),
+                                        job::JobStateName(want), hold ? "held" : "released"));
   }
   Event ev;
   ev.time = Now();

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "arbiter/attained_service.h"
+#include "job/resolve.h"
 #include "server/core.h"
 #include "store/codec.h"
 
@@ -17,9 +18,9 @@ namespace arbiter::server {
 namespace {
 
 using Json = nlohmann::json;
+using job::JobState;
 using store::Event;
 using store::EventKind;
-using store::JobState;
 using Role = config::TokenSpec::Role;
 
 constexpr Millis kNeverDue = std::numeric_limits<Millis>::max();
@@ -111,7 +112,7 @@ void Core::CycleLocked(Millis now) {
     ev.kind = EventKind::kStarted;
     ev.job = b.job;
     ev.actor = "scheduler";
-    ev.allocation = store::ToStoredAllocation(b.allocation, *state_);
+    ev.allocation = job::ToStoredAllocation(b.allocation, *state_);
     events.push_back(std::move(ev));
   }
   // The service a least-attained-service order counts from each start on (a starvation promotion

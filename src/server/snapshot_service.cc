@@ -19,13 +19,13 @@ Answer Core::Snapshot(const Caller& caller) {
   const Millis now = Now();
   std::vector<Job> pending;
   for (const auto& [id, entry] : jobs_) {
-    if (entry.stored.status.state == store::JobState::kPending) pending.push_back(entry.job);
+    if (entry.stored.status.state == job::JobState::kPending) pending.push_back(entry.job);
   }
   config::Snapshot snapshot = config::MakeSnapshot(config_, *state_, pending, now);
   snapshot.calendar = true;
   // Jobs as submitted (what they run, their retries, their keys), under their current class.
   auto spec = [&](const Entry& entry) {
-    store::JobSpec s = entry.stored.spec;
+    job::JobSpec s = entry.stored.spec;
     s.priority_class = state_->priority_class(entry.job.priority_class).name;
     return s;
   };
@@ -36,7 +36,7 @@ Answer Core::Snapshot(const Caller& caller) {
   for (config::SnapshotJob& j : snapshot.running) j.spec = spec(jobs_.at(j.id));
   for (config::SnapshotJob& j : snapshot.pending) j.spec = spec(jobs_.at(j.id));
   for (const auto& [id, entry] : jobs_) {
-    if (entry.stored.status.state != store::JobState::kHeld) continue;
+    if (entry.stored.status.state != job::JobState::kHeld) continue;
     config::SnapshotJob j;
     j.id = id;
     j.spec = spec(entry);

@@ -18,9 +18,9 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "sim/sim.h"
 #include "core/state/cluster_state.h"
 #include "sim/latency.h"
+#include "sim/sim.h"
 
 namespace arbiter::sim {
 namespace {

@@ -166,7 +166,7 @@ Status Decode(std::string_view bytes, std::string_view path, T& out, F&& read) {
   }
 }
 
-void ReadSpec(Reader& r, const Path& p, JobSpec& s) {
+void ReadSpec(Reader& r, const Path& p, job::JobSpec& s) {
   r.Text(Field(p, "name"), s.name);
   r.Text(Field(p, "user"), s.user);
   r.Text(Field(p, "queue"), s.queue);
@@ -252,7 +252,7 @@ void ReadSpec(Reader& r, const Path& p, JobSpec& s) {
     s.affinity.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       const Path e = Element(f, i);
-      AffinitySpec& a = s.affinity[i];
+      job::AffinitySpec& a = s.affinity[i];
       r.Map(Field(e, "match"), a.match);
       r.Text(Field(e, "level"), a.level);
       const Path fl = Field(e, "flags");
@@ -283,14 +283,14 @@ void ReadSpec(Reader& r, const Path& p, JobSpec& s) {
   r.Text(Field(p, "idempotency_key"), s.idempotency_key);
 }
 
-void ReadAllocation(Reader& r, const Path& p, StoredAllocation& a) {
+void ReadAllocation(Reader& r, const Path& p, job::StoredAllocation& a) {
   r.Text(Field(p, "gpu_type"), a.gpu_type);
   const Path f = Field(p, "tasks");
   const std::size_t n = r.Count(f, 6);
   a.tasks.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Path e = Element(f, i);
-    StoredTask& t = a.tasks[i];
+    job::StoredTask& t = a.tasks[i];
     t.group = r.Uint32(Field(e, "group"));
     t.index = r.Uint32(Field(e, "index"));
     r.Text(Field(e, "node"), t.node);
@@ -311,7 +311,7 @@ void ReadAllocation(Reader& r, const Path& p, StoredAllocation& a) {
 
 }  // namespace
 
-std::string EncodeJobSpecBinary(const JobSpec& s) {
+std::string EncodeJobSpecBinary(const job::JobSpec& s) {
   Writer w;
   w.Byte(kBinaryFormat);
   w.Text(s.name);
@@ -343,7 +343,7 @@ std::string EncodeJobSpecBinary(const JobSpec& s) {
   }
   w.Map(s.labels);
   w.Uint(s.affinity.size());
-  for (const AffinitySpec& a : s.affinity) {
+  for (const job::AffinitySpec& a : s.affinity) {
     w.Map(a.match);
     w.Text(a.level);
     w.Byte(static_cast<std::uint8_t>((a.anti ? 1 : 0) | (a.required ? 2 : 0)));
@@ -361,16 +361,16 @@ std::string EncodeJobSpecBinary(const JobSpec& s) {
   return w.Take();
 }
 
-Status DecodeJobSpecBinary(std::string_view bytes, JobSpec& out, std::string_view path) {
+Status DecodeJobSpecBinary(std::string_view bytes, job::JobSpec& out, std::string_view path) {
   return Decode(bytes, path, out, ReadSpec);
 }
 
-std::string EncodeAllocationBinary(const StoredAllocation& a) {
+std::string EncodeAllocationBinary(const job::StoredAllocation& a) {
   Writer w;
   w.Byte(kBinaryFormat);
   w.Text(a.gpu_type);
   w.Uint(a.tasks.size());
-  for (const StoredTask& t : a.tasks) {
+  for (const job::StoredTask& t : a.tasks) {
     w.Uint(t.group);
     w.Uint(t.index);
     w.Text(t.node);
@@ -386,7 +386,7 @@ std::string EncodeAllocationBinary(const StoredAllocation& a) {
   return w.Take();
 }
 
-Status DecodeAllocationBinary(std::string_view bytes, StoredAllocation& out,
+Status DecodeAllocationBinary(std::string_view bytes, job::StoredAllocation& out,
                               std::string_view path) {
   return Decode(bytes, path, out, ReadAllocation);
 }

@@ -22,12 +22,13 @@ namespace arbiter::store {
 
 inline constexpr std::uint8_t kBinaryFormat = 1;
 
-std::string EncodeJobSpecBinary(const JobSpec& spec);
+std::string EncodeJobSpecBinary(const job::JobSpec& spec);
 // Into an existing (empty) record.
-Status DecodeJobSpecBinary(std::string_view bytes, JobSpec& out, std::string_view path = "spec");
+Status DecodeJobSpecBinary(std::string_view bytes, job::JobSpec& out,
+                           std::string_view path = "spec");
 
-std::string EncodeAllocationBinary(const StoredAllocation& allocation);
-Status DecodeAllocationBinary(std::string_view bytes, StoredAllocation& out,
+std::string EncodeAllocationBinary(const job::StoredAllocation& allocation);
+Status DecodeAllocationBinary(std::string_view bytes, job::StoredAllocation& out,
                               std::string_view path = "allocation");
 
 }  // namespace arbiter::store

@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "config/limits.h"
+#include "job/limits.h"
 
 namespace arbiter::store {
 namespace {
@@ -234,7 +234,7 @@ class Reader {
     const std::string_view raw = text_.substr(open, pos_ - open);
     for (const char ch : raw) {
       if (static_cast<unsigned char>(ch) >= 0x80) {
-        if (!ValidUtf8(raw)) {
+        if (!job::ValidUtf8(raw)) {
           pos_ = open;
           Malformed("invalid UTF-8 in a string");
         }
@@ -484,8 +484,8 @@ Toleration ReadToleration(Reader& r, const Path& p) {
   return t;
 }
 
-AffinitySpec ReadAffinity(Reader& r, const Path& p) {
-  AffinitySpec a;
+job::AffinitySpec ReadAffinity(Reader& r, const Path& p) {
+  job::AffinitySpec a;
   bool has_match = false;
   r.ReadObject(p, [&](std::string_view key) {
     const Path f = Field(p, key);
@@ -506,7 +506,7 @@ AffinitySpec ReadAffinity(Reader& r, const Path& p) {
   return a;
 }
 
-void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
+void ReadJobSpec(Reader& r, const Path& p, job::JobSpec& s) {
   bool has_name = false, has_queue = false, has_class = false, has_groups = false;
   std::vector<bool> named;
   r.ReadObject(p, [&](std::string_view key) {
@@ -616,7 +616,7 @@ void ReadJobSpec(Reader& r, const Path& p, JobSpec& s) {
 
 // ---- Allocation ----
 
-void ReadAllocation(Reader& r, const Path& p, StoredAllocation& a) {
+void ReadAllocation(Reader& r, const Path& p, job::StoredAllocation& a) {
   bool has_tasks = false;
   r.ReadObject(p, [&](std::string_view key) {
     const Path f = Field(p, key);
@@ -627,7 +627,7 @@ void ReadAllocation(Reader& r, const Path& p, StoredAllocation& a) {
       a.tasks.clear();
       r.ReadArray(f, [&](std::size_t i) {
         const Path tp = Element(f, i);
-        StoredTask& task = a.tasks.emplace_back();
+        job::StoredTask& task = a.tasks.emplace_back();
         bool has_node = false;
         r.ReadObject(tp, [&](std::string_view tkey) {
           const Path t = Field(tp, tkey);
@@ -679,9 +679,9 @@ void ReadAllocation(Reader& r, const Path& p, StoredAllocation& a) {
 
 // ---- Status ----
 
-JobState ReadState(Reader& r, const Path& p) {
+job::JobState ReadState(Reader& r, const Path& p) {
   const std::string name = r.ReadString(p);
-  std::optional<JobState> s = ParseJobState(name);
+  std::optional<job::JobState> s = job::ParseJobState(name);
   if (!s) Fail(p, fmt::format("unknown job state \"{}\"", name));
   return *s;
 }
@@ -828,17 +828,18 @@ void PutTime(json& j, const char* key, Millis t) {
 
 // ---- Decoding ----
 
-Result<JobSpec> DecodeJobSpec(std::string_view text, std::string_view path) {
-  return DecodeText<JobSpec>(text, path, ReadJobSpec);
+Result<job::JobSpec> DecodeJobSpec(std::string_view text, std::string_view path) {
+  return DecodeText<job::JobSpec>(text, path, ReadJobSpec);
 }
-Status DecodeJobSpecInto(std::string_view text, JobSpec& out, std::string_view path) {
+Status DecodeJobSpecInto(std::string_view text, job::JobSpec& out, std::string_view path) {
   return DecodeInto(text, path, out, ReadJobSpec);
 }
-Status DecodeAllocationInto(std::string_view text, StoredAllocation& out, std::string_view path) {
+Status DecodeAllocationInto(std::string_view text, job::StoredAllocation& out,
+                            std::string_view path) {
   return DecodeInto(text, path, out, ReadAllocation);
 }
-Result<StoredAllocation> DecodeAllocation(std::string_view text, std::string_view path) {
-  return DecodeText<StoredAllocation>(text, path, ReadAllocation);
+Result<job::StoredAllocation> DecodeAllocation(std::string_view text, std::string_view path) {
+  return DecodeText<job::StoredAllocation>(text, path, ReadAllocation);
 }
 Result<JobStatus> DecodeJobStatus(std::string_view text, std::string_view path) {
   return DecodeText<JobStatus>(text, path, ReadStatus);
@@ -855,10 +856,10 @@ Result<std::vector<Millis>> DecodeMillisList(std::string_view text, std::string_
       [](Reader& r, const Path& p, std::vector<Millis>& out) { out = ReadIntList(r, p); });
 }
 
-Result<JobSpec> JobSpecFromJson(const json& j, std::string_view path) {
+Result<job::JobSpec> JobSpecFromJson(const json& j, std::string_view path) {
   return DecodeJobSpec(Dump(j), path);
 }
-Result<StoredAllocation> AllocationFromJson(const json& j, std::string_view path) {
+Result<job::StoredAllocation> AllocationFromJson(const json& j, std::string_view path) {
   return DecodeAllocation(Dump(j), path);
 }
 Result<JobStatus> JobStatusFromJson(const json& j, std::string_view path) {
@@ -897,7 +898,7 @@ Result<json> ParseJson(std::string_view text, std::string_view path) {
 
 // ---- Encoding ----
 
-json JobSpecToJson(const JobSpec& s) {
+json JobSpecToJson(const job::JobSpec& s) {
   json j;
   j["name"] = s.name;
   if (!s.user.empty()) j["user"] = s.user;
@@ -939,7 +940,7 @@ json JobSpecToJson(const JobSpec& s) {
   if (!s.labels.empty()) j["labels"] = s.labels;
   if (!s.affinity.empty()) {
     json a = json::array();
-    for (const AffinitySpec& t : s.affinity) {
+    for (const job::AffinitySpec& t : s.affinity) {
       a.push_back(
           {{"match", t.match}, {"level", t.level}, {"anti", t.anti}, {"required", t.required}});
     }
@@ -957,11 +958,11 @@ json JobSpecToJson(const JobSpec& s) {
   return j;
 }
 
-json AllocationToJson(const StoredAllocation& a) {
+json AllocationToJson(const job::StoredAllocation& a) {
   json j;
   if (!a.gpu_type.empty()) j["gpu_type"] = a.gpu_type;
   json tasks = json::array();
-  for (const StoredTask& t : a.tasks) {
+  for (const job::StoredTask& t : a.tasks) {
     json o;
     o["group"] = t.group;
     o["index"] = t.index;
@@ -987,7 +988,7 @@ json AllocationToJson(const StoredAllocation& a) {
 
 json JobStatusToJson(const JobStatus& s) {
   json j;
-  j["state"] = JobStateName(s.state);
+  j["state"] = job::JobStateName(s.state);
   if (!s.priority_class.empty()) j["priority_class"] = s.priority_class;
   if (!s.allocation.empty()) j["allocation"] = AllocationToJson(s.allocation);
   PutTime(j, "start_time_ms", s.start_time);
@@ -1018,7 +1019,7 @@ json EventToJson(const Event& e) {
   if (!e.priority_class.empty()) j["priority_class"] = e.priority_class;
   if (!e.allocation.empty()) j["allocation"] = AllocationToJson(e.allocation);
   PutTime(j, "stop_at_ms", e.stop_at);
-  if (IsJobEvent(e.kind)) j["state"] = JobStateName(e.state);
+  if (IsJobEvent(e.kind)) j["state"] = job::JobStateName(e.state);
   return j;
 }
 
@@ -1035,47 +1036,8 @@ json QuotaToJson(const std::map<std::string, QuotaSpec>& quota) {
   return j;
 }
 
-std::string EncodeJobSpec(const JobSpec& spec) { return Dump(JobSpecToJson(spec)); }
+std::string EncodeJobSpec(const job::JobSpec& spec) { return Dump(JobSpecToJson(spec)); }
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-bool ValidUtf8(std::string_view text) {
-  std::size_t i = 0;
-  const std::size_t n = text.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    std::uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1Fu;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0Fu;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07u;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3Fu);
-    }
-    // Overlong forms, surrogates, beyond U+10FFFF.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
 
 }  // namespace arbiter::store

@@ -31,14 +31,15 @@ namespace arbiter::store {
 //    "command", "idempotency_key"}
 // name, queue, priority_class and groups are required; a group's name defaults to "main" when it
 // is the only group, else "group-K"; tasks defaults to 1.
-nlohmann::json JobSpecToJson(const JobSpec& spec);
-Result<JobSpec> JobSpecFromJson(const nlohmann::json& json, std::string_view path = "");
+nlohmann::json JobSpecToJson(const job::JobSpec& spec);
+Result<job::JobSpec> JobSpecFromJson(const nlohmann::json& json, std::string_view path = "");
 
 // {"gpu_type", "tasks": [{"group", "index", "node", "cpu_milli", "memory_mib",
 //                         "devices": [{"device", "gpu_milli", "gpu_memory_mib"}]}]}
 // A device's gpu_milli defaults to 1000 (the whole device).
-nlohmann::json AllocationToJson(const StoredAllocation& allocation);
-Result<StoredAllocation> AllocationFromJson(const nlohmann::json& json, std::string_view path = "");
+nlohmann::json AllocationToJson(const job::StoredAllocation& allocation);
+Result<job::StoredAllocation> AllocationFromJson(const nlohmann::json& json,
+                                                 std::string_view path = "");
 
 // {"state", "priority_class", "allocation", "start_time_ms", "first_start_time_ms",
 //  "last_checkpoint_ms", "stop_at_ms", "evictions_ms": [..], "end_time_ms", "message"}
@@ -61,12 +62,12 @@ Result<std::map<std::string, QuotaSpec>> QuotaFromJson(const nlohmann::json& jso
 // Text forms, decoded in one pass without building a JSON document (the *FromJson functions
 // above go through them). A malformed text is an error giving the byte (1-based), e.g.
 // "malformed JSON at byte 14: expected a field name".
-std::string EncodeJobSpec(const JobSpec& spec);
-Result<JobSpec> DecodeJobSpec(std::string_view text, std::string_view path = "");
-Result<StoredAllocation> DecodeAllocation(std::string_view text, std::string_view path = "");
+std::string EncodeJobSpec(const job::JobSpec& spec);
+Result<job::JobSpec> DecodeJobSpec(std::string_view text, std::string_view path = "");
+Result<job::StoredAllocation> DecodeAllocation(std::string_view text, std::string_view path = "");
 // Into an existing (empty) record, without moving it: for loading many.
-Status DecodeJobSpecInto(std::string_view text, JobSpec& out, std::string_view path = "");
-Status DecodeAllocationInto(std::string_view text, StoredAllocation& out,
+Status DecodeJobSpecInto(std::string_view text, job::JobSpec& out, std::string_view path = "");
+Status DecodeAllocationInto(std::string_view text, job::StoredAllocation& out,
                             std::string_view path = "");
 Result<JobStatus> DecodeJobStatus(std::string_view text, std::string_view path = "");
 Result<Event> DecodeEvent(std::string_view text, std::string_view path = "");
@@ -78,8 +79,6 @@ Result<std::vector<Millis>> DecodeMillisList(std::string_view text, std::string_
 // A value's compact text. Never throws: bytes that are not UTF-8 become U+FFFD (nlohmann's
 // plain dump() throws on them).
 std::string Dump(const nlohmann::json& json);
-// Whether `text` is valid UTF-8 (what JSON text must be).
-bool ValidUtf8(std::string_view text);
 
 // A JSON document (nlohmann's parser), for callers that want one.
 Result<nlohmann::json> ParseJson(std::string_view text, std::string_view path = "");

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 #include "store/pg.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 

@@ -85,9 +85,9 @@ void GroupCommit::WriterLoop() {
   }
 }
 
-Result<Submitted> GroupCommit::Submit(JobSpec spec, const InsertJobs& insert) {
+Result<Submitted> GroupCommit::Submit(job::JobSpec spec, const InsertJobs& insert) {
   if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
-  std::vector<JobSpec> specs;
+  std::vector<job::JobSpec> specs;
   specs.push_back(std::move(spec));
   const std::vector<std::string> encoded = {EncodeJobSpecBinary(specs[0])};  // outside the writer
   std::vector<Submitted> out;
@@ -96,12 +96,12 @@ Result<Submitted> GroupCommit::Submit(JobSpec spec, const InsertJobs& insert) {
   return out[0];
 }
 
-void GroupCommit::SubmitAsync(JobSpec spec, InsertJobs insert,
+void GroupCommit::SubmitAsync(job::JobSpec spec, InsertJobs insert,
                               std::function<void(Result<Submitted>)> done) {
   if (Status s = internal::ValidateSubmission(spec); !s.ok()) return done(s);
   // Everything the writer needs, kept until it has run.
   struct Call {
-    std::vector<JobSpec> specs;
+    std::vector<job::JobSpec> specs;
     std::vector<std::string> encoded;
     std::vector<Submitted> out;
   };
@@ -118,12 +118,12 @@ void GroupCommit::SubmitAsync(JobSpec spec, InsertJobs insert,
       });
 }
 
-Result<std::vector<Submitted>> GroupCommit::SubmitBatch(std::vector<JobSpec> specs,
+Result<std::vector<Submitted>> GroupCommit::SubmitBatch(std::vector<job::JobSpec> specs,
                                                         const InsertJobs& insert) {
   if (Status s = internal::ValidateSpecs(specs, true); !s.ok()) return s;
   std::vector<std::string> encoded;
   encoded.reserve(specs.size());
-  for (const JobSpec& spec : specs) encoded.push_back(EncodeJobSpecBinary(spec));
+  for (const job::JobSpec& spec : specs) encoded.push_back(EncodeJobSpecBinary(spec));
   std::vector<Submitted> out;
   Status s = Execute([&](std::uint64_t& seq) { return insert(specs, encoded, out, seq); });
   if (!s.ok()) return s;

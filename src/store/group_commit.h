@@ -59,12 +59,14 @@ class GroupCommit {
   // The store's submissions over this writer, the same for every store: the specs are checked
   // and encoded on the caller's thread, then `insert` (the store's own, on the writer thread,
   // inside the batch's transaction) records the jobs and their events.
-  using InsertJobs = std::function<Status(const std::vector<JobSpec>& specs,
+  using InsertJobs = std::function<Status(const std::vector<job::JobSpec>& specs,
                                           const std::vector<std::string>& encoded,
                                           std::vector<Submitted>& out, std::uint64_t& seq)>;
-  Result<Submitted> Submit(JobSpec spec, const InsertJobs& insert);
-  void SubmitAsync(JobSpec spec, InsertJobs insert, std::function<void(Result<Submitted>)> done);
-  Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs, const InsertJobs& insert);
+  Result<Submitted> Submit(job::JobSpec spec, const InsertJobs& insert);
+  void SubmitAsync(job::JobSpec spec, InsertJobs insert,
+                   std::function<void(Result<Submitted>)> done);
+  Result<std::vector<Submitted>> SubmitBatch(std::vector<job::JobSpec> specs,
+                                             const InsertJobs& insert);
 
  private:
   void WriterLoop();

@@ -6,13 +6,13 @@
 
 namespace arbiter::store::internal {
 
-Status ValidateSubmission(const JobSpec& spec) {
+Status ValidateSubmission(const job::JobSpec& spec) {
   if (spec.user.empty())
     return Status::InvalidArgument("must not be empty (the submitter)", "user");
-  return ValidateJobSpec(spec);
+  return job::ValidateJobSpec(spec);
 }
 
-Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch) {
+Status ValidateSpecs(const std::vector<job::JobSpec>& specs, bool batch) {
   if (batch && specs.empty()) return Status::InvalidArgument("give at least one job", "jobs");
   for (std::size_t i = 0; i < specs.size(); ++i) {
     Status s = ValidateSubmission(specs[i]);
@@ -41,8 +41,8 @@ Status EventError(std::size_t index, const Event& event, std::string_view proble
 
 Status ValidateQuota(const QueueQuotaOverride& q) {
   if (q.queue.empty()) return Status::InvalidArgument("must not be empty", "queue");
-  if (!ValidUtf8(q.queue)) return Status::InvalidArgument("is not valid UTF-8", "queue");
-  if (!ValidUtf8(q.actor)) return Status::InvalidArgument("is not valid UTF-8", "actor");
+  if (!job::ValidUtf8(q.queue)) return Status::InvalidArgument("is not valid UTF-8", "queue");
+  if (!job::ValidUtf8(q.actor)) return Status::InvalidArgument("is not valid UTF-8", "actor");
   if (q.time < 0) {
     return Status::InvalidArgument(fmt::format("must not be negative, got {}", q.time), "time");
   }
@@ -50,7 +50,7 @@ Status ValidateQuota(const QueueQuotaOverride& q) {
     if (resource.empty()) {
       return Status::InvalidArgument("a resource name must not be empty", "quota");
     }
-    if (!ValidUtf8(resource)) {
+    if (!job::ValidUtf8(resource)) {
       return Status::InvalidArgument("a resource name is not valid UTF-8", "quota");
     }
     // (A structured binding is not captured: clang before 16, which make tidy uses, refuses it.)
@@ -74,7 +74,7 @@ Status ValidateNode(const NodeAdmin& node) {
   for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"node", &node.node},
                                     {"reason", &node.reason},
                                     {"actor", &node.actor}}) {
-    if (!ValidUtf8(*text)) return Status::InvalidArgument("is not valid UTF-8", field);
+    if (!job::ValidUtf8(*text)) return Status::InvalidArgument("is not valid UTF-8", field);
   }
   if (node.time < 0) {
     return Status::InvalidArgument(fmt::format("must not be negative, got {}", node.time), "time");
@@ -104,18 +104,18 @@ Status ValidateNodeHealth(const std::vector<Event>& events) {
   return Status::Ok();
 }
 
-JobStatus NewStatus(const JobSpec& spec) {
+JobStatus NewStatus(const job::JobSpec& spec) {
   JobStatus status;
   status.priority_class = spec.priority_class;
   return status;
 }
 
-Event SubmittedEvent(const JobSpec& spec) {
+Event SubmittedEvent(const job::JobSpec& spec) {
   Event e;
   e.time = spec.submit_time;
   e.kind = EventKind::kSubmitted;
   e.actor = spec.user;
-  e.state = JobState::kPending;
+  e.state = job::JobState::kPending;
   return e;
 }
 

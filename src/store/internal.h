@@ -10,9 +10,9 @@
 namespace arbiter::store::internal {
 
 // What Submit takes: a spec that ValidateJobSpec accepts, with its submitter (user) set.
-Status ValidateSubmission(const JobSpec& spec);
+Status ValidateSubmission(const job::JobSpec& spec);
 // ValidateSubmission of each spec; in a batch the errors' fields are prefixed "jobs[i].".
-Status ValidateSpecs(const std::vector<JobSpec>& specs, bool batch);
+Status ValidateSpecs(const std::vector<job::JobSpec>& specs, bool batch);
 // ValidateEvent of each event, "events[i]".
 Status ValidateEvents(const std::vector<Event>& events);
 // A conflict naming the field "events[i]": "events[i]: job N (started): PROBLEM".
@@ -24,8 +24,8 @@ Status ValidateNode(const NodeAdmin& node);
 Status ValidateNodeHealth(const std::vector<Event>& events);
 
 // A new job's status and its kSubmitted event (seq and job unset).
-JobStatus NewStatus(const JobSpec& spec);
-Event SubmittedEvent(const JobSpec& spec);
+JobStatus NewStatus(const job::JobSpec& spec);
+Event SubmittedEvent(const job::JobSpec& spec);
 // The events of the operators' changes (seq unset).
 Event QuotaEvent(const QueueQuotaOverride& quota);
 Event QuotaResetEvent(const std::string& queue, Millis time, const std::string& actor);

@@ -7,25 +7,25 @@
 #include <mutex>
 #include <utility>
 
-#include "store/store.h"
 #include "store/internal.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 namespace {
 
 class MemoryStore final : public Store {
  public:
-  Result<Submitted> Submit(JobSpec spec) override {
+  Result<Submitted> Submit(job::JobSpec spec) override {
     if (Status s = internal::ValidateSubmission(spec); !s.ok()) return s;
     std::lock_guard lock(mu_);
     return Record(std::move(spec));
   }
 
-  Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) override {
+  Result<std::vector<Submitted>> SubmitBatch(std::vector<job::JobSpec> specs) override {
     if (Status s = internal::ValidateSpecs(specs, true); !s.ok()) return s;
     std::vector<Submitted> out;
     std::lock_guard lock(mu_);
-    for (JobSpec& spec : specs) out.push_back(Record(std::move(spec)));
+    for (job::JobSpec& spec : specs) out.push_back(Record(std::move(spec)));
     return out;
   }
 
@@ -114,7 +114,7 @@ class MemoryStore final : public Store {
     std::lock_guard lock(mu_);
     std::vector<StoredJob> out;
     for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < limit; ++it) {
-      if (IsFinished(it->second.status.state)) out.push_back(it->second);
+      if (job::IsFinished(it->second.status.state)) out.push_back(it->second);
     }
     return out;
   }
@@ -124,7 +124,7 @@ class MemoryStore final : public Store {
     Snapshot snap;
     for (const auto& [id, job] : jobs_) {
       if (!options.include_jobs) break;
-      if (options.include_finished || !IsFinished(job.status.state)) snap.jobs.push_back(job);
+      if (options.include_finished || !job::IsFinished(job.status.state)) snap.jobs.push_back(job);
     }
     if (options.each_batch) {
       if (Status s = options.each_batch(snap.jobs); !s.ok()) return s;
@@ -140,7 +140,7 @@ class MemoryStore final : public Store {
 
  private:
   // Under mu_, spec valid.
-  Submitted Record(JobSpec spec) {
+  Submitted Record(job::JobSpec spec) {
     if (!spec.idempotency_key.empty()) {
       auto it = keys_.find({spec.user, spec.idempotency_key});
       if (it != keys_.end()) return {it->second, 0, true};

@@ -31,13 +31,13 @@
 #include <utility>
 #include <vector>
 
-#include "store/store.h"
 #include "store/binary.h"
 #include "store/codec.h"
 #include "store/group_commit.h"
 #include "store/internal.h"
 #include "store/job_batches.h"
 #include "store/pg.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 namespace {
@@ -104,11 +104,11 @@ std::string EvictionsText(const std::vector<Millis>& evictions) {
   return fmt::format("[{}]", fmt::join(evictions, ","));
 }
 
-std::string AllocationText(const StoredAllocation& a) {
+std::string AllocationText(const job::StoredAllocation& a) {
   return a.empty() ? std::string() : Dump(AllocationToJson(a));
 }
 
-std::string AllocationRecord(const StoredAllocation& a) {
+std::string AllocationRecord(const job::StoredAllocation& a) {
   return a.empty() ? std::string() : EncodeAllocationBinary(a);
 }
 
@@ -204,7 +204,7 @@ Status ReadJobColumns(const Row& r, StoredJob& job) {
   job.id = static_cast<JobId>(r.Int(0));
   JobStatus& st = job.status;
   st.priority_class = std::string(r.Text(2));
-  std::optional<JobState> state = ParseJobState(r.Text(3));
+  std::optional<job::JobState> state = job::ParseJobState(r.Text(3));
   if (!state) {
     return JobError(job.id, Status::Internal(fmt::format("state: unknown '{}'", r.Text(3))));
   }
@@ -241,13 +241,13 @@ Result<Event> ReadEvent(const Rows& r, int row) {
   e.message = std::string(r.Text(row, 6));
   e.priority_class = std::string(r.Text(row, 7));
   if (!r.IsNull(row, 8)) {
-    Result<StoredAllocation> alloc = DecodeAllocation(r.Text(row, 8), "allocation");
+    Result<job::StoredAllocation> alloc = DecodeAllocation(r.Text(row, 8), "allocation");
     if (!alloc.ok()) return fail(alloc.status());
     e.allocation = std::move(alloc).value();
   }
   e.stop_at = r.TimeOrNever(row, 9);
   if (!r.IsNull(row, 10)) {
-    std::optional<JobState> state = ParseJobState(r.Text(row, 10));
+    std::optional<job::JobState> state = job::ParseJobState(r.Text(row, 10));
     if (!state) return fail(Status::Internal(fmt::format("state: unknown '{}'", r.Text(row, 10))));
     e.state = *state;
   }
@@ -259,9 +259,9 @@ class PostgresStore final : public Store {
   static Result<std::unique_ptr<Store>> Open(const PostgresOptions& options);
   ~PostgresStore() override;
 
-  Result<Submitted> Submit(JobSpec spec) override;
-  void SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) override;
-  Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) override;
+  Result<Submitted> Submit(job::JobSpec spec) override;
+  void SubmitAsync(job::JobSpec spec, std::function<void(Result<Submitted>)> done) override;
+  Result<std::vector<Submitted>> SubmitBatch(std::vector<job::JobSpec> specs) override;
   Result<std::vector<Event>> Append(std::vector<Event> events) override;
   Result<Event> SetQueueQuota(QueueQuotaOverride quota) override;
   Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
@@ -319,7 +319,7 @@ class PostgresStore final : public Store {
   // Writer-thread helpers (inside the batch's transaction).
   // InsertJobs, for the group commit's submissions.
   GroupCommit::InsertJobs Inserter();
-  Status InsertJobs(const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
+  Status InsertJobs(const std::vector<job::JobSpec>& specs, const std::vector<std::string>& encoded,
                     std::vector<Submitted>& out, std::uint64_t& seq);
   // Assigns e.seq and sends its insert; `allocation` is e.allocation's JSON text.
   void InsertEvent(Event& e, std::string_view allocation);
@@ -647,7 +647,7 @@ void PostgresStore::InsertEvent(Event& e, std::string_view allocation) {
       .TextOrNull(allocation)
       .TimeOrNull(e.stop_at);
   if (IsJobEvent(e.kind)) {
-    p.Text(JobStateName(e.state));
+    p.Text(job::JobStateName(e.state));
   } else {
     p.Null();
   }
@@ -655,12 +655,12 @@ void PostgresStore::InsertEvent(Event& e, std::string_view allocation) {
   committing_.push_back(e);
 }
 
-Status PostgresStore::InsertJobs(const std::vector<JobSpec>& specs,
+Status PostgresStore::InsertJobs(const std::vector<job::JobSpec>& specs,
                                  const std::vector<std::string>& encoded,
                                  std::vector<Submitted>& out, std::uint64_t& seq) {
   out.clear();
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const JobSpec& spec = specs[i];
+    const job::JobSpec& spec = specs[i];
     if (!spec.idempotency_key.empty()) {
       Result<Rows> found = Query("find_key", Params().Text(spec.user).Text(spec.idempotency_key),
                                  "store: look up an idempotency key");
@@ -692,20 +692,20 @@ Status PostgresStore::InsertJobs(const std::vector<JobSpec>& specs,
 }
 
 GroupCommit::InsertJobs PostgresStore::Inserter() {
-  return [this](const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
+  return [this](const std::vector<job::JobSpec>& specs, const std::vector<std::string>& encoded,
                 std::vector<Submitted>& out,
                 std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); };
 }
 
-Result<Submitted> PostgresStore::Submit(JobSpec spec) {
+Result<Submitted> PostgresStore::Submit(job::JobSpec spec) {
   return group_.Submit(std::move(spec), Inserter());
 }
 
-void PostgresStore::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {
+void PostgresStore::SubmitAsync(job::JobSpec spec, std::function<void(Result<Submitted>)> done) {
   group_.SubmitAsync(std::move(spec), Inserter(), std::move(done));
 }
 
-Result<std::vector<Submitted>> PostgresStore::SubmitBatch(std::vector<JobSpec> specs) {
+Result<std::vector<Submitted>> PostgresStore::SubmitBatch(std::vector<job::JobSpec> specs) {
   return group_.SubmitBatch(std::move(specs), Inserter());
 }
 
@@ -732,7 +732,7 @@ Status PostgresStore::AppendEvents(std::vector<Event>& events,
   for (int r = 0; r < rows->rows(); ++r) {
     const auto id = static_cast<JobId>(rows->Int(r, 0));
     JobStatus& status = jobs[id].status;
-    std::optional<JobState> state = ParseJobState(rows->Text(r, 1));
+    std::optional<job::JobState> state = job::ParseJobState(rows->Text(r, 1));
     if (!state) {
       return Status::Internal(
           fmt::format("store: job {}: unknown state '{}'", id, rows->Text(r, 1)));
@@ -759,7 +759,7 @@ Status PostgresStore::AppendEvents(std::vector<Event>& events,
       return Status::NotFound(fmt::format("no job {}", e.job), fmt::format("events[{}]", i));
     }
     Touched& t = it->second;
-    const JobState from = t.status.state;
+    const job::JobState from = t.status.state;
     if (Status st = ApplyEvent(t.status, e); !st.ok()) {
       return internal::EventError(i, e, st.message());
     }
@@ -769,7 +769,7 @@ Status PostgresStore::AppendEvents(std::vector<Event>& events,
     if (e.kind == EventKind::kStarted) {
       t.allocation_changed = true;
       t.record = records[i];
-    } else if (from == JobState::kRunning && t.status.state != JobState::kRunning) {
+    } else if (from == job::JobState::kRunning && t.status.state != job::JobState::kRunning) {
       t.allocation_changed = true;
       t.record = {};
     }
@@ -779,7 +779,7 @@ Status PostgresStore::AppendEvents(std::vector<Event>& events,
     const std::string evictions = EvictionsText(t.status.evictions);
     Params p;
     p.Int(static_cast<std::int64_t>(id))
-        .Text(JobStateName(t.status.state))
+        .Text(job::JobStateName(t.status.state))
         .Text(t.status.priority_class)
         .TimeOrNull(t.status.start_time)
         .TimeOrNull(t.status.first_start_time)

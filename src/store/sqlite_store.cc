@@ -23,12 +23,12 @@
 #include <utility>
 #include <vector>
 
-#include "store/store.h"
 #include "store/binary.h"
 #include "store/codec.h"
 #include "store/group_commit.h"
 #include "store/internal.h"
 #include "store/job_batches.h"
+#include "store/store.h"
 
 namespace arbiter::store {
 namespace {
@@ -269,17 +269,17 @@ Result<std::vector<Millis>> ParseEvictions(std::string_view text) {
   return DecodeMillisList(text, "evictions");
 }
 
-std::string AllocationText(const StoredAllocation& a) {
+std::string AllocationText(const job::StoredAllocation& a) {
   return a.empty() ? std::string() : Dump(AllocationToJson(a));
 }
 
-Result<StoredAllocation> ParseAllocation(std::string_view text, std::string_view field) {
-  if (text.empty()) return StoredAllocation{};
+Result<job::StoredAllocation> ParseAllocation(std::string_view text, std::string_view field) {
+  if (text.empty()) return job::StoredAllocation{};
   return DecodeAllocation(text, field);
 }
 
 // The jobs table's record of an allocation (store/binary.h); empty (NULL) when not running.
-std::string AllocationRecord(const StoredAllocation& a) {
+std::string AllocationRecord(const job::StoredAllocation& a) {
   return a.empty() ? std::string() : EncodeAllocationBinary(a);
 }
 
@@ -289,7 +289,7 @@ void SpecV2(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
   const std::string_view text(p != nullptr ? p : "",
                               static_cast<std::size_t>(sqlite3_value_bytes(argv[1])));
-  JobSpec spec;
+  job::JobSpec spec;
   if (Status st = DecodeJobSpecInto(text, spec, "spec"); !st.ok()) {
     const std::string message =
         fmt::format("job {}: {}", sqlite3_value_int64(argv[0]), st.message());
@@ -308,7 +308,7 @@ void AllocationV2(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
   const std::string_view text(p != nullptr ? p : "",
                               static_cast<std::size_t>(sqlite3_value_bytes(argv[1])));
-  Result<StoredAllocation> a = ParseAllocation(text, "allocation");
+  Result<job::StoredAllocation> a = ParseAllocation(text, "allocation");
   if (!a.ok()) {
     const std::string message =
         fmt::format("job {}: {}", sqlite3_value_int64(argv[0]), a.status().message());
@@ -340,7 +340,7 @@ Status ReadJobColumns(const Stmt& s, StoredJob& job) {
   job.id = static_cast<JobId>(s.Int(0));
   JobStatus& st = job.status;
   st.priority_class = std::string(s.Text(2));
-  std::optional<JobState> state = ParseJobState(s.Text(3));
+  std::optional<job::JobState> state = job::ParseJobState(s.Text(3));
   if (!state)
     return JobError(job.id, Status::Internal(fmt::format("state: unknown '{}'", s.Text(3))));
   st.state = *state;
@@ -381,12 +381,12 @@ Result<Event> ReadEvent(const Stmt& s) {
   e.actor = std::string(s.Text(5));
   e.message = std::string(s.Text(6));
   e.priority_class = std::string(s.Text(7));
-  Result<StoredAllocation> alloc = ParseAllocation(s.Text(8), "allocation");
+  Result<job::StoredAllocation> alloc = ParseAllocation(s.Text(8), "allocation");
   if (!alloc.ok()) return fail(alloc.status());
   e.allocation = std::move(alloc).value();
   e.stop_at = s.Time(9);
   if (!s.IsNull(10)) {
-    std::optional<JobState> state = ParseJobState(s.Text(10));
+    std::optional<job::JobState> state = job::ParseJobState(s.Text(10));
     if (!state) return fail(Status::Internal(fmt::format("state: unknown '{}'", s.Text(10))));
     e.state = *state;
   }
@@ -398,9 +398,9 @@ class SqliteStore final : public Store {
   static Result<std::unique_ptr<Store>> Open(const SqliteOptions& options);
   ~SqliteStore() override;
 
-  Result<Submitted> Submit(JobSpec spec) override;
-  void SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) override;
-  Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) override;
+  Result<Submitted> Submit(job::JobSpec spec) override;
+  void SubmitAsync(job::JobSpec spec, std::function<void(Result<Submitted>)> done) override;
+  Result<std::vector<Submitted>> SubmitBatch(std::vector<job::JobSpec> specs) override;
   Result<std::vector<Event>> Append(std::vector<Event> events) override;
   Result<Event> SetQueueQuota(QueueQuotaOverride quota) override;
   Result<Event> ResetQueueQuota(const std::string& queue, Millis time,
@@ -436,7 +436,7 @@ class SqliteStore final : public Store {
   // Writer-thread helpers (inside a transaction).
   // InsertJobs, for the group commit's submissions.
   GroupCommit::InsertJobs Inserter();
-  Status InsertJobs(const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
+  Status InsertJobs(const std::vector<job::JobSpec>& specs, const std::vector<std::string>& encoded,
                     std::vector<Submitted>& out, std::uint64_t& seq);
   // Inserts an event; sets e.seq. `allocation` is e.allocation's text. The event is kept in
   // `committing_` until the batch commits (and then published) or is rolled back.
@@ -731,7 +731,7 @@ Status SqliteStore::InsertEvent(Event& e, std::string_view allocation) {
   s.BindTextOrNull(8, allocation);
   s.BindTime(9, e.stop_at);
   if (IsJobEvent(e.kind)) {
-    s.Bind(10, std::string_view(JobStateName(e.state)));
+    s.Bind(10, std::string_view(job::JobStateName(e.state)));
   } else {
     s.BindNull(10);
   }
@@ -741,12 +741,12 @@ Status SqliteStore::InsertEvent(Event& e, std::string_view allocation) {
   return Status::Ok();
 }
 
-Status SqliteStore::InsertJobs(const std::vector<JobSpec>& specs,
+Status SqliteStore::InsertJobs(const std::vector<job::JobSpec>& specs,
                                const std::vector<std::string>& encoded, std::vector<Submitted>& out,
                                std::uint64_t& seq) {
   out.clear();
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const JobSpec& spec = specs[i];
+    const job::JobSpec& spec = specs[i];
     if (!spec.idempotency_key.empty()) {
       Resetter reset(find_key_);
       find_key_.Bind(1, spec.user);
@@ -778,20 +778,20 @@ Status SqliteStore::InsertJobs(const std::vector<JobSpec>& specs,
 }
 
 GroupCommit::InsertJobs SqliteStore::Inserter() {
-  return [this](const std::vector<JobSpec>& specs, const std::vector<std::string>& encoded,
+  return [this](const std::vector<job::JobSpec>& specs, const std::vector<std::string>& encoded,
                 std::vector<Submitted>& out,
                 std::uint64_t& seq) { return InsertJobs(specs, encoded, out, seq); };
 }
 
-Result<Submitted> SqliteStore::Submit(JobSpec spec) {
+Result<Submitted> SqliteStore::Submit(job::JobSpec spec) {
   return group_.Submit(std::move(spec), Inserter());
 }
 
-void SqliteStore::SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done) {
+void SqliteStore::SubmitAsync(job::JobSpec spec, std::function<void(Result<Submitted>)> done) {
   group_.SubmitAsync(std::move(spec), Inserter(), std::move(done));
 }
 
-Result<std::vector<Submitted>> SqliteStore::SubmitBatch(std::vector<JobSpec> specs) {
+Result<std::vector<Submitted>> SqliteStore::SubmitBatch(std::vector<job::JobSpec> specs) {
   return group_.SubmitBatch(std::move(specs), Inserter());
 }
 
@@ -807,7 +807,7 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
       return Status::NotFound(fmt::format("no job {}", e.job), fmt::format("events[{}]", index));
     }
     if (rc != SQLITE_ROW) return DbError(wdb_, "read a job's status");
-    std::optional<JobState> state = ParseJobState(s.Text(0));
+    std::optional<job::JobState> state = job::ParseJobState(s.Text(0));
     if (!state)
       return Status::Internal(fmt::format("store: job {}: unknown state '{}'", e.job, s.Text(0)));
     status.state = *state;
@@ -826,17 +826,17 @@ Status SqliteStore::ApplyToJob(std::size_t index, Event& e, std::string_view all
     status.message = std::string(s.Text(8));
     status.retries = static_cast<std::int32_t>(s.Int(9));
   }
-  const JobState from = status.state;
+  const job::JobState from = status.state;
   if (Status st = ApplyEvent(status, e); !st.ok()) {
     return internal::EventError(index, e, st.message());
   }
   e.state = status.state;
   // The allocation column changes only when the job starts or stops running (it was not read).
   const bool started = e.kind == EventKind::kStarted;
-  const bool stopped = from == JobState::kRunning && status.state != JobState::kRunning;
+  const bool stopped = from == job::JobState::kRunning && status.state != job::JobState::kRunning;
   Stmt& u = update_status_;
   u.Bind(1, static_cast<std::int64_t>(e.job));
-  u.Bind(2, std::string_view(JobStateName(status.state)));
+  u.Bind(2, std::string_view(job::JobStateName(status.state)));
   u.Bind(3, status.priority_class);
   u.Bind(4, std::int64_t{started || stopped});
   u.BindBlobOrNull(5, started ? record : std::string_view());

@@ -6,7 +6,7 @@
 //
 // Jobs are stored by names (queue, priority class, GPU types, topology levels, nodes), never by
 // the ids a ClusterState interns, so a restart with an edited configuration still reads them;
-// ToJob / ToAllocation (below) resolve them against the current state.
+// job::ToJob / ToAllocation (src/job/resolve.h) resolve them against the current state.
 //
 // Every method may be called from any thread. With the SQLite store a write returns only once it
 // is durably committed; concurrent writes are committed together (one transaction, one fsync).
@@ -31,6 +31,7 @@
 #include "arbiter/plan.h"
 #include "arbiter/state.h"
 #include "arbiter/status.h"
+#include "job/spec.h"
 
 namespace arbiter::store {
 
@@ -40,87 +41,12 @@ inline constexpr int kSchemaVersion = 2;
 // ---------------------------------------------------------------------------------------------
 // Jobs.
 
-enum class JobState : std::uint8_t {
-  kPending,    // waiting to be placed (submitted, released, evicted or requeued)
-  kHeld,       // pending, but not to be scheduled until released
-  kRunning,    // bound to its allocation (from the bind on, also while victims stop)
-  kCompleted,  // finished
-  kFailed,
-  kCancelled,
-};
-const char* JobStateName(JobState state);  // "pending", "held", "running", ...
-std::optional<JobState> ParseJobState(std::string_view name);
-inline bool IsFinished(JobState s) { return s >= JobState::kCompleted; }
-
-// An affinity term with its level by name (AffinityTerm has a level index).
-struct AffinitySpec {
-  Labels match;
-  std::string level = "node";
-  bool anti = false;
-  bool required = true;
-};
-
-// A job as submitted. Quantities are integers in the model's units (TaskRequest: milli-GPU, MiB
-// of GPU memory per device, milli-CPU, MiB); times are milliseconds of the server's clock.
-struct JobSpec {
-  std::string name;
-  std::string user;                    // the submitter, as authenticated (not the client's claim)
-  std::string queue;                   // a leaf queue
-  std::string priority_class;          // as submitted; JobStatus::priority_class is the current one
-  std::vector<TaskGroup> groups;       // a gang; at least one group
-  std::vector<std::string> gpu_types;  // acceptable GPU models; empty: any
-  std::string topology_level;          // keep all tasks in one domain of this level; empty: none
-  ConstraintMode topology_mode = ConstraintMode::kRequired;  // with topology_level
-  Labels node_selector;
-  std::vector<Toleration> tolerations;
-  Labels labels;
-  std::vector<AffinitySpec> affinity;
-  Millis submit_time = 0;
-  Millis runtime_estimate = 0;     // 0: unknown
-  Millis checkpoint_interval = 0;  // 0: never checkpoints
-  Millis restart_overhead = 0;
-  // What each task runs, for the node agents: `argv` (exec form: the program and its
-  // arguments, no shell) or `command` (shell form: one text run by /bin/sh -c), not both.
-  std::vector<std::string> argv;
-  std::string command;
-  std::map<std::string, std::string> env;  // set in each task's environment
-  // How often a failed run (a task exiting non-zero, its node lost) starts again before the
-  // job fails (Slurm's --requeue, Kubernetes' backoffLimit). 0: the first failure fails it.
-  std::int32_t max_retries = 0;
-  // Optional. A second submission with the same (user, idempotency_key) is not recorded again:
-  // Submit returns the first job's id with `duplicate` set, so a client may retry safely.
-  std::string idempotency_key;
-
-  friend bool operator==(const JobSpec&, const JobSpec&);
-};
-
-// Checks a spec: every problem is `FIELD: problem`, e.g. `groups[0].tasks: must be at least 1,
-// got 0`. Names are not resolved (ToJob does that against a ClusterState).
-Status ValidateJobSpec(const JobSpec& spec);
-
-// Where a job runs, by node name. The devices are indices into the node's devices.
-struct StoredTask {
-  std::uint32_t group = 0;
-  std::uint32_t index = 0;
-  std::string node;
-  MilliCpu cpu{0};
-  MemMiB memory{0};
-  std::vector<DeviceShare> devices;
-};
-struct StoredAllocation {
-  std::string gpu_type;  // empty for a job without GPUs
-  std::vector<StoredTask> tasks;
-
-  bool empty() const { return tasks.empty(); }
-  friend bool operator==(const StoredAllocation&, const StoredAllocation&);
-};
-
 // What the job's events have made of it (ApplyEvent). Times are -1 when they never happened.
 struct JobStatus {
-  JobState state = JobState::kPending;
-  std::string priority_class;   // current (changed by kPriorityChanged)
-  StoredAllocation allocation;  // while running
-  Millis start_time = -1;       // the current (or last) run's start
+  job::JobState state = job::JobState::kPending;
+  std::string priority_class;        // current (changed by kPriorityChanged)
+  job::StoredAllocation allocation;  // while running
+  Millis start_time = -1;            // the current (or last) run's start
   Millis first_start_time = -1;
   Millis last_checkpoint = -1;    // the latest checkpoint of any run
   Millis stop_at = -1;            // running and told to stop (eviction signalled): when
@@ -134,7 +60,7 @@ struct JobStatus {
 
 struct StoredJob {
   JobId id = 0;
-  JobSpec spec;
+  job::JobSpec spec;
   JobStatus status;
 };
 
@@ -176,14 +102,15 @@ struct Event {
   std::uint64_t seq = 0;  // assigned by the store: strictly increasing, never reused
   Millis time = 0;
   EventKind kind = EventKind::kSubmitted;
-  JobId job = 0;                // job events
-  std::string target;           // operators' changes: the queue or node
-  std::string actor;            // who: the user or admin, "scheduler", an agent
-  std::string message;          // free text: why it failed, which job evicted it, a cordon reason
-  std::string priority_class;   // kPriorityChanged: the new class
-  StoredAllocation allocation;  // kStarted
-  Millis stop_at = -1;          // kEvictionSignalled
-  JobState state = JobState::kPending;  // job events: the job's state after it (set by the store)
+  JobId job = 0;               // job events
+  std::string target;          // operators' changes: the queue or node
+  std::string actor;           // who: the user or admin, "scheduler", an agent
+  std::string message;         // free text: why it failed, which job evicted it, a cordon reason
+  std::string priority_class;  // kPriorityChanged: the new class
+  job::StoredAllocation allocation;  // kStarted
+  Millis stop_at = -1;               // kEvictionSignalled
+  job::JobState state =
+      job::JobState::kPending;  // job events: the job's state after it (set by the store)
 
   friend bool operator==(const Event&, const Event&);
 };
@@ -275,14 +202,14 @@ class Store {
 
   // Records a new pending job and its kSubmitted event (time = spec.submit_time, actor =
   // spec.user); returns once durably committed. Errors: ValidateJobSpec's.
-  virtual Result<Submitted> Submit(JobSpec spec) = 0;
+  virtual Result<Submitted> Submit(job::JobSpec spec) = 0;
   // As Submit, without waiting: `done` runs once the submission is committed (or refused), on
   // the thread that committed it (the SQLite store's writer), so it must be quick and must not
   // call the store's writes. A caller waiting for its commit holds no thread.
-  virtual void SubmitAsync(JobSpec spec, std::function<void(Result<Submitted>)> done);
+  virtual void SubmitAsync(job::JobSpec spec, std::function<void(Result<Submitted>)> done);
   // As Submit, for several jobs at once: all are recorded in one transaction, or none (an invalid
   // spec is an error naming it, e.g. "jobs[2].queue: must not be empty").
-  virtual Result<std::vector<Submitted>> SubmitBatch(std::vector<JobSpec> specs) = 0;
+  virtual Result<std::vector<Submitted>> SubmitBatch(std::vector<job::JobSpec> specs) = 0;
 
   // Records job transitions, all or none, and updates the jobs' status (ApplyEvent, each event
   // seeing the state the ones before it left). Returns the events with `seq` and `state` set.
@@ -393,18 +320,5 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
 // Whether a --store value names a PostgreSQL database (postgresql:// or postgres://) rather
 // than a data directory.
 bool IsPostgresUrl(std::string_view store);
-
-// ---------------------------------------------------------------------------------------------
-// Between stored names and a ClusterState's ids.
-
-// The engine's Job for a stored spec (priority class: `priority_class` when given, e.g. the
-// status's current one). Errors name the field and list the known names, e.g.
-// "queue: unknown leaf queue 'x' (known: batch, training)".
-Result<Job> ToJob(JobId id, const JobSpec& spec, const ClusterState& state,
-                  const std::string& priority_class = {});
-// The spec of an engine Job (the reverse of ToJob, for jobs loaded from a file).
-JobSpec ToSpec(const Job& job, const ClusterState& state);
-Result<Allocation> ToAllocation(const StoredAllocation& allocation, const ClusterState& state);
-StoredAllocation ToStoredAllocation(const Allocation& allocation, const ClusterState& state);
 
 }  // namespace arbiter::store

@@ -64,7 +64,7 @@ std::string SetJobField(std::string_view name, std::string_view text, TraceJob* 
     std::int64_t milli = 0;
     std::string problem = ParseMilli(name, text, /*allow_milli_suffix=*/true, &milli);
     if (!problem.empty()) return problem;
-    // The rule of every reader of jobs (config/limits.h).
+    // The rule of every reader of jobs (job/limits.h).
     if (Status st = limits::CheckTaskGpus(name, milli); !st.ok()) return st.message();
     job->gpu_per_task = MilliGpu(milli);
   } else if (name == "cpu") {

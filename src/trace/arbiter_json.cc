@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/limits.h"
+#include "job/limits.h"
 #include "trace/csv.h"
 #include "trace/readers.h"
 

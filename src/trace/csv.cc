@@ -6,7 +6,7 @@
 #include <system_error>
 #include <unordered_map>
 
-#include "config/limits.h"
+#include "job/limits.h"
 
 namespace arbiter::trace::internal {
 namespace {
@@ -356,7 +356,7 @@ void Skip(Trace* trace, std::string_view reason, std::int64_t line) {
 
 namespace {
 
-// A row's job against the limits every reader of jobs shares (config/limits.h): "" when it keeps
+// A row's job against the limits every reader of jobs shares (job/limits.h): "" when it keeps
 // them, else the problem.
 std::string CheckLimits(const TraceJob& job) {
   Status s = limits::CheckName("name", job.name, true);

@@ -11,8 +11,8 @@
 
 #include "arbiter/quantity.h"
 #include "arbiter/status.h"
+#include "job/limits.h"
 #include "trace/trace.h"
-#include "config/limits.h"
 
 namespace arbiter::trace::internal {
 
@@ -56,7 +56,7 @@ Status LineError(const std::string& file_name, std::int64_t line, const std::str
 std::string Quote(std::string_view text);
 
 // The largest whole number a reader accepts in a count (GPUs of a job, tasks): the limits of
-// every reader of jobs (config/limits.h).
+// every reader of jobs (job/limits.h).
 inline constexpr std::int64_t kMaxCount = limits::kMaxGpusPerJob;
 static_assert(limits::kMaxGpusPerJob == limits::kMaxTasksPerJob);
 // The largest time in seconds a reader accepts (about 31,700 years).
@@ -90,7 +90,7 @@ std::string ProblemKind(std::string_view problem);
 // Counts a row left out on purpose under `reason` (Trace::skipped).
 void Skip(Trace* trace, std::string_view reason, std::int64_t line);
 
-// Moves the jobs outside the limits of every reader of jobs (config/limits.h) to the bad rows,
+// Moves the jobs outside the limits of every reader of jobs (job/limits.h) to the bad rows,
 // makes submit times relative to the earliest one, sorts the jobs stably by submit time, sorts
 // the bad rows by line and keeps the first `options.max_bad_rows_per_kind` of each kind, counting
 // the rest (the one error cap of every reader).

@@ -24,7 +24,7 @@ nodes:
   - {name: g-0, gpus: {model: G, count: 4, memory: 40Gi}, cpu: 32, memory: 256Gi}
 )";
 
-store::StoredJob Stored(JobId id, store::JobState state, Millis submit, Millis estimate) {
+store::StoredJob Stored(JobId id, job::JobState state, Millis submit, Millis estimate) {
   store::StoredJob j;
   j.id = id;
   j.spec.name = "job-" + std::to_string(id);
@@ -58,7 +58,7 @@ Fixture Make() {
   f.history.taken_at = taken;
   f.history.snapshot_text =
       config::WriteSnapshot(config::MakeSnapshot(f.config, f.state, {}, taken));
-  using S = store::JobState;
+  using S = job::JobState;
   // Completed after one run: its observed running time.
   store::StoredJob once = Stored(1, S::kCompleted, kT0 + 1 * kSecond, 30 * kSecond);
   once.status.first_start_time = once.status.start_time = kT0 + 2 * kSecond;

@@ -873,7 +873,7 @@ TEST(ConfigJobs, TaskChecks) {
   EXPECT_TRUE(StartsWith(JobsError(state, "jobs:\n  - {name: a\n"), "j.yaml:3:1: syntax error"));
 }
 
-// Every check of a job is the validator's or the resolver's (store::ValidateJobSpec, ToJob);
+// Every check of a job is the validator's or the resolver's (job::ValidateJobSpec, ToJob);
 // their errors come back at the line of the field, with the path as the file wrote it.
 TEST(ConfigJobs, ValidatorErrorsNameTheFileLineAndField) {
   ClusterState state = MakeState();

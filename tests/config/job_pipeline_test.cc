@@ -9,11 +9,12 @@
 #include <tuple>
 #include <vector>
 
-#include "store/store.h"
 #include "config/config.h"
-#include "config/limits.h"
 #include "core/state/cluster_state.h"
+#include "job/limits.h"
+#include "job/resolve.h"
 #include "store/codec.h"
+#include "store/store.h"
 
 namespace arbiter::config {
 namespace {
@@ -80,10 +81,10 @@ ClusterState MakeState(const std::string& yaml) {
 
 // The server's path: the API's JSON decoded, validated and resolved.
 Job FromJson(const std::string& text, const ClusterState& state, JobId id) {
-  Result<store::JobSpec> spec = store::DecodeJobSpec(text);
+  Result<job::JobSpec> spec = store::DecodeJobSpec(text);
   EXPECT_TRUE(spec.ok()) << spec.status().message();
-  EXPECT_TRUE(store::ValidateJobSpec(*spec).ok()) << store::ValidateJobSpec(*spec).message();
-  Result<Job> job = store::ToJob(id, *spec, state);
+  EXPECT_TRUE(job::ValidateJobSpec(*spec).ok()) << job::ValidateJobSpec(*spec).message();
+  Result<Job> job = job::ToJob(id, *spec, state);
   EXPECT_TRUE(job.ok()) << job.status().message();
   return std::move(job).value();
 }
@@ -110,7 +111,7 @@ TEST(JobPipeline, YamlFileSubmitFileAndJsonApiGiveTheSameJob) {
   ASSERT_EQ(file->size(), 1u);
   // `arbiter submit -f`: read and checked on the client, sent as JSON, taken by the server.
   std::vector<std::string> notes;
-  Result<std::vector<store::JobSpec>> read = ParseJobSpecs(kYamlJob, "job.yaml", {}, &notes);
+  Result<std::vector<job::JobSpec>> read = ParseJobSpecs(kYamlJob, "job.yaml", {}, &notes);
   ASSERT_TRUE(read.ok()) << read.status().message();
   ASSERT_EQ(read->size(), 1u);
   EXPECT_TRUE(notes.empty());
@@ -118,9 +119,9 @@ TEST(JobPipeline, YamlFileSubmitFileAndJsonApiGiveTheSameJob) {
   // The API.
   const Job api = FromJson(kJsonJob, state, 5);
 
-  const store::JobSpec expected = store::ToSpec(file->front(), state);
-  EXPECT_EQ(store::ToSpec(submitted, state), expected) << store::EncodeJobSpec(expected);
-  EXPECT_EQ(store::ToSpec(api, state), expected) << store::EncodeJobSpec(expected);
+  const job::JobSpec expected = job::ToSpec(file->front(), state);
+  EXPECT_EQ(job::ToSpec(submitted, state), expected) << store::EncodeJobSpec(expected);
+  EXPECT_EQ(job::ToSpec(api, state), expected) << store::EncodeJobSpec(expected);
   EXPECT_EQ(expected.groups.size(), 2u);
   EXPECT_EQ(expected.affinity.size(), 2u);
   EXPECT_EQ(expected.affinity[1].level, "node");  // the default level
@@ -174,7 +175,7 @@ TEST(JobPipeline, SubmitFileTakesTheShippedJobsFile) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   std::vector<std::string> notes;
-  Result<std::vector<store::JobSpec>> specs = ParseJobSpecs(text, "examples/jobs.yaml", {}, &notes);
+  Result<std::vector<job::JobSpec>> specs = ParseJobSpecs(text, "examples/jobs.yaml", {}, &notes);
   ASSERT_TRUE(specs.ok()) << specs.status().message();
   ASSERT_EQ(specs->size(), planned->size());
   std::size_t users = 0;
@@ -189,14 +190,14 @@ TEST(JobPipeline, SubmitFileTakesTheShippedJobsFile) {
   EXPECT_EQ(user_notes, 12u);  // one per entry with a user (before replicas)
   bool affinity = false;
   for (std::size_t i = 0; i < specs->size(); ++i) {
-    const store::JobSpec& spec = (*specs)[i];
+    const job::JobSpec& spec = (*specs)[i];
     EXPECT_TRUE(spec.user.empty());
-    Result<Job> job = store::ToJob(planned->at(i).id, spec, *state);
+    Result<Job> job = job::ToJob(planned->at(i).id, spec, *state);
     ASSERT_TRUE(job.ok()) << job.status().message();
     Job expected = planned->at(i);
     expected.user.clear();
     expected.submit_time = 0;
-    EXPECT_EQ(store::ToSpec(*job, *state), store::ToSpec(expected, *state)) << spec.name;
+    EXPECT_EQ(job::ToSpec(*job, *state), job::ToSpec(expected, *state)) << spec.name;
     affinity = affinity || !spec.affinity.empty();
   }
   EXPECT_TRUE(affinity) << "the example should show affinity";
@@ -204,10 +205,10 @@ TEST(JobPipeline, SubmitFileTakesTheShippedJobsFile) {
 
 TEST(JobPipeline, SubmitFileNotesServerFieldsAndAppliesFlags) {
   std::vector<std::string> notes;
-  Result<std::vector<store::JobSpec>> specs = ParseJobSpecs(
+  Result<std::vector<job::JobSpec>> specs = ParseJobSpecs(
       "jobs:\n  - name: a\n    user: mallory\n    submit_time: 1h\n    queue: q\n"
       "    priority_class: p\n    replicas: 2\n    idempotency_key: k\n",
-      "f.yaml", [](store::JobSpec& s) { s.queue = "other"; }, &notes);
+      "f.yaml", [](job::JobSpec& s) { s.queue = "other"; }, &notes);
   ASSERT_TRUE(specs.ok()) << specs.status().message();
   ASSERT_EQ(specs->size(), 2u);
   EXPECT_EQ((*specs)[0].name, "a-0");
@@ -224,11 +225,11 @@ TEST(JobPipeline, SubmitFileNotesServerFieldsAndAppliesFlags) {
             "f.yaml:4: jobs[0].submit_time: ignored: the server records the time it "
             "accepts the job");
   // A check that fails names the file's line and the field as written.
-  Result<std::vector<store::JobSpec>> bad =
+  Result<std::vector<job::JobSpec>> bad =
       ParseJobSpecs("name: a\nqueue: q\npriority_class: p\ntasks: 0\n", "f.yaml", {}, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "f.yaml:4:8: tasks: must be at least 1, got 0");
-  Result<std::vector<store::JobSpec>> missing =
+  Result<std::vector<job::JobSpec>> missing =
       ParseJobSpecs("name: a\npriority_class: p\n", "f.yaml", {}, nullptr);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), "f.yaml:1:1: missing required field 'queue'");
@@ -236,41 +237,40 @@ TEST(JobPipeline, SubmitFileNotesServerFieldsAndAppliesFlags) {
 
 // The limits are one set: the validator of every reader refuses the same values.
 TEST(JobPipeline, OneSetOfLimits) {
-  store::JobSpec spec;
+  job::JobSpec spec;
   spec.name = "j";
   spec.queue = "q";
   spec.priority_class = "p";
   spec.groups.push_back(TaskGroup{"main", 1, {}});
-  ASSERT_TRUE(store::ValidateJobSpec(spec).ok());
+  ASSERT_TRUE(job::ValidateJobSpec(spec).ok());
   auto field = [&](auto change) {
-    store::JobSpec s = spec;
+    job::JobSpec s = spec;
     change(s);
-    Status st = store::ValidateJobSpec(s);
+    Status st = job::ValidateJobSpec(s);
     EXPECT_EQ(st.code(), st.ok() ? StatusCode::kOk : StatusCode::kInvalidArgument);
     return st.field();
   };
-  EXPECT_EQ(field([](store::JobSpec& s) { s.groups[0].count = limits::kMaxTasksPerJob + 1; }),
+  EXPECT_EQ(field([](job::JobSpec& s) { s.groups[0].count = limits::kMaxTasksPerJob + 1; }),
             "groups[0].tasks");
-  EXPECT_EQ(field([](store::JobSpec& s) {
+  EXPECT_EQ(field([](job::JobSpec& s) {
               s.groups[0].count = limits::kMaxTasksPerJob;
               s.groups.push_back(TaskGroup{"b", 1, {}});
             }),
             "groups");
-  EXPECT_EQ(field([](store::JobSpec& s) {
+  EXPECT_EQ(field([](job::JobSpec& s) {
               s.groups[0].request.gpu = MilliGpu(limits::kMaxGpuMilliPerTask + kMilliPerGpu);
             }),
             "groups[0].gpu_milli");
-  EXPECT_EQ(field([](store::JobSpec& s) { s.name = std::string(limits::kMaxNameBytes + 1, 'n'); }),
+  EXPECT_EQ(field([](job::JobSpec& s) { s.name = std::string(limits::kMaxNameBytes + 1, 'n'); }),
             "name");
-  EXPECT_EQ(field([](store::JobSpec& s) { s.runtime_estimate = limits::kMaxDuration + 1; }),
+  EXPECT_EQ(field([](job::JobSpec& s) { s.runtime_estimate = limits::kMaxDuration + 1; }),
             "runtime_estimate_ms");
-  EXPECT_EQ(field([](store::JobSpec& s) {
+  EXPECT_EQ(field([](job::JobSpec& s) {
               for (std::size_t i = 0; i <= limits::kMaxLabels; ++i) s.labels[std::to_string(i)];
             }),
             "labels");
-  EXPECT_EQ(field([](store::JobSpec& s) { s.max_retries = limits::kMaxRetries + 1; }),
-            "max_retries");
-  EXPECT_EQ(field([](store::JobSpec& s) { s.name = std::string(limits::kMaxNameBytes, 'n'); }), "");
+  EXPECT_EQ(field([](job::JobSpec& s) { s.max_retries = limits::kMaxRetries + 1; }), "max_retries");
+  EXPECT_EQ(field([](job::JobSpec& s) { s.name = std::string(limits::kMaxNameBytes, 'n'); }), "");
 }
 
 }  // namespace

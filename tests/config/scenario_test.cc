@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "trace/trace.h"
-#include "sim/workload.h"
 #include "core/state/cluster_state.h"
+#include "sim/workload.h"
+#include "trace/trace.h"
 
 namespace arbiter::config {
 namespace {
@@ -1158,6 +1158,44 @@ TEST(ScenarioTrace, BadRows) {
                                    "    job: {priority_class: normal}\n",
                                "");
   EXPECT_TRUE(HasSubstr(ScenarioError(both, dir.path()), "workloads[1].trace.file: 1 bad rows"));
+}
+
+// A row within the trace's limits whose job, the template's fields with the row's, is not one any
+// reader of jobs accepts (job::ValidateJobSpec): a bad row, named with its line and field. A
+// trace's id is kept as the job's name even where the API would refuse it as an object name.
+TEST(ScenarioTrace, RowsPassTheJobValidator) {
+  TempDir dir;
+  // 300 days of work, estimated at twice that: beyond the longest estimate a job may give.
+  dir.Write("long.csv", R"(timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-09 07:00:00,60.0,1,60.0,a
+2017-10-09 07:01:00,25920000.0,1,25920000.0,a
+)");
+  const std::string workload =
+      "  - name: p\n    trace: {file: long.csv, format: philly, queues: {\"*\": shared}}\n"
+      "    estimate_factor: 2\n    job: {priority_class: normal}\n";
+  const std::string e = ScenarioError(Scn(workload, ""), dir.path());
+  EXPECT_TRUE(HasSubstr(e, "long.csv:3: runtime_estimate")) << e;
+  EXPECT_TRUE(HasSubstr(e, "set skip_bad_rows: true")) << e;
+
+  std::string skipping = workload;
+  skipping.replace(skipping.find("format: philly"), 0, "skip_bad_rows: true, ");
+  Scenario s = MustParse(Scn(skipping, ""), std::nullopt, dir.path());
+  ASSERT_EQ(s.configurations.size(), 1u);
+  EXPECT_EQ(s.configurations[0].workload.jobs.size(), 1u);
+  ASSERT_EQ(s.skipped_rows.size(), 1u);
+  EXPECT_TRUE(StartsWith(s.skipped_rows[0], "long.csv:3: runtime_estimate")) << s.skipped_rows[0];
+
+  dir.Write("names.csv", R"(job_id,submit_time,duration,num_gpu
+job/task 1,0,60,1
+)");
+  Scenario named = MustParse(
+      Scn("  - name: t\n    trace: {file: names.csv, format: tiresias, queues: {\"*\": shared}}\n"
+          "    job: {priority_class: normal}\n",
+          ""),
+      std::nullopt, dir.path());
+  ASSERT_EQ(named.configurations.size(), 1u);
+  ASSERT_EQ(named.configurations[0].workload.jobs.size(), 1u);
+  EXPECT_EQ(named.configurations[0].workload.jobs[0].job.name, "job/task 1");
 }
 
 // trace.split: a Tiresias job of 16 GPUs is 2 tasks of 8 by default and 16 of 1 with `gpu`;

@@ -15,11 +15,12 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "store/store.h"
 #include "config/config.h"
 #include "core/engine/stages.h"
 #include "core/state/cluster_state.h"
+#include "job/resolve.h"
 #include "store/codec.h"
+#include "store/store.h"
 
 namespace arbiter::config {
 namespace {
@@ -183,11 +184,11 @@ std::string Visible(const ClusterState& s, const std::vector<JobId>& other_ids) 
   std::sort(ids.begin(), ids.end());
   for (JobId id : ids) {
     const RunningJob& r = *s.FindRunning(id);
-    const store::JobSpec spec = store::ToSpec(r.job, s);
+    const job::JobSpec spec = job::ToSpec(r.job, s);
     out += fmt::format("running {} {} spec={} start={} checkpoint={} evictions=[{}]\n", id,
                        r.job.name, store::EncodeJobSpec(spec), r.start_time, r.last_checkpoint,
                        fmt::join(r.evictions, ","));
-    for (const store::StoredTask& t : store::ToStoredAllocation(r.allocation, s).tasks) {
+    for (const job::StoredTask& t : job::ToStoredAllocation(r.allocation, s).tasks) {
       out += fmt::format("  task {}/{} on {} cpu={} mem={}", t.group, t.index, t.node,
                          t.cpu.value(), t.memory.value());
       for (const DeviceShare& d : t.devices)
@@ -215,7 +216,7 @@ std::string Decisions(const ClusterState& s, const Plan& plan) {
   std::string out;
   for (const Bind& b : plan.binds) {
     out += fmt::format("bind {} after {}:", b.job, b.start_after);
-    for (const store::StoredTask& t : store::ToStoredAllocation(b.allocation, s).tasks) {
+    for (const job::StoredTask& t : job::ToStoredAllocation(b.allocation, s).tasks) {
       out += " " + t.node;
       for (const DeviceShare& d : t.devices) out += fmt::format("[{}]", d.device);
     }
@@ -286,8 +287,7 @@ TEST(Snapshot, AStateReadBackIsTheSameStateAndACycleDecidesTheSame) {
   ASSERT_EQ(loaded->pending.size(), f.pending.size());
   for (std::size_t i = 0; i < f.pending.size(); ++i) {
     EXPECT_EQ(loaded->pending[i].id, f.pending[i].id);
-    EXPECT_EQ(store::ToSpec(loaded->pending[i], loaded->state),
-              store::ToSpec(f.pending[i], f.state));
+    EXPECT_EQ(job::ToSpec(loaded->pending[i], loaded->state), job::ToSpec(f.pending[i], f.state));
   }
   const EngineOptions& a = loaded->snapshot.config.engine;
   const EngineOptions& b = f.config.engine;
@@ -352,12 +352,12 @@ TEST(Snapshot, JobsAsSubmittedReadBackWithEveryField) {
   Fixture f = Busy();
   Snapshot snap = MakeSnapshot(f.config, f.state, f.pending, 4 * 3600000);
   // What a server's jobs carry besides the engine's fields, with text that needs quoting.
-  store::JobSpec& argv = snap.pending.at(0).spec;
+  job::JobSpec& argv = snap.pending.at(0).spec;
   argv.argv = {"python", "-c", "print('a, b')", "x: y", "#z", "", "null", "-", "[1]", "{a}", "~"};
   argv.env = {{"A", "1"}, {"B_X", "two words: \"q\" \\ 'r'"}, {"EMPTY", ""}};
   argv.max_retries = 3;
   argv.idempotency_key = "arbiter-00ff";
-  store::JobSpec& command = snap.pending.at(1).spec;
+  job::JobSpec& command = snap.pending.at(1).spec;
   command.command = "set -e\n\techo \"a: b\" # ünïcode\r\n";
   snap.pending.at(1).held = true;
   snap.running.at(0).spec.argv = {"torchrun", "train.py"};

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/sim.h"
 #include "config/lint.h"
 #include "scenario/scenario.h"
+#include "sim/sim.h"
 
 namespace arbiter::config {
 namespace {

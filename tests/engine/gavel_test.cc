@@ -11,10 +11,10 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
-#include "sim/sim.h"
-#include "sim/workload.h"
 #include "core/engine/linear_program.h"
 #include "core/engine/stages.h"
+#include "sim/sim.h"
+#include "sim/workload.h"
 #include "testing/builders.h"
 
 namespace arbiter {

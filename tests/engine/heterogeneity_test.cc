@@ -8,9 +8,9 @@
 
 #include "arbiter/attained_service.h"
 #include "arbiter/engine.h"
+#include "core/engine/stages.h"
 #include "sim/sim.h"
 #include "sim/workload.h"
-#include "core/engine/stages.h"
 #include "testing/builders.h"
 
 namespace arbiter {

@@ -98,16 +98,17 @@ TEST(Preempt, MinimumRuntimeProtectsAFreshJob) {
   EXPECT_EQ(later.evictions.size(), 1u);
 }
 
-// A job the searches meet in several scopes or GPU types' searches counts once in the reason.
+// A job the searches meet in several scopes or GPU types' searches counts once in the reason;
+// the guards are listed by name.
 TEST(Preempt, RefusalsCountEachProtectedJobOnce) {
   engine::PreemptionRefusals refusals;
-  const std::string same_text = "minimum runtime";  // the same guard at another address
-  refusals.Add("minimum runtime", 7);
-  refusals.Add("minimum runtime", 8);
-  refusals.Add(same_text.c_str(), 7);
-  refusals.Add("the order", 7);
+  refusals.Add(engine::Guard::kMinRuntime, 7);
+  refusals.Add(engine::Guard::kMinRuntime, 8);
+  refusals.Add(engine::Guard::kStartedAhead, 7);
+  refusals.Add(engine::Guard::kMinRuntime, 7);
   EXPECT_EQ(refusals.Describe(),
-            "no preemption: 2 protected by minimum runtime, 1 protected by the order");
+            "no preemption: 2 protected by minimum runtime, 1 protected by the order, which "
+            "started them ahead of it");
 }
 
 TEST(Preempt, ChoosesTheVictimThatLosesLeastSinceItsCheckpoint) {

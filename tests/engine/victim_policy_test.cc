@@ -76,9 +76,9 @@ TEST(VictimPolicy, GuardsSayWhichProtectionRefusesAndWhenItLifts) {
   ClusterState state = PolicyCluster();
   const VictimPolicy policy(state, OrderingWeights{});
   const QueueId train = *state.FindQueue("train"), other = *state.FindQueue("other");
-  EXPECT_STREQ(policy.Protection(train, 2), "priority class not preemptible");
-  EXPECT_STREQ(policy.Protection(other, 0), "queue not preemptible");
-  EXPECT_EQ(policy.Protection(train, 0), nullptr);
+  EXPECT_EQ(policy.Protection(train, 2), engine::Guard::kClassNotPreemptible);
+  EXPECT_EQ(policy.Protection(other, 0), engine::Guard::kQueueNotPreemptible);
+  EXPECT_EQ(policy.Protection(train, 0), std::nullopt);
   EXPECT_TRUE(policy.Unguarded(train, 0));
   EXPECT_FALSE(policy.Unguarded(train, 1));  // a minimum runtime
 
@@ -90,13 +90,16 @@ TEST(VictimPolicy, GuardsSayWhichProtectionRefusesAndWhenItLifts) {
   testing::StartOn(state, job, "n-0", 0, 1000 * s);
   const RunningJob& r = *state.FindRunning(1);
   Millis until = 0;
-  EXPECT_STREQ(policy.Guard(r, 1030 * s, &until), "minimum runtime");
+  EXPECT_EQ(policy.GuardOf(r, 1030 * s, &until), engine::Guard::kMinRuntime);
   EXPECT_EQ(until, 1060 * s);
-  EXPECT_STREQ(policy.Guard(r, 1100 * s, &until), "eviction cooldown");
+  EXPECT_EQ(policy.GuardOf(r, 1100 * s, &until), engine::Guard::kEvictionCooldown);
   EXPECT_EQ(until, 1600 * s);
-  EXPECT_STREQ(policy.Guard(r, 1700 * s, &until), "eviction budget");
+  EXPECT_EQ(policy.GuardOf(r, 1700 * s, &until), engine::Guard::kEvictionBudget);
   EXPECT_EQ(until, 3700 * s);  // the first eviction in the window leaves it then
-  EXPECT_EQ(policy.Guard(r, 3800 * s, &until), nullptr);
+  EXPECT_EQ(policy.GuardOf(r, 3800 * s, &until), std::nullopt);
+  EXPECT_STREQ(engine::GuardName(engine::Guard::kMinRuntime), "minimum runtime");
+  EXPECT_STREQ(engine::GuardName(engine::Guard::kStartedAhead),
+               "the order, which started them ahead of it");
   EXPECT_EQ(until, -1);
 }
 

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "arbiter/engine.h"
-#include "trace/trace.h"
 #include "config/config.h"
 #include "core/state/cluster_state.h"
 #include "testing/builders.h"
 #include "testing/sanitized.h"
+#include "trace/trace.h"
 
 namespace arbiter {
 namespace {

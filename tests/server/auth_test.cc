@@ -1,5 +1,5 @@
 // Who is calling: token digests, join tokens and node credentials (server/auth.h), the tokens of
-// the configuration (config.h), the limits on texts (config/limits.h) and the agents' bodies
+// the configuration (config.h), the limits on texts (job/limits.h) and the agents' bodies
 // (server/agent_wire.h), without a server.
 #include "server/auth.h"
 
@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "config/config.h"
-#include "config/limits.h"
 #include "crypto/crypto.h"
+#include "job/limits.h"
 #include "server/agent_wire.h"
 
 namespace arbiter::server {

@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
-#include "store/store.h"
 #include "config/config.h"
 #include "server/core.h"
 #include "server/server_process.h"
 #include "store/fixtures.h"
+#include "store/store.h"
 
 namespace arbiter::server {
 namespace {
@@ -25,12 +25,12 @@ using store::fixtures::Spec;
 // (store::fixtures::Start leaves both 0).
 store::Event Start(JobId job, Millis time, const std::string& node) {
   store::Event e = store::fixtures::Start(job, time, node);
-  for (store::StoredTask& t : e.allocation.tasks) {
+  for (job::StoredTask& t : e.allocation.tasks) {
     t.cpu = MilliCpu(32000);
     for (DeviceShare& d : t.devices) d.memory = GpuMemMiB(80 * 1024);
   }
   std::uint32_t next = 0;  // the two tasks on distinct devices
-  for (store::StoredTask& t : e.allocation.tasks) {
+  for (job::StoredTask& t : e.allocation.tasks) {
     for (DeviceShare& d : t.devices) d.device = next++;
   }
   return e;

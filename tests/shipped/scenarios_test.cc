@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "sim/sim.h"
 #include "scenario/scenario.h"
+#include "sim/sim.h"
 #include "testing/builders.h"
 #include "testing/sanitized.h"
 

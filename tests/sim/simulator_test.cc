@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/latency.h"
 #include "sim/sim.h"
 #include "sim/workload.h"
-#include "sim/latency.h"
 #include "testing/builders.h"
 
 namespace arbiter::sim {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/sim.h"
 #include "scenario/scenario.h"
+#include "sim/sim.h"
 #include "testing/builders.h"
 
 namespace arbiter::config {

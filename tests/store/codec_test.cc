@@ -7,8 +7,9 @@
 #include <cstring>
 #include <string>
 
-#include "store/store.h"
+#include "job/resolve.h"
 #include "store/binary.h"
+#include "store/store.h"
 #include "testing/builders.h"
 
 namespace arbiter::store {
@@ -16,8 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-JobSpec FullSpec() {
-  JobSpec s;
+job::JobSpec FullSpec() {
+  job::JobSpec s;
   s.name = "llama-70b";
   s.user = "alice";
   s.queue = "training";
@@ -46,8 +47,8 @@ JobSpec FullSpec() {
   t2.op = Toleration::Op::kExists;
   s.tolerations = {t1, t2};
   s.labels = {{"team", "nlp"}, {"app", "llama"}};
-  s.affinity = {AffinitySpec{{{"app", "data"}}, "leaf", false, false},
-                AffinitySpec{{{"app", "llama"}}, "node", true, true}};
+  s.affinity = {job::AffinitySpec{{{"app", "data"}}, "leaf", false, false},
+                job::AffinitySpec{{{"app", "llama"}}, "node", true, true}};
   s.submit_time = 1'700'000'000'000;
   s.runtime_estimate = 20 * 3600 * 1000;
   s.checkpoint_interval = 3600 * 1000;
@@ -59,8 +60,8 @@ JobSpec FullSpec() {
   return s;
 }
 
-JobSpec MinimalSpec() {
-  JobSpec s;
+job::JobSpec MinimalSpec() {
+  job::JobSpec s;
   s.name = "tiny";
   s.user = "bob";
   s.queue = "batch";
@@ -71,10 +72,10 @@ JobSpec MinimalSpec() {
   return s;
 }
 
-StoredAllocation SomeAllocation() {
-  StoredAllocation a;
+job::StoredAllocation SomeAllocation() {
+  job::StoredAllocation a;
   a.gpu_type = "H800";
-  StoredTask t;
+  job::StoredTask t;
   t.group = 1;
   t.index = 2;
   t.node = "h800-3";
@@ -87,17 +88,17 @@ StoredAllocation SomeAllocation() {
 
 // The error of decoding `text` as a job spec.
 std::string SpecError(const std::string& text, std::string_view path = "") {
-  Result<JobSpec> r = DecodeJobSpec(text, path);
+  Result<job::JobSpec> r = DecodeJobSpec(text, path);
   EXPECT_FALSE(r.ok()) << text;
   return r.ok() ? std::string() : r.status().message();
 }
 
 TEST(StoreCodec, JobSpecRoundTrip) {
-  JobSpec exec_form = MinimalSpec();
+  job::JobSpec exec_form = MinimalSpec();
   exec_form.argv = {"python", "train.py", "--lr", "3e-4 with spaces"};
-  for (const JobSpec& spec : {FullSpec(), MinimalSpec(), exec_form}) {
+  for (const job::JobSpec& spec : {FullSpec(), MinimalSpec(), exec_form}) {
     const std::string text = EncodeJobSpec(spec);
-    Result<JobSpec> back = DecodeJobSpec(text);
+    Result<job::JobSpec> back = DecodeJobSpec(text);
     ASSERT_TRUE(back.ok()) << back.status().message();
     EXPECT_TRUE(*back == spec) << text;
     EXPECT_EQ(EncodeJobSpec(*back), text);
@@ -105,22 +106,22 @@ TEST(StoreCodec, JobSpecRoundTrip) {
 }
 
 TEST(StoreBinaryCodec, JobSpecAndAllocationRoundTrip) {
-  JobSpec unconstrained = MinimalSpec();
+  job::JobSpec unconstrained = MinimalSpec();
   unconstrained.topology_mode = ConstraintMode::kUnconstrained;
   unconstrained.submit_time = -5;  // signed numbers survive too
   unconstrained.argv = {"python", "train.py", "--lr=3e-4"};
-  for (const JobSpec& spec : {FullSpec(), MinimalSpec(), unconstrained}) {
+  for (const job::JobSpec& spec : {FullSpec(), MinimalSpec(), unconstrained}) {
     const std::string bytes = EncodeJobSpecBinary(spec);
     EXPECT_EQ(static_cast<std::uint8_t>(bytes[0]), kBinaryFormat);
-    JobSpec back;
+    job::JobSpec back;
     Status st = DecodeJobSpecBinary(bytes, back);
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_TRUE(back == spec);
     EXPECT_EQ(EncodeJobSpecBinary(back), bytes);
     EXPECT_LT(bytes.size(), EncodeJobSpec(spec).size());
   }
-  for (const StoredAllocation& a : {SomeAllocation(), StoredAllocation{}}) {
-    StoredAllocation back;
+  for (const job::StoredAllocation& a : {SomeAllocation(), job::StoredAllocation{}}) {
+    job::StoredAllocation back;
     Status st = DecodeAllocationBinary(EncodeAllocationBinary(a), back);
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_TRUE(back == a);
@@ -130,7 +131,7 @@ TEST(StoreBinaryCodec, JobSpecAndAllocationRoundTrip) {
 TEST(StoreBinaryCodec, DamagedRecordsAreErrorsNamingTheField) {
   const std::string bytes = EncodeJobSpecBinary(FullSpec());
   auto error = [](std::string_view record) {
-    JobSpec out;
+    job::JobSpec out;
     Status st = DecodeJobSpecBinary(record, out, "spec");
     EXPECT_FALSE(st.ok());
     return st.ok() ? std::string() : st.message();
@@ -156,7 +157,7 @@ TEST(StoreBinaryCodec, DamagedRecordsAreErrorsNamingTheField) {
   EXPECT_EQ(error(group),
             "spec.groups: list longer than the record at byte " + std::to_string(at + 2));
 
-  StoredAllocation a;
+  job::StoredAllocation a;
   std::string alloc = EncodeAllocationBinary(SomeAllocation());
   Status st = DecodeAllocationBinary(alloc.substr(0, alloc.size() - 1), a);
   ASSERT_FALSE(st.ok());
@@ -172,13 +173,13 @@ TEST(StoreCodec, MinimalSpecLeavesDefaultsOut) {
 }
 
 TEST(StoreCodec, GroupDefaults) {
-  Result<JobSpec> one = DecodeJobSpec(R"({"name":"a","queue":"q","priority_class":"P",
+  Result<job::JobSpec> one = DecodeJobSpec(R"({"name":"a","queue":"q","priority_class":"P",
                                           "groups":[{"gpu_milli":500}]})");
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_EQ(one->groups[0].name, "main");
   EXPECT_EQ(one->groups[0].count, 1);
   EXPECT_EQ(one->groups[0].request.gpu, MilliGpu(500));
-  Result<JobSpec> two = DecodeJobSpec(R"({"name":"a","queue":"q","priority_class":"P",
+  Result<job::JobSpec> two = DecodeJobSpec(R"({"name":"a","queue":"q","priority_class":"P",
                                           "groups":[{}, {"tasks": 2}]})");
   ASSERT_TRUE(two.ok()) << two.status().message();
   EXPECT_EQ(two->groups[0].name, "group-0");
@@ -222,18 +223,18 @@ TEST(StoreCodec, MalformedJsonGivesTheOffset) {
 }
 
 TEST(StoreCodec, StringsSurviveEscapes) {
-  JobSpec spec = MinimalSpec();
+  job::JobSpec spec = MinimalSpec();
   spec.name = "quote\" backslash\\ slash/ tab\t newline\n bell\x07 caf\xc3\xa9 \xf0\x9f\x98\x80";
   spec.labels = {{"k\"ey", "v\\al"}, {"\xe2\x82\xac", "\x01"}};
   spec.command = std::string("nul\0inside", 10);
   const std::string text = EncodeJobSpec(spec);
-  Result<JobSpec> back = DecodeJobSpec(text);
+  Result<job::JobSpec> back = DecodeJobSpec(text);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_TRUE(*back == spec) << text;
   // \u escapes (with a surrogate pair) read as nlohmann reads them.
   const std::string escaped =
       R"({"name":"\u00e9\ud83d\ude00\u20ac\/","queue":"q","priority_class":"P","groups":[]})";
-  Result<JobSpec> e = DecodeJobSpec(escaped);
+  Result<job::JobSpec> e = DecodeJobSpec(escaped);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(e->name, json::parse(escaped)["name"].get<std::string>());
   EXPECT_EQ(e->name, "\xc3\xa9\xf0\x9f\x98\x80\xe2\x82\xac/");
@@ -243,7 +244,7 @@ TEST(StoreCodec, StrictJsonText) {
   const std::string ok = R"( { "name" : "a" , "queue":"q","priority_class":"P","groups":[ ] } )";
   EXPECT_TRUE(DecodeJobSpec(ok).ok()) << DecodeJobSpec(ok).status().message();
   auto error = [](const std::string& text) {
-    Result<JobSpec> r = DecodeJobSpec(text);
+    Result<job::JobSpec> r = DecodeJobSpec(text);
     return r.ok() ? std::string("ok") : r.status().message();
   };
   const std::string head = R"({"name":"a","queue":"q","priority_class":"P","groups":[])";
@@ -281,26 +282,26 @@ TEST(StoreCodec, FromJsonDocumentForTheApi) {
   json body = json::parse(R"({"jobs":[{"name":"a","queue":"q","priority_class":"P","groups":[{}]},
                                       {"name":"b","queue":"q","priority_class":"P",
                                        "groups":[{"tasks":-1, "gpu_milli": 2500}]}]})");
-  Result<JobSpec> a = JobSpecFromJson(body["jobs"][0], "jobs[0]");
+  Result<job::JobSpec> a = JobSpecFromJson(body["jobs"][0], "jobs[0]");
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->groups[0].name, "main");
-  Result<JobSpec> b = JobSpecFromJson(body["jobs"][1], "jobs[1]");
+  Result<job::JobSpec> b = JobSpecFromJson(body["jobs"][1], "jobs[1]");
   ASSERT_TRUE(b.ok()) << b.status().message();
   // Decoding checks shapes and types; ValidateJobSpec the values.
   b->user = "alice";
-  EXPECT_EQ(ValidateJobSpec(*b).message(), "groups[0].tasks: must be at least 1, got -1");
-  Result<JobSpec> c = JobSpecFromJson(json::parse(R"({"name":"c"})"), "jobs[2]");
+  EXPECT_EQ(job::ValidateJobSpec(*b).message(), "groups[0].tasks: must be at least 1, got -1");
+  Result<job::JobSpec> c = JobSpecFromJson(json::parse(R"({"name":"c"})"), "jobs[2]");
   EXPECT_EQ(c.status().message(), "jobs[2].queue: is required");
 }
 
 TEST(StoreCodec, AllocationStatusEventQuotaRoundTrip) {
-  const StoredAllocation a = SomeAllocation();
-  Result<StoredAllocation> a2 = AllocationFromJson(json::parse(AllocationToJson(a).dump()));
+  const job::StoredAllocation a = SomeAllocation();
+  Result<job::StoredAllocation> a2 = AllocationFromJson(json::parse(AllocationToJson(a).dump()));
   ASSERT_TRUE(a2.ok()) << a2.status().message();
   EXPECT_TRUE(*a2 == a);
 
   JobStatus st;
-  st.state = JobState::kRunning;
+  st.state = job::JobState::kRunning;
   st.priority_class = "P0";
   st.allocation = a;
   st.start_time = 10;
@@ -320,7 +321,7 @@ TEST(StoreCodec, AllocationStatusEventQuotaRoundTrip) {
   e.actor = "scheduler";
   e.message = "placed";
   e.allocation = a;
-  e.state = JobState::kRunning;
+  e.state = job::JobState::kRunning;
   Result<Event> e2 = EventFromJson(json::parse(EventToJson(e).dump()));
   ASSERT_TRUE(e2.ok()) << e2.status().message();
   EXPECT_TRUE(*e2 == e);
@@ -339,65 +340,66 @@ TEST(StoreCodec, AllocationStatusEventQuotaRoundTrip) {
   EXPECT_EQ(q2->at("H800").max, MilliGpu(64000));
   EXPECT_EQ(q2->at("gpu").lending_limit, MilliGpu(0));
 
-  Result<StoredAllocation> bad = AllocationFromJson(json::parse(R"({"tasks":[{"node":"n",
+  Result<job::StoredAllocation> bad = AllocationFromJson(json::parse(R"({"tasks":[{"node":"n",
       "devices":[{"device":-1}]}]})"),
-                                                    "allocation");
+                                                         "allocation");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "allocation.tasks[0].devices[0].device: must not be negative, got -1");
 }
 
 TEST(StoreRecords, ValidateJobSpecNamesTheField) {
-  EXPECT_TRUE(ValidateJobSpec(FullSpec()).ok()) << ValidateJobSpec(FullSpec()).message();
+  EXPECT_TRUE(job::ValidateJobSpec(FullSpec()).ok()) << job::ValidateJobSpec(FullSpec()).message();
   auto error = [](auto edit) {
-    JobSpec s = FullSpec();
+    job::JobSpec s = FullSpec();
     edit(s);
-    return ValidateJobSpec(s).message();
+    return job::ValidateJobSpec(s).message();
   };
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = 0; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[1].count = 0; }),
             "groups[1].tasks: must be at least 1, got 0");
-  EXPECT_EQ(error([](JobSpec& s) { s.argv = {"python"}; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.argv = {"python"}; }),
             "argv: give either argv (no shell) or command (run by /bin/sh -c), not both");
-  EXPECT_EQ(error([](JobSpec& s) {
+  EXPECT_EQ(error([](job::JobSpec& s) {
               s.command.clear();
               s.argv = {""};
             }),
             "argv[0]: must name the program to run");
-  EXPECT_EQ(error([](JobSpec& s) { s.env["A=B"] = "x"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.env["A=B"] = "x"; }),
             "env: a variable's name must be non-empty, without '=' or control characters");
-  EXPECT_EQ(error([](JobSpec& s) { s.max_retries = -1; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.max_retries = -1; }),
             "max_retries: must not be negative, got -1");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[1].count = -3; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[1].count = -3; }),
             "groups[1].tasks: must be at least 1, got -3");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[1].request.gpu = MilliGpu(1500); }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[1].request.gpu = MilliGpu(1500); }),
             "groups[1].gpu_milli: above 1 GPU must be a whole number (a task takes a share of one "
             "GPU or whole GPUs), got 1.5 GPUs");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[0].request.cpu = MilliCpu(-1); }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[0].request.cpu = MilliCpu(-1); }),
             "groups[0].cpu_milli: must not be negative, got -1");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[0].request.gpu_memory = GpuMemMiB(10); }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[0].request.gpu_memory = GpuMemMiB(10); }),
             "groups[0].gpu_memory_mib: needs GPUs: GPU memory is asked per device of a task with "
             "GPUs");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups[1].name = "launcher"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups[1].name = "launcher"; }),
             "groups[1].name: duplicate group name 'launcher'");
-  EXPECT_EQ(error([](JobSpec& s) { s.groups.clear(); }), "groups: give at least one task group");
+  EXPECT_EQ(error([](job::JobSpec& s) { s.groups.clear(); }),
+            "groups: give at least one task group");
   // The submitter is the store's to require (Submit), not the spec's: a jobs file has none.
-  EXPECT_EQ(error([](JobSpec& s) { s.user.clear(); }), "");
-  EXPECT_EQ(error([](JobSpec& s) { s.queue.clear(); }), "queue: must not be empty");
-  EXPECT_EQ(error([](JobSpec& s) { s.tolerations[1].value = "x"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.user.clear(); }), "");
+  EXPECT_EQ(error([](job::JobSpec& s) { s.queue.clear(); }), "queue: must not be empty");
+  EXPECT_EQ(error([](job::JobSpec& s) { s.tolerations[1].value = "x"; }),
             "tolerations[1].value: operator Exists matches any value; leave 'value' out");
-  EXPECT_EQ(error([](JobSpec& s) { s.tolerations[0].key.clear(); }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.tolerations[0].key.clear(); }),
             "tolerations[0].key: operator Equal needs a key (an empty key with operator Exists "
             "tolerates all)");
-  EXPECT_EQ(error([](JobSpec& s) { s.affinity[0].match.clear(); }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.affinity[0].match.clear(); }),
             "affinity[0].match: give at least one label to match");
-  EXPECT_EQ(error([](JobSpec& s) { s.runtime_estimate = -5; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.runtime_estimate = -5; }),
             "runtime_estimate_ms: must not be negative, got -5");
-  EXPECT_EQ(error([](JobSpec& s) { s.labels["team"] = "n\xffp"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.labels["team"] = "n\xffp"; }),
             "labels.team: is not valid UTF-8");
-  EXPECT_EQ(error([](JobSpec& s) { s.name = "\xed\xa0\x80"; }),  // a surrogate
+  EXPECT_EQ(error([](job::JobSpec& s) { s.name = "\xed\xa0\x80"; }),  // a surrogate
             "name: is not valid UTF-8");
   // Encoding never throws, whatever the bytes.
-  JobSpec bad = FullSpec();
+  job::JobSpec bad = FullSpec();
   bad.command = "\xff\xfe";
   EXPECT_NE(EncodeJobSpec(bad).find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
 }
@@ -415,7 +417,7 @@ TEST(StoreRecords, JobStateMachine) {
   JobStatus st;
   st.priority_class = "P1";
   ASSERT_TRUE(ApplyEvent(st, Ev(EventKind::kHeld)).ok());
-  EXPECT_EQ(st.state, JobState::kHeld);
+  EXPECT_EQ(st.state, job::JobState::kHeld);
   EXPECT_EQ(ApplyEvent(st, Ev(EventKind::kStarted)).message(),
             "job is held; only a pending job can start");
   ASSERT_TRUE(ApplyEvent(st, Ev(EventKind::kReleased)).ok());
@@ -424,7 +426,7 @@ TEST(StoreRecords, JobStateMachine) {
   ASSERT_TRUE(ApplyEvent(st, prio).ok());
   EXPECT_EQ(st.priority_class, "P0");
   ASSERT_TRUE(ApplyEvent(st, Ev(EventKind::kStarted, 100)).ok());
-  EXPECT_EQ(st.state, JobState::kRunning);
+  EXPECT_EQ(st.state, job::JobState::kRunning);
   EXPECT_TRUE(st.allocation == SomeAllocation());
   EXPECT_EQ(st.start_time, 100);
   EXPECT_EQ(st.first_start_time, 100);
@@ -434,7 +436,7 @@ TEST(StoreRecords, JobStateMachine) {
   ASSERT_TRUE(ApplyEvent(st, signal).ok());
   EXPECT_EQ(st.stop_at, 190);
   ASSERT_TRUE(ApplyEvent(st, Ev(EventKind::kEvicted, 190)).ok());
-  EXPECT_EQ(st.state, JobState::kPending);
+  EXPECT_EQ(st.state, job::JobState::kPending);
   EXPECT_TRUE(st.allocation.empty());
   EXPECT_EQ(st.stop_at, -1);
   EXPECT_EQ(st.evictions, std::vector<Millis>{190});
@@ -450,7 +452,7 @@ TEST(StoreRecords, JobStateMachine) {
   Event done = Ev(EventKind::kCompleted, 300);
   done.message = "exit 0";
   ASSERT_TRUE(ApplyEvent(st, done).ok());
-  EXPECT_EQ(st.state, JobState::kCompleted);
+  EXPECT_EQ(st.state, job::JobState::kCompleted);
   EXPECT_EQ(st.end_time, 300);
   EXPECT_EQ(st.message, "exit 0");
   EXPECT_TRUE(st.allocation.empty());
@@ -463,7 +465,7 @@ TEST(StoreRecords, JobStateMachine) {
 
   JobStatus pending;
   ASSERT_TRUE(ApplyEvent(pending, Ev(EventKind::kCancelled, 5)).ok());
-  EXPECT_EQ(pending.state, JobState::kCancelled);
+  EXPECT_EQ(pending.state, job::JobState::kCancelled);
 }
 
 TEST(StoreRecords, ValidateEventNamesTheField) {
@@ -496,11 +498,11 @@ TEST(StoreRecords, NamesRoundTrip) {
     const auto kind = static_cast<EventKind>(i);
     EXPECT_EQ(ParseEventKind(EventKindName(kind)), kind);
   }
-  for (int i = 0; i <= static_cast<int>(JobState::kCancelled); ++i) {
-    const auto state = static_cast<JobState>(i);
-    EXPECT_EQ(ParseJobState(JobStateName(state)), state);
+  for (int i = 0; i <= static_cast<int>(job::JobState::kCancelled); ++i) {
+    const auto state = static_cast<job::JobState>(i);
+    EXPECT_EQ(job::ParseJobState(job::JobStateName(state)), state);
   }
-  EXPECT_FALSE(ParseJobState("sleeping").has_value());
+  EXPECT_FALSE(job::ParseJobState("sleeping").has_value());
 }
 
 TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
@@ -511,10 +513,10 @@ TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
                     testing::Queue("batch", "root")};
   ClusterState state = testing::MakeState(cluster);
 
-  JobSpec spec = FullSpec();
+  job::JobSpec spec = FullSpec();
   spec.gpu_types = {"H800"};
   spec.affinity[0].level = "leaf";
-  Result<Job> job = ToJob(9, spec, state);
+  Result<Job> job = job::ToJob(9, spec, state);
   ASSERT_TRUE(job.ok()) << job.status().message();
   EXPECT_EQ(job->id, 9u);
   EXPECT_EQ(state.queue(job->queue).spec.name, "training");
@@ -523,11 +525,11 @@ TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
   EXPECT_EQ(job->topology.mode, ConstraintMode::kPreferred);
   EXPECT_TRUE(job->gpu_types.Contains(*state.FindGpuType("H800")));
   // The current priority class wins over the submitted one.
-  Result<Job> p0 = ToJob(9, spec, state, "P0");
+  Result<Job> p0 = job::ToJob(9, spec, state, "P0");
   ASSERT_TRUE(p0.ok());
   EXPECT_EQ(state.priority_class(p0->priority_class).name, "P0");
   // And back to names.
-  JobSpec back = ToSpec(*job, state);
+  job::JobSpec back = job::ToSpec(*job, state);
   // What the agents run is not the engine's.
   back.command = spec.command;
   back.env = spec.env;
@@ -536,35 +538,35 @@ TEST(StoreResolve, JobAndAllocationAgainstAClusterState) {
   EXPECT_TRUE(back == spec) << JobSpecToJson(back).dump() << "\n" << JobSpecToJson(spec).dump();
 
   auto error = [&](auto edit) {
-    JobSpec s = spec;
+    job::JobSpec s = spec;
     edit(s);
-    Result<Job> r = ToJob(1, s, state);
+    Result<Job> r = job::ToJob(1, s, state);
     return r.ok() ? std::string("ok") : r.status().message();
   };
-  EXPECT_EQ(error([](JobSpec& s) { s.queue = "trainin"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.queue = "trainin"; }),
             "queue: unknown leaf queue 'trainin' (known: training, batch); did you mean "
             "'training'?");
-  EXPECT_EQ(error([](JobSpec& s) { s.queue = "root"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.queue = "root"; }),
             "queue: queue 'root' has child queues; jobs go to leaf queues (training, batch)");
-  EXPECT_EQ(error([](JobSpec& s) { s.priority_class = "P9"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.priority_class = "P9"; }),
             "priority_class: unknown priority class 'P9' (known: P0, P1, P2); did you mean 'P0'?");
-  EXPECT_EQ(error([](JobSpec& s) { s.gpu_types = {"B200"}; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.gpu_types = {"B200"}; }),
             "gpu_types[0]: unknown GPU type 'B200' (known: H800, L40S)");
-  EXPECT_EQ(error([](JobSpec& s) { s.topology_level = "rack"; }),
+  EXPECT_EQ(error([](job::JobSpec& s) { s.topology_level = "rack"; }),
             "topology.level: unknown topology level 'rack' (known: leaf, node, nvlink)");
 
-  StoredAllocation stored = SomeAllocation();
+  job::StoredAllocation stored = SomeAllocation();
   stored.tasks[0].node = "h800-1";
-  Result<Allocation> alloc = ToAllocation(stored, state);
+  Result<Allocation> alloc = job::ToAllocation(stored, state);
   ASSERT_TRUE(alloc.ok()) << alloc.status().message();
   EXPECT_EQ(state.node(alloc->tasks[0].node).name, "h800-1");
-  EXPECT_TRUE(ToStoredAllocation(*alloc, state) == stored);
+  EXPECT_TRUE(job::ToStoredAllocation(*alloc, state) == stored);
   stored.tasks[0].node = "h900-1";
-  EXPECT_EQ(ToAllocation(stored, state).status().message(),
+  EXPECT_EQ(job::ToAllocation(stored, state).status().message(),
             "allocation.tasks[0].node: unknown node 'h900-1'");
   stored.tasks[0].node = "l40s-0";
   stored.tasks[0].devices[1].device = 4;
-  EXPECT_EQ(ToAllocation(stored, state).status().message(),
+  EXPECT_EQ(job::ToAllocation(stored, state).status().message(),
             "allocation.tasks[0].devices[1].device: node 'l40s-0' has 4 devices, got index 4");
 }
 

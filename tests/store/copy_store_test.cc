@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 #include "store/codec.h"
 #include "store/pg.h"
+#include "store/store.h"
 #include "testing/postgres.h"
 
 namespace arbiter::store {
@@ -37,8 +37,8 @@ class CopyStoreTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  static JobSpec Spec(const std::string& name) {
-    JobSpec s;
+  static job::JobSpec Spec(const std::string& name) {
+    job::JobSpec s;
     s.name = name;
     s.user = "alice";
     s.queue = "training";

@@ -9,8 +9,8 @@
 
 namespace arbiter::store::fixtures {
 
-inline JobSpec Spec(const std::string& name, const std::string& user = "alice") {
-  JobSpec s;
+inline job::JobSpec Spec(const std::string& name, const std::string& user = "alice") {
+  job::JobSpec s;
   s.name = name;
   s.user = user;
   s.queue = "training";
@@ -28,11 +28,11 @@ inline JobSpec Spec(const std::string& name, const std::string& user = "alice") 
   return s;
 }
 
-inline StoredAllocation On(const std::string& node) {
-  StoredAllocation a;
+inline job::StoredAllocation On(const std::string& node) {
+  job::StoredAllocation a;
   a.gpu_type = "H800";
   for (std::uint32_t t = 0; t < 2; ++t) {
-    StoredTask task;
+    job::StoredTask task;
     task.index = t;
     task.node = node;
     for (std::uint32_t d = 0; d < 8; ++d) task.devices.push_back({d, MilliGpu(1000), GpuMemMiB(0)});

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "store/store.h"
 #include "store/fixtures.h"
 #include "store/leader.h"
 #include "store/pg.h"
+#include "store/store.h"
 #include "testing/fault_proxy.h"
 #include "testing/postgres.h"
 
@@ -123,7 +123,7 @@ TEST(PostgresStore, RecoversEverythingAfterReopening) {
     EXPECT_TRUE(after->jobs[i].spec == before.jobs[i].spec) << i;
     EXPECT_TRUE(after->jobs[i].status == before.jobs[i].status) << i;
   }
-  EXPECT_EQ(after->jobs[0].status.state, JobState::kRunning);
+  EXPECT_EQ(after->jobs[0].status.state, job::JobState::kRunning);
   EXPECT_TRUE(after->jobs[0].status.allocation == On("h800-0"));
   EXPECT_EQ(after->jobs[1].status.evictions, std::vector<Millis>{30});
   EXPECT_EQ(after->jobs[3].status.priority_class, "P0");
@@ -154,9 +154,9 @@ TEST(PostgresStore, LoadsManyJobsExactly) {
   std::unique_ptr<Store> store = OpenOrDie(pg->NewDatabase());
   ASSERT_NE(store, nullptr);
   constexpr int kJobs = 30'000;  // several of Load's batches
-  std::vector<JobSpec> specs;
+  std::vector<job::JobSpec> specs;
   for (int i = 0; i < kJobs; ++i) {
-    JobSpec s = Spec("j" + std::to_string(i), "user-" + std::to_string(i % 13));
+    job::JobSpec s = Spec("j" + std::to_string(i), "user-" + std::to_string(i % 13));
     s.submit_time = i;
     if (i % 3 == 0) s.idempotency_key = "k" + std::to_string(i);
     specs.push_back(std::move(s));
@@ -179,7 +179,7 @@ TEST(PostgresStore, LoadsManyJobsExactly) {
         return Status::Internal("job " + std::to_string(job.id) + " differs");
       }
       const bool running = i % 5 == 0 && i % 10 != 0;
-      if (running != (job.status.state == JobState::kRunning) ||
+      if (running != (job.status.state == job::JobState::kRunning) ||
           (running && !(job.status.allocation == On("n" + std::to_string(i)))) ||
           (i % 10 == 0 && job.status.evictions != std::vector<Millis>{200})) {
         return Status::Internal("job " + std::to_string(job.id) + "'s status differs");
@@ -207,7 +207,7 @@ TEST(PostgresStore, ManyThreadsSubmittingGetUniqueIncreasingIdsAndSeqs) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        JobSpec spec = Spec("t" + std::to_string(t) + "-" + std::to_string(i));
+        job::JobSpec spec = Spec("t" + std::to_string(t) + "-" + std::to_string(i));
         // Every other thread retries with a key: its second try is a duplicate.
         if (t % 2 == 0) spec.idempotency_key = spec.name;
         Result<Submitted> r = store->Submit(spec);
@@ -278,7 +278,7 @@ TEST(PostgresStore, AFencedWriteFailsAndStoresNothing) {
   ASSERT_TRUE(snap.ok()) << snap.status().message();
   ASSERT_EQ(snap->jobs.size(), 1u);
   EXPECT_EQ(snap->jobs[0].spec.name, "first");
-  EXPECT_EQ(snap->jobs[0].status.state, JobState::kPending);
+  EXPECT_EQ(snap->jobs[0].status.state, job::JobState::kPending);
   EXPECT_EQ(snap->last_seq, 1u);
   EXPECT_EQ(pg->Sql(DbName(url), "SELECT count(*) FROM events"), "1");
 }
@@ -572,7 +572,7 @@ TEST(PostgresStore, JobsChangedSinceASeqAreEveryJobItsEventsName) {
   ASSERT_TRUE(changed.ok()) << changed.status().message();
   ASSERT_EQ(changed->jobs.size(), 2u);
   EXPECT_EQ(changed->jobs[0].id, 2u);
-  EXPECT_EQ(changed->jobs[0].status.state, JobState::kCompleted);
+  EXPECT_EQ(changed->jobs[0].status.state, job::JobState::kCompleted);
   EXPECT_EQ(changed->jobs[1].id, 4u);
   EXPECT_EQ(changed->jobs[1].spec.name, "j3");
   EXPECT_EQ(changed->last_seq, seq + 3);

@@ -88,7 +88,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(store_, nullptr);
   }
 
-  JobId MustSubmit(JobSpec spec) {
+  JobId MustSubmit(job::JobSpec spec) {
     Result<Submitted> r = store_->Submit(std::move(spec));
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? r->id : 0;
@@ -113,7 +113,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(StoreTest, SubmitRoundTrip) {
   EXPECT_EQ(store_->LastSeq(), 0u);
-  JobSpec spec = Spec("llama");
+  job::JobSpec spec = Spec("llama");
   spec.command = "torchrun train.py";
   spec.tolerations = {Toleration{"dedicated", Toleration::Op::kEqual, "training", std::nullopt}};
   Result<Submitted> r = store_->Submit(spec);
@@ -125,7 +125,7 @@ TEST_P(StoreTest, SubmitRoundTrip) {
 
   StoredJob job = MustGet(r->id);
   EXPECT_TRUE(job.spec == spec) << JobSpecToJson(job.spec).dump();
-  EXPECT_EQ(job.status.state, JobState::kPending);
+  EXPECT_EQ(job.status.state, job::JobState::kPending);
   EXPECT_EQ(job.status.priority_class, "P1");
   EXPECT_EQ(job.status.start_time, -1);
 
@@ -138,7 +138,7 @@ TEST_P(StoreTest, SubmitRoundTrip) {
   EXPECT_EQ(e.job, r->id);
   EXPECT_EQ(e.time, 1000);
   EXPECT_EQ(e.actor, "alice");  // the submitter
-  EXPECT_EQ(e.state, JobState::kPending);
+  EXPECT_EQ(e.state, job::JobState::kPending);
 
   Result<std::optional<StoredJob>> missing = store_->GetJob(99);
   ASSERT_TRUE(missing.ok());
@@ -152,10 +152,10 @@ TEST_P(StoreTest, TransitionsUpdateTheJobAndAreEvents) {
   ASSERT_EQ(started.size(), 2u);
   EXPECT_EQ(started[0].seq, 3u);
   EXPECT_EQ(started[1].seq, 4u);
-  EXPECT_EQ(started[0].state, JobState::kRunning);
+  EXPECT_EQ(started[0].state, job::JobState::kRunning);
 
   StoredJob ja = MustGet(a);
-  EXPECT_EQ(ja.status.state, JobState::kRunning);
+  EXPECT_EQ(ja.status.state, job::JobState::kRunning);
   EXPECT_TRUE(ja.status.allocation == On("h800-0"));
   EXPECT_EQ(ja.status.start_time, 2000);
 
@@ -167,7 +167,7 @@ TEST_P(StoreTest, TransitionsUpdateTheJobAndAreEvents) {
   MustAppend({JobEvent(a, EventKind::kCheckpointed, 2500), signal, prio,
               JobEvent(a, EventKind::kEvicted, 2700)});
   ja = MustGet(a);
-  EXPECT_EQ(ja.status.state, JobState::kPending);
+  EXPECT_EQ(ja.status.state, job::JobState::kPending);
   EXPECT_TRUE(ja.status.allocation.empty());
   EXPECT_EQ(ja.status.last_checkpoint, 2500);
   EXPECT_EQ(ja.status.stop_at, -1);
@@ -178,9 +178,9 @@ TEST_P(StoreTest, TransitionsUpdateTheJobAndAreEvents) {
   Event fail = JobEvent(b, EventKind::kFailed, 3000, "agent");
   fail.message = "exit code 137";
   MustAppend({JobEvent(a, EventKind::kHeld, 2800, "alice"), fail});
-  EXPECT_EQ(MustGet(a).status.state, JobState::kHeld);
+  EXPECT_EQ(MustGet(a).status.state, job::JobState::kHeld);
   StoredJob jb = MustGet(b);
-  EXPECT_EQ(jb.status.state, JobState::kFailed);
+  EXPECT_EQ(jb.status.state, job::JobState::kFailed);
   EXPECT_EQ(jb.status.end_time, 3000);
   EXPECT_EQ(jb.status.message, "exit code 137");
   EXPECT_TRUE(jb.status.allocation.empty());
@@ -195,7 +195,7 @@ TEST_P(StoreTest, TransitionsUpdateTheJobAndAreEvents) {
   EXPECT_EQ((*events)[1].stop_at, 2700);
   EXPECT_EQ((*events)[1].message, "evicted for job 5");
   EXPECT_EQ((*events)[2].priority_class, "P0");
-  EXPECT_EQ((*events)[3].state, JobState::kPending);
+  EXPECT_EQ((*events)[3].state, job::JobState::kPending);
   EXPECT_EQ((*events)[5].actor, "agent");
   // The started event keeps its allocation.
   Result<std::vector<Event>> first = store_->EventsSince(2, 1);
@@ -213,7 +213,7 @@ TEST_P(StoreTest, AppendIsAllOrNothing) {
             "events[1]: job 1 (started): job is running; only a pending job can start");
   EXPECT_EQ(r.status().code(), StatusCode::kConflict);
   EXPECT_EQ(r.status().field(), "events[1]");
-  EXPECT_EQ(MustGet(a).status.state, JobState::kPending);
+  EXPECT_EQ(MustGet(a).status.state, job::JobState::kPending);
   EXPECT_EQ(store_->LastSeq(), seq);
   Result<std::vector<Event>> none = store_->EventsSince(seq, 10);
   ASSERT_TRUE(none.ok());
@@ -222,26 +222,26 @@ TEST_P(StoreTest, AppendIsAllOrNothing) {
   r = store_->Append({JobEvent(a, EventKind::kHeld, 5), JobEvent(42, EventKind::kHeld, 5)});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "events[1]: no job 42");
-  EXPECT_EQ(MustGet(a).status.state, JobState::kPending);
+  EXPECT_EQ(MustGet(a).status.state, job::JobState::kPending);
   // The store still works after a refused batch.
   MustAppend({Start(a, 12, "h800-2")});
-  EXPECT_EQ(MustGet(a).status.state, JobState::kRunning);
+  EXPECT_EQ(MustGet(a).status.state, job::JobState::kRunning);
 }
 
 TEST_P(StoreTest, BadInputNamesTheField) {
-  JobSpec spec = Spec("bad");
+  job::JobSpec spec = Spec("bad");
   spec.groups[0].count = 0;
   Result<Submitted> r = store_->Submit(spec);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "groups[0].tasks: must be at least 1, got 0");
 
-  JobSpec binary = Spec("binary");
+  job::JobSpec binary = Spec("binary");
   binary.labels["blob"] = "\xff";
   r = store_->Submit(binary);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "labels.blob: is not valid UTF-8");
 
-  JobSpec no_queue = Spec("q");
+  job::JobSpec no_queue = Spec("q");
   no_queue.queue.clear();
   Result<std::vector<Submitted>> batch = store_->SubmitBatch({Spec("ok"), no_queue});
   ASSERT_FALSE(batch.ok());
@@ -267,7 +267,7 @@ TEST_P(StoreTest, BadInputNamesTheField) {
 }
 
 TEST_P(StoreTest, CursorPaging) {
-  std::vector<JobSpec> specs;
+  std::vector<job::JobSpec> specs;
   for (int i = 0; i < 25; ++i) specs.push_back(Spec("job-" + std::to_string(i)));
   Result<std::vector<Submitted>> r = store_->SubmitBatch(specs);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -297,7 +297,7 @@ TEST_P(StoreTest, CursorPaging) {
 }
 
 TEST_P(StoreTest, IdempotencyKeyRecordsOnce) {
-  JobSpec spec = Spec("retry");
+  job::JobSpec spec = Spec("retry");
   spec.idempotency_key = "req-7";
   Result<Submitted> first = store_->Submit(spec);
   ASSERT_TRUE(first.ok()) << first.status().message();
@@ -307,14 +307,14 @@ TEST_P(StoreTest, IdempotencyKeyRecordsOnce) {
   EXPECT_TRUE(again->duplicate);
   EXPECT_EQ(again->seq, 0u);
   // Another user's key is another key.
-  JobSpec other = spec;
+  job::JobSpec other = spec;
   other.user = "bob";
   Result<Submitted> bob = store_->Submit(other);
   ASSERT_TRUE(bob.ok());
   EXPECT_FALSE(bob->duplicate);
   EXPECT_NE(bob->id, first->id);
   // Within one batch too.
-  JobSpec fresh = Spec("fresh");
+  job::JobSpec fresh = Spec("fresh");
   fresh.idempotency_key = "req-8";
   Result<std::vector<Submitted>> batch = store_->SubmitBatch({fresh, fresh, spec});
   ASSERT_TRUE(batch.ok()) << batch.status().message();
@@ -435,7 +435,7 @@ TEST_P(StoreTest, LoadWithoutFinishedJobs) {
   ASSERT_TRUE(active.ok()) << active.status().message();
   ASSERT_EQ(active->jobs.size(), 1u);
   EXPECT_EQ(active->jobs[0].id, c);
-  EXPECT_EQ(active->jobs[0].status.state, JobState::kRunning);
+  EXPECT_EQ(active->jobs[0].status.state, job::JobState::kRunning);
   EXPECT_TRUE(active->jobs[0].status.allocation == On("n1"));
   EXPECT_EQ(active->last_job_id, 3u);
 }
@@ -603,11 +603,11 @@ TEST(SqliteStore, RecoversEverythingAfterReopening) {
   Result<Snapshot> after = store->Load();
   ASSERT_TRUE(after.ok()) << after.status().message();
   ExpectSameSnapshot(before, *after);
-  EXPECT_EQ(after->jobs[0].status.state, JobState::kRunning);
+  EXPECT_EQ(after->jobs[0].status.state, job::JobState::kRunning);
   EXPECT_EQ(after->jobs[1].status.evictions, std::vector<Millis>{30});
   EXPECT_EQ(after->jobs[3].status.priority_class, "P0");
   EXPECT_EQ(after->jobs[5].status.retries, 1);
-  EXPECT_EQ(after->jobs[5].status.state, JobState::kPending);
+  EXPECT_EQ(after->jobs[5].status.state, job::JobState::kPending);
   ASSERT_EQ(after->queue_usage.size(), 2u);
   EXPECT_EQ(after->queue_usage[1].queue, "training");  // by name
   EXPECT_EQ(after->queue_usage[1].usage, 1.5e9);
@@ -629,9 +629,9 @@ TEST(SqliteStore, LoadsManyJobsExactly) {
   std::unique_ptr<Store> store = OpenOrDie(dir.path());
   ASSERT_NE(store, nullptr);
   constexpr int kJobs = 40'000;
-  std::vector<JobSpec> specs;
+  std::vector<job::JobSpec> specs;
   for (int i = 0; i < kJobs; ++i) {
-    JobSpec s = Spec(JobName(i % 7, i), "user-" + std::to_string(i % 13));
+    job::JobSpec s = Spec(JobName(i % 7, i), "user-" + std::to_string(i % 13));
     s.submit_time = i;
     if (i % 3 == 0) s.idempotency_key = "k" + std::to_string(i);
     specs.push_back(std::move(s));
@@ -652,13 +652,13 @@ TEST(SqliteStore, LoadsManyJobsExactly) {
     ASSERT_EQ(job.id, (*r)[i].id);
     ASSERT_TRUE(job.spec == specs[i]) << i;
     if (i % 10 == 0) {
-      ASSERT_EQ(job.status.state, JobState::kPending) << i;
+      ASSERT_EQ(job.status.state, job::JobState::kPending) << i;
       ASSERT_EQ(job.status.evictions, std::vector<Millis>{200}) << i;
     } else if (i % 5 == 0) {
-      ASSERT_EQ(job.status.state, JobState::kRunning) << i;
+      ASSERT_EQ(job.status.state, job::JobState::kRunning) << i;
       ASSERT_TRUE(job.status.allocation == On("n" + std::to_string(i))) << i;
     } else {
-      ASSERT_EQ(job.status.state, JobState::kPending) << i;
+      ASSERT_EQ(job.status.state, job::JobState::kPending) << i;
       ASSERT_TRUE(job.status.allocation.empty()) << i;
     }
   }
@@ -739,7 +739,7 @@ TEST(SqliteStore, AcknowledgedSubmissionsSurviveSigkill) {
   std::set<JobId> present;
   for (const StoredJob& job : snap->jobs) {
     EXPECT_TRUE(present.insert(job.id).second);
-    EXPECT_EQ(job.status.state, JobState::kPending);
+    EXPECT_EQ(job.status.state, job::JobState::kPending);
   }
   std::set<std::uint64_t> unique_acked(acked.begin(), acked.end());
   EXPECT_EQ(unique_acked.size(), acked.size());
@@ -841,7 +841,7 @@ CREATE TABLE node_states (node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEX
                                -1, &s, nullptr),
             SQLITE_OK);
   for (int id = 1; id <= 3; ++id) {
-    JobSpec spec = Spec("j" + std::to_string(id));
+    job::JobSpec spec = Spec("j" + std::to_string(id));
     if (id == 1) spec.idempotency_key = "key-1";
     std::string text = EncodeJobSpec(spec);
     if (id == 2 && !job2_spec.empty()) text = job2_spec;
@@ -897,17 +897,17 @@ TEST(SqliteStore, MigratesAVersion1Store) {
   Result<Snapshot> snap = store->Load();
   ASSERT_TRUE(snap.ok()) << snap.status().message();
   ASSERT_EQ(snap->jobs.size(), 3u);
-  JobSpec first = Spec("j1");
+  job::JobSpec first = Spec("j1");
   first.idempotency_key = "key-1";
   EXPECT_TRUE(snap->jobs[0].spec == first);
   EXPECT_TRUE(snap->jobs[1].spec == Spec("j2"));
   EXPECT_TRUE(snap->jobs[2].spec == Spec("j3"));
-  EXPECT_EQ(snap->jobs[0].status.state, JobState::kPending);
+  EXPECT_EQ(snap->jobs[0].status.state, job::JobState::kPending);
   EXPECT_EQ(snap->jobs[0].status.evictions, std::vector<Millis>{1500});
-  EXPECT_EQ(snap->jobs[1].status.state, JobState::kRunning);
+  EXPECT_EQ(snap->jobs[1].status.state, job::JobState::kRunning);
   EXPECT_TRUE(snap->jobs[1].status.allocation == On("h800-0"));
   EXPECT_EQ(snap->jobs[1].status.start_time, 2000);
-  EXPECT_EQ(snap->jobs[2].status.state, JobState::kCompleted);
+  EXPECT_EQ(snap->jobs[2].status.state, job::JobState::kCompleted);
   EXPECT_TRUE(snap->jobs[2].status.allocation.empty());
   EXPECT_EQ(snap->jobs[2].status.end_time, 3000);
   EXPECT_EQ(snap->jobs[2].status.message, "done");

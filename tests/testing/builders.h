@@ -9,8 +9,8 @@
 
 #include "arbiter/engine.h"
 #include "arbiter/model.h"
-#include "sim/sim.h"
 #include "core/state/cluster_state.h"
+#include "sim/sim.h"
 
 namespace arbiter::testing {
 

@@ -711,7 +711,7 @@ TEST(TraceJson, MalformedJsonFailsWithThePosition) {
             "t.csv:1: expected {\"jobs\": [...]} or an array of jobs");
 }
 
-// The trace readers keep the limits of every reader of jobs (config/limits.h): a row outside them
+// The trace readers keep the limits of every reader of jobs (job/limits.h): a row outside them
 // is a bad row naming the field, never a job.
 TEST(TraceLimits, RowsOutsideTheJobLimitsAreBadRows) {
   const std::string long_name(300, 'n');

@@ -199,22 +199,22 @@ class Search {
     if (*kind == Eviction::Kind::kQueuePriority &&
         policy_.OnlyAboveGuarantee(*kind, r->job.queue, r->allocation.gpu_type) &&
         !RunsOnBorrowedQuota(state_, *r)) {
-      Refused(kWithinGuarantee, -1, r->job.id);
+      Refused(Guard::kWithinGuarantee, -1, r->job.id);
       return std::nullopt;
     }
     if (!excluded_.empty() && excluded_.count(r->job.id)) return std::nullopt;
     Millis until = -1;
-    if (const char* guard = policy_.Guard(*r, now_, &until)) {
-      Refused(guard, until, r->job.id);
+    if (std::optional<Guard> guard = policy_.GuardOf(*r, now_, &until)) {
+      Refused(*guard, until, r->job.id);
       return std::nullopt;
     }
     if (*kind != Eviction::Kind::kAttainedService && (!lease_ || *kind != lease_->kind()) &&
         OrderMayProtect(r->job.queue, r->job.priority_class) && policy_.StartedAhead(job_, *r)) {
-      Refused(VictimPolicy::kStartedAhead, -1, r->job.id);
+      Refused(Guard::kStartedAhead, -1, r->job.id);
       return std::nullopt;
     }
     if (*kind == Eviction::Kind::kReclaim && !RunsOnBorrowedQuota(state_, *r)) {
-      Refused(kWithinGuarantee, -1, r->job.id);
+      Refused(Guard::kWithinGuarantee, -1, r->job.id);
       return std::nullopt;
     }
     if (refusals_) refusals_->eligible = true;
@@ -245,11 +245,11 @@ class Search {
     }
     const std::optional<Eviction::Kind> kind = relations_.Kind(res.queue, res.priority_class);
     if (!kind) return std::nullopt;
-    const char* protection = policy_.Protection(res.queue, res.priority_class);
+    const std::optional<Guard> protection = policy_.Protection(res.queue, res.priority_class);
     if (*kind == Eviction::Kind::kQueuePriority) {
       // The guarantee check needs the running job; take the full path.
       if (protection) {
-        Refused(protection, -1, res.job->job.id);
+        Refused(*protection, -1, res.job->job.id);
         return std::nullopt;
       }
       std::optional<Victim> v = Evaluate(res.job);
@@ -257,7 +257,7 @@ class Search {
       return v->cost;
     }
     if (protection) {  // never evicted: no need to look further
-      Refused(protection, -1, res.job->job.id);
+      Refused(*protection, -1, res.job->job.id);
       return std::nullopt;
     }
     if (!policy_.Unguarded(res.queue, res.priority_class) || res.evicted_before ||
@@ -271,7 +271,7 @@ class Search {
         (res.gpu_type == kNone || res.gpus > Slack(res.queue, res.gpu_type)))
       return std::nullopt;
     if (OrderMayProtect(res.queue, res.priority_class) && policy_.StartedAhead(job_, *res.job)) {
-      Refused(VictimPolicy::kStartedAhead, -1, res.job->job.id);
+      Refused(Guard::kStartedAhead, -1, res.job->job.id);
       return std::nullopt;
     }
     return policy_.Cost(VictimPolicy::LostWork(res.gpus, res.since, res.restart_overhead, now_),
@@ -312,13 +312,12 @@ class Search {
   }
 
   // Counts a job a guard protected from this preemptor (once, however often it is met).
-  void Refused(const char* guard, Millis until, JobId job) {
+  void Refused(Guard guard, Millis until, JobId job) {
     if (!refusals_) return;
     refusals_->Add(guard, job);
     if (until >= 0 && (refusals_->lifts_at < 0 || until < refusals_->lifts_at))
       refusals_->lifts_at = until;
   }
-  static constexpr const char* kWithinGuarantee = "their queue's guarantee";
 
   // Whether a victim that may only be taken above its queue's guarantee still is, with the
   // victims chosen so far gone.
@@ -604,11 +603,10 @@ class Search {
 
 }  // namespace
 
-void PreemptionRefusals::Add(const char* guard, JobId job) {
-  // A few guards at most; met once per resident a search bounds, so no string is built here.
-  auto it = std::find_if(guards.begin(), guards.end(), [&](const Guarded& g) {
-    return g.guard == guard || std::strcmp(g.guard, guard) == 0;
-  });
+void PreemptionRefusals::Add(Guard guard, JobId job) {
+  // A few guards at most; met once per resident a search bounds.
+  auto it = std::find_if(guards.begin(), guards.end(),
+                         [&](const Guarded& g) { return g.guard == guard; });
   if (it == guards.end()) it = guards.insert(guards.end(), Guarded{guard, {}});
   it->jobs.push_back(job);
 }
@@ -618,13 +616,14 @@ std::string PreemptionRefusals::Describe() const {
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   std::vector<const Guarded*> by_name;
   for (const Guarded& g : guards) by_name.push_back(&g);
-  std::sort(by_name.begin(), by_name.end(),
-            [](const Guarded* a, const Guarded* b) { return std::strcmp(a->guard, b->guard) < 0; });
+  std::sort(by_name.begin(), by_name.end(), [](const Guarded* a, const Guarded* b) {
+    return std::strcmp(GuardName(a->guard), GuardName(b->guard)) < 0;
+  });
   for (const Guarded* g : by_name) {
     std::vector<JobId> jobs = g->jobs;
     std::sort(jobs.begin(), jobs.end());
     const auto distinct = std::unique(jobs.begin(), jobs.end()) - jobs.begin();
-    add(std::to_string(distinct) + " protected by " + g->guard);
+    add(std::to_string(distinct) + " protected by " + GuardName(g->guard));
   }
   if (benefit) add("victims would lose more than max_loss_per_gpu");
   if (cap) add("the cycle's eviction cap is reached");

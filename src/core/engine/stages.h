@@ -388,12 +388,12 @@ struct PreemptionRefusals {
   // What a guard protected: the jobs that could otherwise be victims, as met (a job met in several
   // scopes or GPU types' searches is listed again; Describe counts each once).
   struct Guarded {
-    const char* guard = nullptr;  // one of the victim policy's names, e.g. "minimum runtime"
+    Guard guard = Guard::kClassNotPreemptible;
     std::vector<JobId> jobs;
   };
-  std::vector<Guarded> guards;  // in the order first met (Describe sorts them by name)
-  // Counts `job` under `guard` (the same text, whatever its address, is one guard).
-  void Add(const char* guard, JobId job);
+  std::vector<Guarded> guards;  // in the order first met (Describe sorts them by GuardName)
+  // Counts `job` under `guard`.
+  void Add(Guard guard, JobId job);
   Millis lifts_at = -1;  // earliest time one of those protections lifts
   bool benefit = false;  // a set was refused by the minimum benefit
   bool cap = false;      // the cycle's eviction cap was reached

@@ -91,32 +91,53 @@ bool VictimPolicy::OnlyAboveGuarantee(Eviction::Kind kind, QueueId of, GpuTypeId
   return true;
 }
 
-const char* VictimPolicy::Guard(const RunningJob& running, Millis now, Millis* until) const {
+const char* GuardName(Guard guard) {
+  switch (guard) {
+    case Guard::kClassNotPreemptible:
+      return "priority class not preemptible";
+    case Guard::kQueueNotPreemptible:
+      return "queue not preemptible";
+    case Guard::kMinRuntime:
+      return "minimum runtime";
+    case Guard::kEvictionCooldown:
+      return "eviction cooldown";
+    case Guard::kEvictionBudget:
+      return "eviction budget";
+    case Guard::kStartedAhead:
+      return "the order, which started them ahead of it";
+    case Guard::kWithinGuarantee:
+      return "their queue's guarantee";
+  }
+  return "";
+}
+
+std::optional<Guard> VictimPolicy::GuardOf(const RunningJob& running, Millis now,
+                                           Millis* until) const {
   auto lifts = [&](Millis t) {
     if (until) *until = t;
   };
   lifts(-1);
-  if (const char* protection = Protection(running.job.queue, running.job.priority_class))
+  if (std::optional<Guard> protection = Protection(running.job.queue, running.job.priority_class))
     return protection;
   const PriorityClassSpec& pc = state_.priority_class(running.job.priority_class);
   if (now - running.start_time < pc.min_runtime) {
     lifts(running.start_time + pc.min_runtime);
-    return "minimum runtime";
+    return Guard::kMinRuntime;
   }
   const std::vector<Millis>& times = running.evictions;
   if (!times.empty() && now - times.back() < pc.eviction_cooldown) {
     lifts(times.back() + pc.eviction_cooldown);
-    return "eviction cooldown";
+    return Guard::kEvictionCooldown;
   }
   if (pc.max_evictions > 0) {
     auto first_in_window = std::find_if(times.begin(), times.end(),
                                         [&](Millis t) { return t > now - pc.eviction_window; });
     if (times.end() - first_in_window >= pc.max_evictions) {
       lifts(*first_in_window + pc.eviction_window);
-      return "eviction budget";
+      return Guard::kEvictionBudget;
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::int64_t VictimPolicy::LostWork(std::int64_t gpus, Millis since, Millis restart_overhead,

@@ -22,6 +22,20 @@ struct Victim {
   double cost = 0;        // `lost` weighted by the victim's priority
 };
 
+// What keeps a running job from eviction by a preemptor: a standing protection of its queue or
+// class, a guard of its class that lifts with time, the order that started it ahead, or its
+// queue's guarantee. GuardName gives the words reasons use ("3 protected by minimum runtime").
+enum class Guard : std::uint8_t {
+  kClassNotPreemptible,
+  kQueueNotPreemptible,
+  kMinRuntime,
+  kEvictionCooldown,
+  kEvictionBudget,
+  kStartedAhead,     // the order started the victim ahead of the preemptor
+  kWithinGuarantee,  // the victim runs within its queue's guarantee (reclaim takes only borrowed)
+};
+const char* GuardName(Guard guard);
+
 class VictimPolicy {
  public:
   // Reads the state's queues and priority classes (which never change), not its running jobs,
@@ -94,7 +108,6 @@ class VictimPolicy {
   bool StartedAhead(const Job& preemptor, const RunningJob& victim) const {
     return ordering_.Before(victim.job, preemptor, victim.start_time);
   }
-  static constexpr const char* kStartedAhead = "the order, which started them ahead of it";
   // Whether StartedAhead can hold for any victim of (of, of_class): false when the order puts
   // every job of the preemptor's queue and class first whatever the ages (no job to read).
   bool OrderMayProtect(const Job& preemptor, QueueId of, PriorityClassId of_class) const {
@@ -102,22 +115,21 @@ class VictimPolicy {
   }
 
   // ---- Protection ----
-  // The protection that keeps every job of (queue, class) from eviction, whoever asks, or nullptr.
-  static constexpr const char* kClassNotPreemptible = "priority class not preemptible";
-  static constexpr const char* kQueueNotPreemptable = "queue not preemptible";
-  const char* Protection(QueueId queue, PriorityClassId cls) const {
-    if (!class_preemptible_[cls]) return kClassNotPreemptible;
-    if (!queue_preemptable_[queue]) return kQueueNotPreemptable;
-    return nullptr;
+  // The protection that keeps every job of (queue, class) from eviction, whoever asks, if any.
+  std::optional<Guard> Protection(QueueId queue, PriorityClassId cls) const {
+    if (!class_preemptible_[cls]) return Guard::kClassNotPreemptible;
+    if (!queue_preemptable_[queue]) return Guard::kQueueNotPreemptible;
+    return std::nullopt;
   }
-  // The protection or guard that keeps `running` from eviction at `now`, or nullptr: the above,
-  // then its class's minimum runtime, eviction cooldown and eviction budget. `until`, when given,
+  // The protection or guard that keeps `running` from eviction at `now`, if any: the above, then
+  // its class's minimum runtime, eviction cooldown and eviction budget. `until`, when given,
   // receives the time the refusing guard lifts (-1: never by itself).
-  const char* Guard(const RunningJob& running, Millis now, Millis* until = nullptr) const;
+  std::optional<Guard> GuardOf(const RunningJob& running, Millis now,
+                               Millis* until = nullptr) const;
   // Whether a job of (queue, class) that was never evicted has no guard at all at any time: no
   // protection and no minimum runtime (the eviction cooldown and budget read its evictions).
   bool Unguarded(QueueId queue, PriorityClassId cls) const {
-    return Protection(queue, cls) == nullptr && has_min_runtime_[cls] == 0;
+    return !Protection(queue, cls) && has_min_runtime_[cls] == 0;
   }
 
   // ---- Cost ----

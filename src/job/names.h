@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace arbiter::store {
+namespace arbiter::job {
 
 // The candidate closest to `name` by edit distance (ignoring case) when it is close enough to be
 // a likely typo: about one edit per three characters, at least one, at most three.
@@ -17,4 +17,4 @@ std::string UnknownName(std::string_view what, std::string_view name,
                         const std::vector<std::string>& known,
                         std::string_view list_label = "known");
 
-}  // namespace arbiter::store
+}  // namespace arbiter::job

@@ -1,6 +1,6 @@
 // The one set of limits on what a job may ask for, whoever reads it: jobs files and `arbiter
 // submit -f` (YAML), the server's API (JSON), scenarios' job templates and the trace readers.
-// store::ValidateJobSpec checks a job against them; the trace readers check each row's values
+// job::ValidateJobSpec checks a job against them; the trace readers check each row's values
 // against them. They keep a typo or a hostile request from exhausting memory or overflowing a
 // sum; they are not capacity checks (the engine says when a job can never fit). To tighten a
 // limit, change it here: every reader follows.

@@ -1,4 +1,6 @@
-// Between the store's names and a ClusterState's interned ids.
+// Between a job's names and a ClusterState's interned ids.
+#include "job/resolve.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -7,12 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 #include "core/model/edit_distance.h"
 #include "core/state/cluster_state.h"
-#include "store/names.h"
+#include "job/names.h"
 
-namespace arbiter::store {
+namespace arbiter::job {
 namespace {
 
 // A name the cluster does not have: not found, naming the field.
@@ -206,4 +207,4 @@ StoredAllocation ToStoredAllocation(const Allocation& allocation, const ClusterS
   return stored;
 }
 
-}  // namespace arbiter::store
+}  // namespace arbiter::job
