@@ -128,6 +128,47 @@ TEST(StoreBinaryCodec, JobSpecAndAllocationRoundTrip) {
   }
 }
 
+// The bytes and the text of a full spec, as stored: a change to either codec that would make a
+// store's records unreadable (a field moved, renamed or encoded otherwise) fails here, before any
+// store reads them. A deliberate change adds a format (kBinaryFormat) or a schema version.
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+TEST(StoreBinaryCodec, AFullSpecEncodesToTheStoredBytes) {
+  EXPECT_EQ(Hex(EncodeJobSpecBinary(FullSpec())),
+            "01096c6c616d612d37306205616c69636508747261696e696e6702503102086c61756e63686572020000"
+            "c03e80800206776f726b657208807d80800a80dc0b8080c00102044838303008413130302d383047046c"
+            "6561660101047a6f6e65016102096465646963617465640008747261696e696e67020001000002036170"
+            "70056c6c616d61047465616d036e6c700201036170700464617461046c656166000103617070056c6c61"
+            "6d61046e6f64650380a0abfef9628088d54480bab70380d30e0023746f72636872756e20747261696e2e"
+            "7079202d2d636f6e666967203730622e79616d6c020748465f484f4d45082f646174612f68660a4e4343"
+            "4c5f444542554704494e464f06057265712d31");
+  EXPECT_EQ(EncodeJobSpec(FullSpec()),
+            R"({"affinity":[{"anti":false,"level":"leaf","match":{"app":"data"},)"
+            R"("required":false},{"anti":true,"level":"node","match":{"app":"llama"},)"
+            R"("required":true}],"checkpoint_interval_ms":3600000,)"
+            R"("command":"torchrun train.py --config 70b.yaml",)"
+            R"("env":{"HF_HOME":"/data/hf","NCCL_DEBUG":"INFO"},"gpu_types":["H800",)"
+            R"("A100-80G"],"groups":[{"cpu_milli":4000,"memory_mib":16384,)"
+            R"("name":"launcher","tasks":1},{"cpu_milli":96000,"gpu_memory_mib":81920,)"
+            R"("gpu_milli":8000,"memory_mib":1572864,"name":"worker","tasks":4}],)"
+            R"("idempotency_key":"req-1","labels":{"app":"llama","team":"nlp"},)"
+            R"("max_retries":3,"name":"llama-70b","node_selector":{"zone":"a"},)"
+            R"("priority_class":"P1","queue":"training","restart_overhead_ms":120000,)"
+            R"("runtime_estimate_ms":72000000,"submit_time_ms":1700000000000,)"
+            R"("tolerations":[{"effect":"PreferNoSchedule","key":"dedicated",)"
+            R"("value":"training"},{"operator":"Exists"}],"topology":{"level":"leaf",)"
+            R"("mode":"preferred"},"user":"alice"})");
+}
+
 TEST(StoreBinaryCodec, DamagedRecordsAreErrorsNamingTheField) {
   const std::string bytes = EncodeJobSpecBinary(FullSpec());
   auto error = [](std::string_view record) {
