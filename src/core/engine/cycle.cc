@@ -1042,11 +1042,11 @@ class Cycle {
   // then: the others wait behind it.
   bool OvertakenBefore(const Job& job, Millis start, GpuTypeId type) const {
     const OrderingWeights& w = options_.ordering;
-    const engine::OrderingKeys keys(state_, w);
     // Ages alike reorder nothing while `job` still ages; a job behind it that starts to starve
     // first does.
-    const bool capped = keys.ages() && job.submit_time + w.max_age < start;
-    if (w.policy != OrderPolicy::kMultifactor || (!capped && !keys.starves())) return false;
+    const bool capped = w.age > 0 && w.max_age > 0 && job.submit_time + w.max_age < start;
+    if (w.policy != OrderPolicy::kMultifactor || (!capped && w.starvation_wait <= 0)) return false;
+    const engine::OrderingKeys keys(state_, w);
     auto waits = [&](const Job& other) {
       return other.submit_time <= now_ && other.queue < state_.queue_count() &&
              other.priority_class < state_.priority_class_count();
